@@ -1,0 +1,16 @@
+// Package actors is drover's runtime on protoactor-go: the node root, one
+// source supervisor per configured source, and one unit actor per partition,
+// shard or queue slot this node owns (DESIGN §3).
+//
+// A unit actor holds its unit's lease, fetches a batch, decodes it, applies
+// it with its checkpoint in one fenced store call, acknowledges it (queues),
+// renews its lease when due, and repeats. It never blocks its mailbox: every
+// broker and store call runs through the injected exec.Executor and its
+// result comes back as a message; the job's context is cancelled when the
+// actor stops or restarts.
+//
+// Everything that varies is injected through Env: clock, randomness, the
+// protoactor dispatcher, the executor, membership, brokers and store. The
+// package itself starts no goroutines and reads no wall clock; with the
+// testkit's Env a whole cluster runs on one goroutine in virtual time.
+package actors

@@ -1,0 +1,82 @@
+// Package exec runs blocking I/O off actor mailboxes.
+//
+// An actor never calls a broker or a store from its Receive: it hands a job
+// to an Executor, and the executor hands the job's result back through a
+// deliver function that sends it to the actor as a message. The actor cancels
+// the job's context when it stops, so a 20 s long poll does not delay a stop.
+//
+// Goroutines: Goroutines (the production executor) starts one goroutine per
+// job and waits for all of them in Wait. The testkit's executor starts none:
+// it runs each job on the simulation goroutine at a virtual time it picks
+// from its seed.
+package exec
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// Executor runs jobs that may block.
+type Executor interface {
+	// Go runs job with ctx and then calls deliver with its result, exactly
+	// once, never from the caller's goroutine during the call to Go. A job
+	// whose ctx is cancelled must return promptly; its result is still
+	// delivered (the receiver decides whether it still cares).
+	Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any))
+}
+
+// Goroutines is the production Executor: every job on its own goroutine.
+// The zero value is ready to use.
+type Goroutines struct {
+	wg sync.WaitGroup
+}
+
+// Go starts job on a new goroutine.
+func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) {
+	g.wg.Add(1)
+	go func() {
+		defer g.wg.Done()
+		deliver(job(ctx))
+	}()
+}
+
+// Wait blocks until every job started so far has delivered its result.
+func (g *Goroutines) Wait() { g.wg.Wait() }
+
+// Pauser is how a job waits inside an executor that controls time. The
+// testkit's executor puts one in each job's context.
+type Pauser interface {
+	// Pause makes the job's result arrive d later than it would have.
+	Pause(d time.Duration)
+}
+
+type pauserKey struct{}
+
+// WithPauser returns ctx carrying p; executors that control time use it.
+func WithPauser(ctx context.Context, p Pauser) context.Context {
+	return context.WithValue(ctx, pauserKey{}, p)
+}
+
+// Pause waits d inside a job: on the wall clock it sleeps until d has passed
+// or ctx is done (then it returns ctx.Err()); under an executor that controls
+// time it records the wait with the executor's Pauser and returns at once.
+// Code that runs inside jobs (in-memory brokers, fault injection) waits with
+// Pause so that it stays deterministic under the testkit.
+func Pause(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	if p, ok := ctx.Value(pauserKey{}).(Pauser); ok {
+		p.Pause(d)
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

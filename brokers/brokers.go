@@ -1,0 +1,138 @@
+package brokers
+
+import (
+	"context"
+	"time"
+)
+
+// Header is one message header, in the order the broker gave it.
+type Header struct {
+	Key   string
+	Value []byte
+}
+
+// Message is one message as a broker delivered it, before decoding.
+// The slices belong to the receiver once Fetch or Receive returns them.
+type Message struct {
+	// Position orders the message within its partition (streams). For queue
+	// messages it equals ID.
+	Position string
+	// ID is the broker's message id that survives redelivery (queues: SQS
+	// MessageId, Pub/Sub message id, JetStream "<stream>:<sequence>"). It is
+	// the dedupe id. Empty for streams.
+	ID string
+	// Key is the message key (Kafka key, Kinesis partition key, a queue's key
+	// attribute), nil when there is none.
+	Key []byte
+	// Value is the body.
+	Value []byte
+	// Tombstone is set for a keyed message with no value (a Kafka tombstone):
+	// it deletes its key.
+	Tombstone bool
+	Headers   []Header
+	// Time is the broker's timestamp of the message, zero when unknown.
+	Time time.Time
+	// Deliveries counts deliveries of a queue message, 1 the first time; 0
+	// when the broker does not say.
+	Deliveries int
+	// Handle is the adapter's acknowledgement handle (receipt handle, ack
+	// id, JetStream message). Only the Receiver that returned it reads it.
+	Handle any
+}
+
+// Result is what one Fetch or Receive returned.
+type Result struct {
+	// Messages in partition order (streams) or delivery order (queues).
+	Messages []Message
+	// End is set by a stream reader when its partition is closed and every
+	// message has been returned (a Kinesis shard after a split or merge).
+	// No further Fetch on this reader returns messages.
+	End bool
+	// Lag is how far behind the newest message the reader is after this
+	// fetch, in messages (Kinesis: milliseconds), or -1 when unknown.
+	Lag int64
+}
+
+// Partition is one partition (Kafka), shard (Kinesis) or ordered stream
+// (JetStream) of a Stream.
+type Partition struct {
+	// ID is the partition's name within its stream, e.g. "3" or
+	// "shardId-000000000002". drover's unit id is "<source>/<ID>".
+	ID string
+	// Parents are the partitions this one was split or merged from
+	// (Kinesis). A partition is read only after each parent is read to its
+	// end.
+	Parents []string
+}
+
+// StartMode says where a reader starts when it has no position.
+type StartMode int
+
+const (
+	// Earliest starts at the oldest message the broker still holds.
+	Earliest StartMode = iota
+	// Latest starts after the newest message at the time the reader opens.
+	Latest
+)
+
+// Start says where a Reader begins.
+type Start struct {
+	// After is the last position already applied; the reader returns the
+	// messages after it. Empty means use Mode.
+	After string
+	Mode  StartMode
+}
+
+// Stream is a partitioned, ordered log. Safe for concurrent use.
+type Stream interface {
+	// Partitions lists the stream's partitions, closed ones included.
+	Partitions(ctx context.Context) ([]Partition, error)
+	// Open returns a reader of one partition positioned at start.
+	Open(ctx context.Context, partition string, start Start) (Reader, error)
+	// Close releases the stream and everything opened from it.
+	Close() error
+}
+
+// Reader reads one partition in order. A Reader is used by one goroutine at
+// a time.
+type Reader interface {
+	// Fetch returns up to max messages, waiting at most wait for the first
+	// one. It returns early, with what it has, as soon as messages arrive.
+	// An empty Result with a nil error means nothing arrived in time.
+	Fetch(ctx context.Context, max int, wait time.Duration) (Result, error)
+	// Close releases the reader.
+	Close() error
+}
+
+// Queue hands messages to competing receivers. Safe for concurrent use.
+type Queue interface {
+	// Open returns a receiver for one consumer slot (e.g. "slot-0").
+	Open(ctx context.Context, slot string) (Receiver, error)
+	// Close releases the queue and everything opened from it.
+	Close() error
+}
+
+// Receiver receives, acknowledges and gives back messages. A Receiver is
+// used by one goroutine at a time.
+type Receiver interface {
+	// Receive returns up to max messages, waiting at most wait for the first.
+	// The messages stay invisible to other receivers until acked, nacked, or
+	// their ack deadline passes.
+	Receive(ctx context.Context, max int, wait time.Duration) (Result, error)
+	// Ack removes messages for good. Call it only after the store committed
+	// them. A failed ack is harmless: the message comes back and the dedupe
+	// table refuses it.
+	Ack(ctx context.Context, msgs []Message) error
+	// Nack gives messages back to be delivered again after delay (0: as soon
+	// as the broker can).
+	Nack(ctx context.Context, msgs []Message, delay time.Duration) error
+	// Close releases the receiver; unacknowledged messages come back later.
+	Close() error
+}
+
+// Extender is implemented by receivers that can push back the ack deadline
+// of messages still being applied (SQS ChangeMessageVisibility, Pub/Sub
+// ModifyAckDeadline, JetStream in-progress).
+type Extender interface {
+	Extend(ctx context.Context, msgs []Message, d time.Duration) error
+}

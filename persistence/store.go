@@ -1,0 +1,295 @@
+package persistence
+
+import (
+	"context"
+	"time"
+)
+
+// Lease is the right to apply one unit.
+type Lease struct {
+	Unit  string
+	Owner string // node name; empty when released
+	// Token fences applies: it strictly increases with every Acquire.
+	Token      int64
+	ExpiresAt  time.Time
+	AcquiredAt time.Time
+}
+
+// AcquireRequest asks for a unit's lease.
+type AcquireRequest struct {
+	Unit  string
+	Owner string
+	TTL   time.Duration
+	// Live are the members alive in the caller's membership view. A lease
+	// held by an owner that is not among them is taken over at once.
+	Live []string
+}
+
+// Leases manages unit leases.
+type Leases interface {
+	// Acquire takes the unit's lease when it is free, expired, already the
+	// requester's, or held by an owner not in req.Live. Every success
+	// increments the token. Otherwise it returns a *LeaseHeldError (which
+	// matches ErrLeaseHeld).
+	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
+	// Renew extends a lease still held with l's token; otherwise ErrLeaseLost.
+	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// Release frees a lease still held with l's token (the token is kept, so
+	// the next Acquire still increments it); otherwise ErrLeaseLost.
+	Release(ctx context.Context, l Lease) error
+	// List returns every lease, released ones included, ordered by unit.
+	List(ctx context.Context) ([]Lease, error)
+}
+
+// OpKind is what an Op does.
+type OpKind uint8
+
+const (
+	// OpUpsert writes Doc under Key in the batch's table.
+	OpUpsert OpKind = iota + 1
+	// OpDelete removes Key from the batch's table.
+	OpDelete
+	// OpDeadLetter records the message as a dead letter with Reason.
+	OpDeadLetter
+	// OpMessage hands the message to the batch's Handle function (handler
+	// mode); the store itself writes nothing for it.
+	OpMessage
+)
+
+func (k OpKind) String() string {
+	switch k {
+	case OpUpsert:
+		return "upsert"
+	case OpDelete:
+		return "delete"
+	case OpDeadLetter:
+		return "dead-letter"
+	case OpMessage:
+		return "message"
+	}
+	return "unknown"
+}
+
+// Op is one decoded message of a batch.
+type Op struct {
+	Kind     OpKind
+	Key      string // record key (upsert, delete)
+	Doc      []byte // JSON object (upsert)
+	Position string // the message's position (queues: its id)
+	// MessageID is the dedupe id of a queue message; empty for streams.
+	MessageID string
+	// MsgKey, Payload and Reason describe a dead letter; Payload is also the
+	// raw body of an OpMessage.
+	MsgKey  string
+	Payload []byte
+	Reason  string
+}
+
+// Batch is what one fenced Apply writes.
+type Batch struct {
+	Source string
+	Unit   string
+	// Lease fences the batch: Apply commits only while Lease.Token is the
+	// unit's current token.
+	Lease Lease
+	// Table is the records table upserts and deletes go to, created on
+	// first use. It must be a valid identifier (ValidTable).
+	Table string
+	// Ops in message order.
+	Ops []Op
+	// Dedupe: refuse ops whose MessageID was applied before, and record the
+	// new ids (queues).
+	Dedupe bool
+	// Checkpoint, when not empty, is the unit's new position (streams). It
+	// is written only if it is after the stored one.
+	Checkpoint string
+	// Finished records that the unit was read to its end (a closed Kinesis
+	// shard); its children may start.
+	Finished bool
+	// Handle, when set, is called inside the transaction, after fencing and
+	// dedupe, with the batch's fresh OpMessage ops. Its writes through tx
+	// commit or roll back with the batch. An error rolls everything back
+	// and is returned as is.
+	Handle func(ctx context.Context, tx Tx, ops []Op) error
+}
+
+// IdempotencyKey is "source/unit/first..last" over the batch's positions:
+// handlers with outside side effects use it to detect a retried batch.
+func (b *Batch) IdempotencyKey() string {
+	first, last := "", ""
+	if len(b.Ops) > 0 {
+		first, last = b.Ops[0].Position, b.Ops[len(b.Ops)-1].Position
+	}
+	return b.Unit + "/" + first + ".." + last
+}
+
+// Applied reports what Apply wrote.
+type Applied struct {
+	Upserted     int // documents inserted or changed
+	Unchanged    int // upserts whose document equalled the stored one
+	Deleted      int // deletions (of keys present or not)
+	DeadLettered int
+	Handled      int // ops given to Handle
+	// Duplicates are the message ids the dedupe table refused.
+	Duplicates []string
+}
+
+// Tx is the fenced transaction a handler writes through.
+type Tx interface {
+	// Put upserts a JSON document under key in table; an unchanged document
+	// is not rewritten.
+	Put(ctx context.Context, table, key string, doc []byte) error
+	// Delete removes key from table.
+	Delete(ctx context.Context, table, key string) error
+	// Get reads a document written before or earlier in this transaction.
+	Get(ctx context.Context, table, key string) (doc []byte, ok bool, err error)
+	// Exec runs SQL in the transaction (SQL stores; memory returns
+	// ErrUnsupported) and returns the rows affected.
+	Exec(ctx context.Context, sql string, args ...any) (int64, error)
+	// Raw is the driver's transaction: pgx.Tx for postgres, *sql.Tx for
+	// sqlite, nil for memory.
+	Raw() any
+}
+
+// Applier writes batches.
+type Applier interface {
+	// Apply writes the batch in one transaction fenced by b.Lease.Token.
+	Apply(ctx context.Context, b *Batch) (Applied, error)
+}
+
+// Checkpoint is the last applied position of a stream unit.
+type Checkpoint struct {
+	Unit      string
+	Source    string
+	Position  string
+	Finished  bool
+	Token     int64
+	UpdatedAt time.Time
+}
+
+// Checkpoints reads checkpoints.
+type Checkpoints interface {
+	// Checkpoint returns the unit's checkpoint, or ErrNotFound.
+	Checkpoint(ctx context.Context, unit string) (Checkpoint, error)
+	// Checkpoints returns the checkpoints of a source's units, by unit.
+	Checkpoints(ctx context.Context, source string) ([]Checkpoint, error)
+}
+
+// Record is one row of a records table.
+type Record struct {
+	Key       string
+	Doc       []byte
+	Source    string
+	Unit      string
+	Position  string
+	UpdatedAt time.Time
+}
+
+// Records reads records tables (verification, tests, the CLI).
+type Records interface {
+	// Records returns up to limit rows of table with keys after afterKey,
+	// ordered by key. A table never written is empty, not an error.
+	Records(ctx context.Context, table, afterKey string, limit int) ([]Record, error)
+}
+
+// DeadLetterStatus is the state of a dead letter.
+type DeadLetterStatus string
+
+const (
+	DeadLetterPending  DeadLetterStatus = "pending"
+	DeadLetterReplayed DeadLetterStatus = "replayed"
+	DeadLetterResolved DeadLetterStatus = "resolved"
+)
+
+// DeadLetter is a message that could not be applied, with its reason.
+type DeadLetter struct {
+	ID            int64
+	Source        string
+	Unit          string
+	Position      string
+	MsgKey        string
+	Payload       []byte
+	Reason        string
+	Attempts      int
+	Status        DeadLetterStatus
+	FirstFailedAt time.Time
+	LastFailedAt  time.Time
+}
+
+// DeadLetterFilter selects dead letters; zero fields select all.
+type DeadLetterFilter struct {
+	Source  string
+	Status  DeadLetterStatus
+	AfterID int64 // ids greater than this
+	Limit   int   // 0: no limit
+}
+
+// DeadLetters manages dead letters.
+type DeadLetters interface {
+	// DeadLetters lists dead letters by id.
+	DeadLetters(ctx context.Context, f DeadLetterFilter) ([]DeadLetter, error)
+	// DeadLetter returns one, or ErrNotFound.
+	DeadLetter(ctx context.Context, id int64) (DeadLetter, error)
+	// SetDeadLetterStatus marks one replayed or resolved, or ErrNotFound.
+	SetDeadLetterStatus(ctx context.Context, id int64, s DeadLetterStatus) error
+}
+
+// FieldStats describes one top-level field over a quality window.
+type FieldStats struct {
+	Present  int64            `json:"present"`   // rows with the field
+	Nulls    int64            `json:"nulls"`     // rows where it is null or absent
+	NullRate float64          `json:"null_rate"` // Nulls / rows read
+	Types    map[string]int64 `json:"types"`     // JSON type -> rows
+	Type     string           `json:"type"`      // the most frequent non-null type
+	Declared string           `json:"declared,omitempty"`
+	Misfits  int64            `json:"misfits,omitempty"` // values not of the declared type
+}
+
+// Drift is one change of a field against the previous window.
+type Drift struct {
+	Field  string `json:"field"`
+	Change string `json:"change"` // added, removed, retyped, null_rate
+	From   string `json:"from,omitempty"`
+	To     string `json:"to,omitempty"`
+}
+
+// QualityWindow is the data-quality summary of one source on one node over
+// a window of time or messages.
+type QualityWindow struct {
+	ID          int64
+	Source      string
+	Node        string
+	WindowStart time.Time
+	WindowEnd   time.Time
+	RowsRead    int64
+	RowsFailed  int64
+	Fields      map[string]FieldStats
+	Drift       []Drift
+	Status      string // ok, drift, degraded, empty, failed
+}
+
+// Quality stores quality windows.
+type Quality interface {
+	WriteQuality(ctx context.Context, w QualityWindow) (int64, error)
+	// QualityWindows returns a source's newest windows first ("" for all
+	// sources), up to limit (0: all).
+	QualityWindows(ctx context.Context, source string, limit int) ([]QualityWindow, error)
+}
+
+// Dedupe maintains the dedupe table.
+type Dedupe interface {
+	// PruneDedupe forgets message ids applied before t and returns how many.
+	PruneDedupe(ctx context.Context, before time.Time) (int64, error)
+}
+
+// Store is everything drover needs from its database.
+type Store interface {
+	Leases
+	Applier
+	Checkpoints
+	Records
+	DeadLetters
+	Quality
+	Dedupe
+	Close() error
+}
