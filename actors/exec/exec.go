@@ -64,6 +64,14 @@ func WithPauser(ctx context.Context, p Pauser) context.Context {
 // Code that runs inside jobs (in-memory brokers, fault injection) waits with
 // Pause so that it stays deterministic under the testkit.
 func Pause(ctx context.Context, d time.Duration) error {
+	return Wait(ctx, d, nil)
+}
+
+// Wait is Pause that may end early: on the wall clock it also returns (nil)
+// when wake is closed or receives. Under an executor that controls time it
+// records the whole wait d and returns at once, since nothing else can
+// happen while the job runs.
+func Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
@@ -75,6 +83,8 @@ func Pause(ctx context.Context, d time.Duration) error {
 	defer t.Stop()
 	select {
 	case <-t.C:
+		return nil
+	case <-wake:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
