@@ -1,0 +1,195 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Clock judges lease expiry and stamps every time the store writes.
+	// nil means clock.Real{}.
+	Clock clock.Clock
+}
+
+// Store is an in-memory persistence.Store. Create it with New.
+type Store struct {
+	clock clock.Clock
+
+	mu          sync.Mutex // guards everything below
+	closed      bool
+	leases      map[string]persistence.Lease      // unit -> lease
+	checkpoints map[string]persistence.Checkpoint // unit -> checkpoint
+	tables      map[string]map[string]persistence.Record
+	deadLetters []persistence.DeadLetter // deadLetters[i].ID == i+1
+	dlByPos     map[dlKey]int64          // (source, unit, position) -> id
+	dedupe      map[dedupeKey]time.Time  // -> applied at
+	quality     []persistence.QualityWindow
+	faults      faults
+}
+
+type dlKey struct{ source, unit, position string }
+
+type dedupeKey struct{ source, messageID string }
+
+var _ persistence.Store = (*Store)(nil)
+
+// New returns an empty store.
+func New(cfg Config) *Store {
+	c := cfg.Clock
+	if c == nil {
+		c = clock.Real{}
+	}
+	return &Store{
+		clock:       c,
+		leases:      make(map[string]persistence.Lease),
+		checkpoints: make(map[string]persistence.Checkpoint),
+		tables:      make(map[string]map[string]persistence.Record),
+		dlByPos:     make(map[dlKey]int64),
+		dedupe:      make(map[dedupeKey]time.Time),
+	}
+}
+
+// now is the store clock's time in UTC without a monotonic reading, the way
+// a database would return it.
+func (s *Store) now() time.Time { return s.clock.Now().UTC() }
+
+// enter is the first step of every call, made with s.mu held: it refuses a
+// cancelled context, a closed store and injected faults.
+func (s *Store) enter(ctx context.Context, op string) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if s.closed {
+		return errors.New("store closed")
+	}
+	return s.faults.inject(op)
+}
+
+// Close makes every later call fail. It never fails itself.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closed = true
+	return nil
+}
+
+// Acquire implements persistence.Leases.
+func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpAcquire); err != nil {
+		return persistence.Lease{}, fmt.Errorf("acquire %s: %w", req.Unit, err)
+	}
+	if err := checkAcquire(req); err != nil {
+		return persistence.Lease{}, fmt.Errorf("acquire %s: %w", req.Unit, err)
+	}
+	now := s.now()
+	cur, ok := s.leases[req.Unit]
+	if ok && !takeable(cur, req, now) {
+		return persistence.Lease{}, &persistence.LeaseHeldError{Holder: cur}
+	}
+	l := persistence.Lease{
+		Unit:       req.Unit,
+		Owner:      req.Owner,
+		Token:      cur.Token + 1,
+		ExpiresAt:  now.Add(req.TTL),
+		AcquiredAt: now,
+	}
+	s.leases[req.Unit] = l
+	return l, nil
+}
+
+func checkAcquire(req persistence.AcquireRequest) error {
+	switch {
+	case req.Unit == "":
+		return errors.New("empty unit")
+	case req.Owner == "":
+		return errors.New("empty owner")
+	case req.TTL <= 0:
+		return fmt.Errorf("ttl %s: must be positive", req.TTL)
+	}
+	return nil
+}
+
+// takeable reports whether Acquire may take the lease cur for req at now:
+// when it is released, expired (ExpiresAt <= now), already req.Owner's, or
+// held by an owner that is not in req.Live (an empty Live takes over any
+// lease: callers pass their whole membership view).
+func takeable(cur persistence.Lease, req persistence.AcquireRequest, now time.Time) bool {
+	return cur.Owner == "" ||
+		!cur.ExpiresAt.After(now) ||
+		cur.Owner == req.Owner ||
+		!slices.Contains(req.Live, cur.Owner)
+}
+
+// held returns the unit's lease when l's owner still holds it with l's
+// token, or ErrLeaseLost. The caller holds s.mu.
+func (s *Store) held(l persistence.Lease) (persistence.Lease, error) {
+	cur, ok := s.leases[l.Unit]
+	if !ok || cur.Owner == "" || cur.Owner != l.Owner || cur.Token != l.Token {
+		return persistence.Lease{}, fmt.Errorf("token %d of %s: %w", l.Token, l.Owner, persistence.ErrLeaseLost)
+	}
+	return cur, nil
+}
+
+// Renew implements persistence.Leases. A lease past its expiry that nobody
+// took over is still held by its token and can be renewed.
+func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duration) (persistence.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpRenew); err != nil {
+		return persistence.Lease{}, fmt.Errorf("renew lease %s: %w", l.Unit, err)
+	}
+	if ttl <= 0 {
+		return persistence.Lease{}, fmt.Errorf("renew lease %s: ttl %s: must be positive", l.Unit, ttl)
+	}
+	cur, err := s.held(l)
+	if err != nil {
+		return persistence.Lease{}, fmt.Errorf("renew lease %s: %w", l.Unit, err)
+	}
+	cur.ExpiresAt = s.now().Add(ttl)
+	s.leases[l.Unit] = cur
+	return cur, nil
+}
+
+// Release implements persistence.Leases: the owner becomes empty, the token
+// stays and the lease expires now.
+func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpRelease); err != nil {
+		return fmt.Errorf("release lease %s: %w", l.Unit, err)
+	}
+	cur, err := s.held(l)
+	if err != nil {
+		return fmt.Errorf("release lease %s: %w", l.Unit, err)
+	}
+	cur.Owner = ""
+	cur.ExpiresAt = s.now()
+	s.leases[l.Unit] = cur
+	return nil
+}
+
+// List implements persistence.Leases.
+func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpList); err != nil {
+		return nil, fmt.Errorf("list leases: %w", err)
+	}
+	out := make([]persistence.Lease, 0, len(s.leases))
+	for _, l := range s.leases {
+		out = append(out, l)
+	}
+	slices.SortFunc(out, func(a, b persistence.Lease) int { return strings.Compare(a.Unit, b.Unit) })
+	return out, nil
+}
