@@ -1,0 +1,266 @@
+package decode
+
+import (
+	"bytes"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// DefaultMaxBytes is the largest body Record and Raw accept when
+// Config.MaxBytes is 0: 1 MiB.
+const DefaultMaxBytes = 1 << 20
+
+// Config says how a source's messages become records. The zero value keys
+// records by the message key and accepts bodies up to 1 MiB.
+type Config struct {
+	// KeyField is the dotted path of the record key inside the JSON object
+	// ("id", "customer.id"). Empty: the message key is the record key.
+	// A path segment cannot contain a dot.
+	KeyField string
+	// MaxBytes is the largest body accepted; larger ones are dead-lettered.
+	// 0 means DefaultMaxBytes.
+	MaxBytes int
+}
+
+// Validate reports a KeyField with an empty segment or a negative MaxBytes.
+func (c Config) Validate() error {
+	if c.MaxBytes < 0 {
+		return fmt.Errorf("decode: max bytes %d: must not be negative", c.MaxBytes)
+	}
+	if c.KeyField != "" {
+		for i, seg := range strings.Split(c.KeyField, ".") {
+			if seg == "" {
+				return fmt.Errorf("decode: key field %q: segment %d is empty", c.KeyField, i+1)
+			}
+		}
+	}
+	return nil
+}
+
+func (c Config) maxBytes() int {
+	if c.MaxBytes <= 0 {
+		return DefaultMaxBytes
+	}
+	return c.MaxBytes
+}
+
+// Reasons of dead letters that do not carry details. Other reasons start
+// with the prefixes documented on Record.
+const (
+	ReasonNoKey     = "no key"
+	ReasonEmptyBody = "invalid JSON: empty body"
+)
+
+// Record decodes one message of a records-mode source (DESIGN §7). It always
+// returns exactly one op, of kind OpUpsert, OpDelete or OpDeadLetter, with
+// Position and MessageID (= m.ID) set from the message. It never fails: what
+// cannot be applied becomes a dead letter whose Payload is the raw body,
+// whose MsgKey is MsgKey(m.Key), and whose Reason is one of:
+//
+//	message of N bytes exceeds max_message_bytes M
+//	invalid JSON: empty body                       (no key and no body)
+//	invalid JSON: <what> at offset N                 (not RFC 8259 JSON, or invalid UTF-8)
+//	unsupported JSON: <what> at offset N             (\u0000, a lone surrogate, nesting > 1000)
+//	not a JSON object: array|string|number|boolean|null
+//	no key                                           (no key field configured and no message key)
+//	no key: field "a.b" is missing|is empty
+//	key field "a.b" is object|array|boolean|null, want string or number
+//	message key is not valid UTF-8|message key contains a NUL byte
+//	Debezium op "c": after is null, want an object   (also u, r)
+//	Debezium op "d": before is null, want an object  (only with a key field)
+//
+// The rules, in order:
+//
+//  1. A body longer than MaxBytes is dead-lettered.
+//  2. A message with a key and no body (m.Tombstone, or an empty body, as
+//     Debezium's tombstones arrive on brokers without a tombstone flag)
+//     deletes the message key, even when a key field is configured.
+//  3. A body that is not JSON, or JSON that is not an object, is
+//     dead-lettered.
+//  4. A Debezium change event, bare or in a {"payload": …} wrapper, is one
+//     whose "op" is "c", "u", "r" or "d" and that has "before" and "after"
+//     members: "d" deletes the key of "before", the others upsert "after".
+//  5. An object whose "_deleted" member is true deletes its key.
+//  6. Any other object is upserted.
+//
+// A key comes from KeyField (a string's text, or a number's literal text:
+// 42, 4.20, 1e3), or when KeyField is empty from the message key, which
+// must then be valid UTF-8 without NUL bytes (the store keeps keys as text).
+// An upsert's Doc is the canonical form of the object (see Canonical): the
+// same document always gives the same bytes, so stores can compare them.
+func (c Config) Record(m brokers.Message) persistence.Op {
+	op := persistence.Op{Position: m.Position, MessageID: m.ID}
+	if max := c.maxBytes(); len(m.Value) > max {
+		return c.dead(op, m, fmt.Sprintf("message of %d bytes exceeds max_message_bytes %d", len(m.Value), max))
+	}
+	if m.Tombstone || (len(m.Value) == 0 && len(m.Key) > 0) {
+		return c.keyed(op, m, persistence.OpDelete, -1, nil)
+	}
+	if len(m.Value) == 0 {
+		return c.dead(op, m, ReasonEmptyBody)
+	}
+	var p parser
+	if err := p.parse(m.Value); err != nil {
+		return c.dead(op, m, err.Error())
+	}
+	if k := p.nodes[0].kind; k != kindObject {
+		return c.dead(op, m, "not a JSON object: "+k.typeName())
+	}
+	root := 0
+	if pl := p.member(0, "payload"); pl >= 0 && p.isDebezium(pl) {
+		root = pl
+	}
+	if p.isDebezium(root) {
+		opName := string(p.str(p.member(root, "op")))
+		if opName == "d" {
+			before := p.member(root, "before")
+			if p.nodes[before].kind != kindObject {
+				if c.KeyField != "" {
+					return c.dead(op, m, fmt.Sprintf("Debezium op %q: before is %s, want an object", opName, p.nodes[before].kind.typeName()))
+				}
+				before = -1
+			}
+			return c.keyed(op, m, persistence.OpDelete, before, &p)
+		}
+		after := p.member(root, "after")
+		if p.nodes[after].kind != kindObject {
+			return c.dead(op, m, fmt.Sprintf("Debezium op %q: after is %s, want an object", opName, p.nodes[after].kind.typeName()))
+		}
+		return c.keyed(op, m, persistence.OpUpsert, after, &p)
+	}
+	if d := p.member(0, "_deleted"); d >= 0 && p.nodes[d].kind == kindTrue {
+		return c.keyed(op, m, persistence.OpDelete, 0, &p)
+	}
+	return c.keyed(op, m, persistence.OpUpsert, 0, &p)
+}
+
+// isDebezium reports whether node i is a Debezium change event.
+func (p *parser) isDebezium(i int) bool {
+	if p.nodes[i].kind != kindObject {
+		return false
+	}
+	o := p.member(i, "op")
+	if o < 0 || p.nodes[o].kind != kindString {
+		return false
+	}
+	switch string(p.str(o)) {
+	case "c", "u", "r", "d":
+	default:
+		return false
+	}
+	return p.member(i, "before") >= 0 && p.member(i, "after") >= 0
+}
+
+// keyed finishes op as kind with the key found in object obj (KeyField) or
+// the message key (KeyField empty or obj < 0). An upsert's Doc is obj's
+// canonical form.
+func (c Config) keyed(op persistence.Op, m brokers.Message, kind persistence.OpKind, obj int, p *parser) persistence.Op {
+	var key string
+	if c.KeyField == "" || obj < 0 {
+		if len(m.Key) == 0 {
+			return c.dead(op, m, ReasonNoKey)
+		}
+		if !utf8.Valid(m.Key) {
+			return c.dead(op, m, "message key is not valid UTF-8")
+		}
+		if bytes.IndexByte(m.Key, 0) >= 0 {
+			return c.dead(op, m, "message key contains a NUL byte")
+		}
+		key = string(m.Key)
+	} else {
+		v := obj
+		for rest := c.KeyField; v >= 0; {
+			var seg string
+			seg, rest, _ = strings.Cut(rest, ".")
+			if p.nodes[v].kind != kindObject {
+				v = -1
+				break
+			}
+			v = p.member(v, seg)
+			if rest == "" {
+				break
+			}
+		}
+		if v < 0 {
+			return c.dead(op, m, fmt.Sprintf("no key: field %q is missing", c.KeyField))
+		}
+		switch nd := p.nodes[v]; nd.kind {
+		case kindString:
+			key = string(p.str(v))
+		case kindNumber:
+			key = string(p.src[nd.start:nd.end])
+		default:
+			return c.dead(op, m, fmt.Sprintf("key field %q is %s, want string or number", c.KeyField, nd.kind.typeName()))
+		}
+		if key == "" {
+			return c.dead(op, m, fmt.Sprintf("no key: field %q is empty", c.KeyField))
+		}
+	}
+	op.Kind, op.Key = kind, key
+	if kind == persistence.OpUpsert {
+		op.Doc = p.canonical(make([]byte, 0, p.nodes[obj].end-p.nodes[obj].start), obj)
+	}
+	return op
+}
+
+func (c Config) dead(op persistence.Op, m brokers.Message, reason string) persistence.Op {
+	op.Kind = persistence.OpDeadLetter
+	op.Reason = reason
+	op.MsgKey = MsgKey(m.Key)
+	op.Payload = m.Value
+	return op
+}
+
+// Raw decodes one message of a handler-mode source: an OpMessage whose
+// Payload is the body and whose Key is the message key as a string (any
+// bytes; nil key: ""), or a dead letter when the body is longer than
+// MaxBytes. A tombstone arrives as an OpMessage with a nil Payload.
+// Position and MessageID are set as by Record.
+func (c Config) Raw(m brokers.Message) persistence.Op {
+	op := persistence.Op{Position: m.Position, MessageID: m.ID}
+	if max := c.maxBytes(); len(m.Value) > max {
+		return c.dead(op, m, fmt.Sprintf("message of %d bytes exceeds max_message_bytes %d", len(m.Value), max))
+	}
+	op.Kind = persistence.OpMessage
+	op.Key = string(m.Key)
+	op.Payload = m.Value
+	if m.Tombstone {
+		op.Payload = nil
+	}
+	return op
+}
+
+// msgKeyB64 marks a dead letter's MsgKey that is base64 of the key.
+const msgKeyB64 = "base64:"
+
+// MsgKey is the text form of a message key kept with a dead letter (the
+// store keeps it as text). A key that is valid UTF-8, has no NUL byte and
+// does not start with "base64:" is kept as is; any other key is "base64:"
+// followed by its standard base64 encoding. KeyBytes reverses it.
+func MsgKey(key []byte) string {
+	if utf8.Valid(key) && bytes.IndexByte(key, 0) < 0 && !bytes.HasPrefix(key, []byte(msgKeyB64)) {
+		return string(key)
+	}
+	return msgKeyB64 + base64.StdEncoding.EncodeToString(key)
+}
+
+// KeyBytes returns the message key a MsgKey string stands for (dead-letter
+// replay rebuilds the message with it). An empty string is no key (nil).
+func KeyBytes(msgKey string) ([]byte, error) {
+	if msgKey == "" {
+		return nil, nil
+	}
+	if rest, ok := strings.CutPrefix(msgKey, msgKeyB64); ok {
+		b, err := base64.StdEncoding.DecodeString(rest)
+		if err != nil {
+			return nil, fmt.Errorf("decode: message key %q: bad base64: %w", msgKey, err)
+		}
+		return b, nil
+	}
+	return []byte(msgKey), nil
+}

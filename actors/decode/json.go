@@ -1,0 +1,632 @@
+package decode
+
+import (
+	"bytes"
+	"fmt"
+	"slices"
+	"strconv"
+	"unicode/utf8"
+)
+
+// maxDepth bounds the nesting of arrays and objects. Deeper bodies are
+// dead-lettered ("unsupported JSON") rather than parsed, so that a hostile
+// message cannot exhaust the stack.
+const maxDepth = 1000
+
+// kind is the JSON type of a parsed value.
+type kind uint8
+
+const (
+	kindNull kind = iota
+	kindFalse
+	kindTrue
+	kindNumber
+	kindString
+	kindArray
+	kindObject
+)
+
+// typeName is the name used in reasons and by the quality package.
+func (k kind) typeName() string {
+	switch k {
+	case kindNull:
+		return "null"
+	case kindFalse, kindTrue:
+		return "boolean"
+	case kindNumber:
+		return "number"
+	case kindString:
+		return "string"
+	case kindArray:
+		return "array"
+	}
+	return "object"
+}
+
+// node is one parsed value. Scalars point into the source; containers point
+// into parser.kids (objects hold key, value, key, value, ...).
+type node struct {
+	kind  kind
+	esc   bool  // string: contains a backslash escape
+	start int32 // first byte (a string's opening quote)
+	end   int32 // one past the last byte (a string's closing quote)
+	first int32 // container: index of its first kid in parser.kids
+	n     int32 // container: number of kids
+}
+
+// maxInput is the longest document the parser takes (node offsets are
+// int32).
+const maxInput = 1<<31 - 1
+
+// syntaxError is a body that is not JSON (invalid) or that is JSON drover
+// will not store (unsupported: NUL characters, lone surrogates and extreme
+// nesting, which PostgreSQL's jsonb rejects or which would exhaust a stack).
+type syntaxError struct {
+	unsupported bool
+	msg         string
+	off         int
+}
+
+func (e *syntaxError) Error() string {
+	prefix := "invalid JSON"
+	if e.unsupported {
+		prefix = "unsupported JSON"
+	}
+	return fmt.Sprintf("%s: %s at offset %d", prefix, e.msg, e.off)
+}
+
+// parser is a strict RFC 8259 parser producing a flat tree. It never
+// panics and allocates only its node and kid arenas.
+type parser struct {
+	src     []byte
+	pos     int
+	nodes   []node
+	kids    []int32
+	stack   []int32 // kids of containers being parsed
+	depth   int
+	members []member // scratch of canonical: members of the objects being written
+}
+
+// member is one object member while canonical sorts them.
+type member struct {
+	name []byte
+	key  int32 // key node
+	val  int32 // value node
+}
+
+// parse parses src as exactly one JSON value surrounded by optional
+// whitespace and returns the index of its root node (always 0).
+func (p *parser) parse(src []byte) error {
+	p.src, p.pos = src, 0
+	if len(src) > maxInput {
+		return &syntaxError{unsupported: true, msg: "document over 2 GiB", off: 0}
+	}
+	n := len(src)/5 + 8
+	p.nodes = make([]node, 0, n)
+	p.kids = make([]int32, 0, n)
+	p.stack = make([]int32, 0, 32)
+	if _, err := p.value(); err != nil {
+		return err
+	}
+	p.skipWS()
+	if p.pos < len(p.src) {
+		return p.unexpected("after the top-level value")
+	}
+	return nil
+}
+
+func (p *parser) skipWS() {
+	for p.pos < len(p.src) {
+		switch p.src[p.pos] {
+		case ' ', '\t', '\n', '\r':
+			p.pos++
+		default:
+			return
+		}
+	}
+}
+
+func (p *parser) fail(msg string) error {
+	return &syntaxError{msg: msg, off: p.pos}
+}
+
+// unexpected reports the byte at p.pos, or the end of input.
+func (p *parser) unexpected(where string) error {
+	if p.pos >= len(p.src) {
+		return p.fail("unexpected end of input")
+	}
+	what := "unexpected " + describe(p.src[p.pos])
+	if where != "" {
+		what += " " + where
+	}
+	return p.fail(what)
+}
+
+// describe names one byte for a reason: character 'x' or byte 0xNN.
+func describe(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return "character " + strconv.QuoteRune(rune(c))
+	}
+	return fmt.Sprintf("byte 0x%02x", c)
+}
+
+func (p *parser) value() (int, error) {
+	p.skipWS()
+	if p.pos >= len(p.src) {
+		return 0, p.fail("unexpected end of input")
+	}
+	switch c := p.src[p.pos]; {
+	case c == '{':
+		return p.object()
+	case c == '[':
+		return p.array()
+	case c == '"':
+		return p.string()
+	case c == 't':
+		return p.literal("true", kindTrue)
+	case c == 'f':
+		return p.literal("false", kindFalse)
+	case c == 'n':
+		return p.literal("null", kindNull)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return p.number()
+	}
+	return 0, p.unexpected("")
+}
+
+func (p *parser) add(nd node) int {
+	p.nodes = append(p.nodes, nd)
+	return len(p.nodes) - 1
+}
+
+func (p *parser) scalar(k kind, start int) int {
+	return p.add(node{kind: k, start: int32(start), end: int32(p.pos)})
+}
+
+func (p *parser) literal(word string, k kind) (int, error) {
+	start := p.pos
+	for i := 0; i < len(word); i++ {
+		if p.pos >= len(p.src) || p.src[p.pos] != word[i] {
+			return 0, p.unexpected("")
+		}
+		p.pos++
+	}
+	return p.scalar(k, start), nil
+}
+
+func (p *parser) digits() int {
+	n := 0
+	for p.pos < len(p.src) && p.src[p.pos] >= '0' && p.src[p.pos] <= '9' {
+		p.pos++
+		n++
+	}
+	return n
+}
+
+func (p *parser) number() (int, error) {
+	start := p.pos
+	if p.src[p.pos] == '-' {
+		p.pos++
+	}
+	if p.pos < len(p.src) && p.src[p.pos] == '0' {
+		p.pos++
+	} else if p.digits() == 0 {
+		return 0, p.unexpected("in a number")
+	}
+	if p.pos < len(p.src) && p.src[p.pos] == '.' {
+		p.pos++
+		if p.digits() == 0 {
+			return 0, p.unexpected("in a number")
+		}
+	}
+	if p.pos < len(p.src) && (p.src[p.pos] == 'e' || p.src[p.pos] == 'E') {
+		p.pos++
+		if p.pos < len(p.src) && (p.src[p.pos] == '+' || p.src[p.pos] == '-') {
+			p.pos++
+		}
+		if p.digits() == 0 {
+			return 0, p.unexpected("in a number")
+		}
+	}
+	return p.scalar(kindNumber, start), nil
+}
+
+func hexVal(c byte) rune {
+	switch {
+	case c >= '0' && c <= '9':
+		return rune(c - '0')
+	case c >= 'a' && c <= 'f':
+		return rune(c-'a') + 10
+	case c >= 'A' && c <= 'F':
+		return rune(c-'A') + 10
+	}
+	return -1
+}
+
+// hex4 reads the 4 hex digits after "\u" at src[i:].
+func hex4(src []byte, i int) (rune, bool) {
+	if i+4 > len(src) {
+		return 0, false
+	}
+	var r rune
+	for j := i; j < i+4; j++ {
+		v := hexVal(src[j])
+		if v < 0 {
+			return 0, false
+		}
+		r = r<<4 | v
+	}
+	return r, true
+}
+
+func (p *parser) string() (int, error) {
+	start := p.pos
+	p.pos++ // opening quote
+	esc := false
+	for {
+		if p.pos >= len(p.src) {
+			return 0, p.fail("unexpected end of input in a string")
+		}
+		c := p.src[p.pos]
+		switch {
+		case c == '"':
+			p.pos++
+			i := p.scalar(kindString, start)
+			p.nodes[i].esc = esc
+			return i, nil
+		case c == '\\':
+			esc = true
+			if err := p.escape(); err != nil {
+				return 0, err
+			}
+		case c < 0x20:
+			return 0, p.fail(fmt.Sprintf("control character 0x%02x in a string", c))
+		case c < utf8.RuneSelf:
+			p.pos++
+		default:
+			r, size := utf8.DecodeRune(p.src[p.pos:])
+			if r == utf8.RuneError && size == 1 {
+				return 0, p.fail("invalid UTF-8 in a string")
+			}
+			p.pos += size
+		}
+	}
+}
+
+// escape validates the escape sequence at p.pos and moves past it.
+func (p *parser) escape() error {
+	if p.pos+1 >= len(p.src) {
+		p.pos = len(p.src)
+		return p.fail("unexpected end of input in a string")
+	}
+	switch p.src[p.pos+1] {
+	case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+		p.pos += 2
+		return nil
+	case 'u':
+	default:
+		p.pos++
+		return p.fail("invalid escape of " + describe(p.src[p.pos]) + " in a string")
+	}
+	r, ok := hex4(p.src, p.pos+2)
+	if !ok {
+		return p.fail(`invalid \u escape in a string`)
+	}
+	switch {
+	case r == 0:
+		return &syntaxError{unsupported: true, msg: `\u0000 in a string`, off: p.pos}
+	case r >= 0xdc00 && r <= 0xdfff:
+		return &syntaxError{unsupported: true, msg: fmt.Sprintf(`lone surrogate \u%04x`, r), off: p.pos}
+	case r >= 0xd800 && r <= 0xdbff:
+		lo, ok := rune(0), false
+		if p.pos+7 < len(p.src) && p.src[p.pos+6] == '\\' && p.src[p.pos+7] == 'u' {
+			lo, ok = hex4(p.src, p.pos+8)
+		}
+		if !ok || lo < 0xdc00 || lo > 0xdfff {
+			return &syntaxError{unsupported: true, msg: fmt.Sprintf(`lone surrogate \u%04x`, r), off: p.pos}
+		}
+		p.pos += 12
+		return nil
+	}
+	p.pos += 6
+	return nil
+}
+
+func (p *parser) enter() error {
+	p.depth++
+	if p.depth > maxDepth {
+		return &syntaxError{unsupported: true, msg: fmt.Sprintf("nesting deeper than %d", maxDepth), off: p.pos}
+	}
+	return nil
+}
+
+// close turns the kids collected on the stack since base into container i.
+func (p *parser) close(i, base int) {
+	p.nodes[i].end = int32(p.pos)
+	p.nodes[i].first = int32(len(p.kids))
+	p.nodes[i].n = int32(len(p.stack) - base)
+	p.kids = append(p.kids, p.stack[base:]...)
+	p.stack = p.stack[:base]
+	p.depth--
+}
+
+func (p *parser) array() (int, error) {
+	if err := p.enter(); err != nil {
+		return 0, err
+	}
+	i := p.add(node{kind: kindArray, start: int32(p.pos)})
+	p.pos++
+	base := len(p.stack)
+	p.skipWS()
+	if p.pos < len(p.src) && p.src[p.pos] == ']' {
+		p.pos++
+		p.close(i, base)
+		return i, nil
+	}
+	for {
+		v, err := p.value()
+		if err != nil {
+			return 0, err
+		}
+		p.stack = append(p.stack, int32(v))
+		p.skipWS()
+		if p.pos >= len(p.src) {
+			return 0, p.fail("unexpected end of input in an array")
+		}
+		switch p.src[p.pos] {
+		case ',':
+			p.pos++
+		case ']':
+			p.pos++
+			p.close(i, base)
+			return i, nil
+		default:
+			return 0, p.unexpected("in an array (want ',' or ']')")
+		}
+	}
+}
+
+func (p *parser) object() (int, error) {
+	if err := p.enter(); err != nil {
+		return 0, err
+	}
+	i := p.add(node{kind: kindObject, start: int32(p.pos)})
+	p.pos++
+	base := len(p.stack)
+	p.skipWS()
+	if p.pos < len(p.src) && p.src[p.pos] == '}' {
+		p.pos++
+		p.close(i, base)
+		return i, nil
+	}
+	for {
+		p.skipWS()
+		if p.pos >= len(p.src) {
+			return 0, p.fail("unexpected end of input in an object")
+		}
+		if p.src[p.pos] != '"' {
+			return 0, p.unexpected("in an object (want a string key)")
+		}
+		k, err := p.string()
+		if err != nil {
+			return 0, err
+		}
+		p.skipWS()
+		if p.pos >= len(p.src) {
+			return 0, p.fail("unexpected end of input in an object")
+		}
+		if p.src[p.pos] != ':' {
+			return 0, p.unexpected("after an object key (want ':')")
+		}
+		p.pos++
+		v, err := p.value()
+		if err != nil {
+			return 0, err
+		}
+		p.stack = append(p.stack, int32(k), int32(v))
+		p.skipWS()
+		if p.pos >= len(p.src) {
+			return 0, p.fail("unexpected end of input in an object")
+		}
+		switch p.src[p.pos] {
+		case ',':
+			p.pos++
+		case '}':
+			p.pos++
+			p.close(i, base)
+			return i, nil
+		default:
+			return 0, p.unexpected("in an object (want ',' or '}')")
+		}
+	}
+}
+
+// str returns the decoded text of string node i. Strings without escapes
+// are returned without copying.
+func (p *parser) str(i int) []byte {
+	nd := &p.nodes[i]
+	raw := p.src[nd.start+1 : nd.end-1]
+	if !nd.esc {
+		return raw
+	}
+	return unescape(make([]byte, 0, len(raw)), raw)
+}
+
+// unescape appends the decoded form of raw, the validated inside of a JSON
+// string, to dst.
+func unescape(dst, raw []byte) []byte {
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := escapedRune(raw, i)
+		dst = utf8.AppendRune(dst, r)
+		i += n
+	}
+	return dst
+}
+
+// escapedRune decodes the validated escape at raw[i] and says how many
+// bytes it spans.
+func escapedRune(raw []byte, i int) (rune, int) {
+	switch raw[i+1] {
+	case 'b':
+		return '\b', 2
+	case 'f':
+		return '\f', 2
+	case 'n':
+		return '\n', 2
+	case 'r':
+		return '\r', 2
+	case 't':
+		return '\t', 2
+	case 'u':
+		r, _ := hex4(raw, i+2)
+		if r >= 0xd800 && r <= 0xdbff {
+			lo, _ := hex4(raw, i+8)
+			return (r-0xd800)<<10 | (lo - 0xdc00) + 0x10000, 12
+		}
+		return r, 6
+	}
+	return rune(raw[i+1]), 2 // " \ /
+}
+
+// member returns the value node of the last member of object obj named
+// name (the last wins, as in the canonical document), or -1.
+func (p *parser) member(obj int, name string) int {
+	nd := &p.nodes[obj]
+	found := -1
+	kids := p.kids[nd.first : nd.first+nd.n]
+	for j := 0; j+1 < len(kids); j += 2 {
+		kn := &p.nodes[kids[j]]
+		if !kn.esc {
+			if string(p.src[kn.start+1:kn.end-1]) == name {
+				found = int(kids[j+1])
+			}
+			continue
+		}
+		if string(p.str(int(kids[j]))) == name {
+			found = int(kids[j+1])
+		}
+	}
+	return found
+}
+
+// canonical appends the canonical form of node i to dst: no insignificant
+// whitespace, object members sorted by the bytes of their decoded UTF-8
+// names (a duplicated name keeps its last value), numbers exactly as
+// written, strings with the shortest escapes (only '"', '\\' and control
+// characters are escaped; \b \f \n \r \t where they exist, else \u00XX in
+// lower case).
+func (p *parser) canonical(dst []byte, i int) []byte {
+	nd := &p.nodes[i]
+	switch nd.kind {
+	case kindNull, kindFalse, kindTrue, kindNumber:
+		return append(dst, p.src[nd.start:nd.end]...)
+	case kindString:
+		if !nd.esc {
+			return append(dst, p.src[nd.start:nd.end]...)
+		}
+		return appendString(dst, p.src[nd.start+1:nd.end-1])
+	case kindArray:
+		dst = append(dst, '[')
+		for j, k := range p.kids[nd.first : nd.first+nd.n] {
+			if j > 0 {
+				dst = append(dst, ',')
+			}
+			dst = p.canonical(dst, int(k))
+		}
+		return append(dst, ']')
+	}
+	// Object: its members go on the scratch stack p.members[base:top] while
+	// it is written; nested objects use the space above top.
+	kids := p.kids[nd.first : nd.first+nd.n]
+	if p.members == nil {
+		p.members = make([]member, 0, 32)
+	}
+	base := len(p.members)
+	for j := 0; j+1 < len(kids); j += 2 {
+		p.members = append(p.members, member{name: p.str(int(kids[j])), key: kids[j], val: kids[j+1]})
+	}
+	top := len(p.members)
+	ms := p.members[base:top]
+	cmp := func(a, b member) int { return bytes.Compare(a.name, b.name) }
+	if !slices.IsSortedFunc(ms, cmp) {
+		slices.SortStableFunc(ms, cmp)
+	}
+	dst = append(dst, '{')
+	wrote := false
+	for j := base; j < top; j++ {
+		// Re-read through p.members: a nested object may have grown it.
+		m := p.members[j]
+		if j+1 < top && bytes.Equal(m.name, p.members[j+1].name) {
+			continue // a later duplicate wins
+		}
+		if wrote {
+			dst = append(dst, ',')
+		}
+		wrote = true
+		dst = p.canonical(dst, int(m.key))
+		dst = append(dst, ':')
+		dst = p.canonical(dst, int(m.val))
+		p.members = p.members[:top]
+	}
+	p.members = p.members[:base]
+	return append(dst, '}')
+}
+
+// appendString appends raw, the validated inside of a JSON string that
+// contains escapes, as a canonical JSON string.
+func appendString(dst, raw []byte) []byte {
+	dst = append(dst, '"')
+	for i := 0; i < len(raw); {
+		c := raw[i]
+		if c != '\\' {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := escapedRune(raw, i)
+		i += n
+		switch {
+		case r == '"':
+			dst = append(dst, '\\', '"')
+		case r == '\\':
+			dst = append(dst, '\\', '\\')
+		case r == '\b':
+			dst = append(dst, '\\', 'b')
+		case r == '\f':
+			dst = append(dst, '\\', 'f')
+		case r == '\n':
+			dst = append(dst, '\\', 'n')
+		case r == '\r':
+			dst = append(dst, '\\', 'r')
+		case r == '\t':
+			dst = append(dst, '\\', 't')
+		case r < 0x20:
+			const hex = "0123456789abcdef"
+			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
+		default:
+			dst = utf8.AppendRune(dst, r)
+		}
+	}
+	return append(dst, '"')
+}
+
+// Canonical returns the canonical form of a JSON document (see Record): no
+// insignificant whitespace, object members sorted by name recursively (a
+// duplicated name keeps its last value), numbers exactly as written,
+// strings minimally escaped. The result is a new slice. It returns an error
+// for a body that is not JSON or that drover does not store (a \u0000
+// character, a lone surrogate, nesting deeper than 1000); its message is
+// the dead-letter reason Record would give.
+func Canonical(data []byte) ([]byte, error) {
+	var p parser
+	if err := p.parse(data); err != nil {
+		return nil, err
+	}
+	return p.canonical(make([]byte, 0, len(data)), 0), nil
+}
