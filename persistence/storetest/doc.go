@@ -1,6 +1,57 @@
 // Package storetest is the conformance suite every persistence.Store runs,
-// and the manual Clock the suite drives stores with.
+// one body of tests for all of them (as nats-server's store tests run every
+// store through the same definitions).
 //
-// Goroutines: Clock starts none; its AfterFunc callbacks run on the goroutine
-// that calls Advance or Set.
+//	func TestConformance(t *testing.T) {
+//		storetest.Run(t, storetest.Harness{Open: ..., Clock: true})
+//	}
+//
+// # Capabilities
+//
+// A Harness opens a fresh, empty store per test and says what else the
+// store can do. Definitions that need a capability run only where it is
+// offered; elsewhere they do not apply (they are not skipped):
+//
+//   - Clock: the store takes an injected clock. The suite gives it a manual
+//     Clock and checks exact timestamps and expiry boundaries. Without it
+//     (PostgreSQL judges expiry by now()), expiry tests use a 1 s TTL and
+//     wait for the condition on the wall clock with a deadline, and
+//     timestamps are checked to within a minute.
+//   - Schema: migrations are idempotent across reopenings, and a database
+//     stamped with a newer schema version refuses to open with
+//     persistence.ErrSchemaTooNew naming both versions.
+//   - FailMidTx: a fault injected inside Apply's transaction, after part of
+//     the batch was written, leaves nothing behind.
+//
+// Every store must also leave nothing behind when a batch fails half-way
+// for reasons the suite can cause through the interface: a handler that
+// writes and then errors, and an invalid JSON document after valid ops.
+//
+// # Semantics pinned here that package persistence leaves open
+//
+//   - Acquire refuses an empty unit or owner and a TTL <= 0.
+//   - A lease is expired when ExpiresAt <= the store's now.
+//   - Apply is fenced by the token alone; a missing lease row is
+//     ErrLeaseLost. Applies of one unit are serialised (no lost update
+//     between two concurrent read-modify-write handlers), and a takeover
+//     that completes while a batch is inside its transaction fences it off.
+//   - With Dedupe, a message id repeated within a batch is a duplicate; ops
+//     without MessageID never are; ids are per source; without Dedupe ids
+//     are neither checked nor recorded.
+//   - A repeated dead letter keeps its id and FirstFailedAt, increments
+//     Attempts, moves LastFailedAt, takes the new reason and is pending
+//     again.
+//   - Handle runs only when a batch has fresh OpMessage ops; message ops
+//     without a Handle fail the batch. Handler writes carry the batch's
+//     source and unit.
+//   - Finished is sticky; Finished with no Checkpoint marks the stored (or
+//     an empty) position.
+//   - Records with a limit <= 0 returns every row; a table never written is
+//     empty; an invalid table name is an error.
+//
+// # Goroutines
+//
+// Run's tests start goroutines only to race store calls against each other
+// and wait for all of them before returning. Clock starts none; its
+// AfterFunc callbacks run on the goroutine that calls Advance or Set.
 package storetest
