@@ -95,7 +95,9 @@ func TestFits(t *testing.T) {
 	}
 }
 
-func upsert(doc string) persistence.Op { return persistence.Op{Kind: persistence.OpUpsert, Key: "k", Doc: []byte(doc)} }
+func upsert(doc string) persistence.Op {
+	return persistence.Op{Kind: persistence.OpUpsert, Key: "k", Doc: []byte(doc)}
+}
 
 var (
 	dead = persistence.Op{Kind: persistence.OpDeadLetter, Reason: "no key"}
