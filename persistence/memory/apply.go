@@ -56,9 +56,24 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	if n := len(b.Ops); n > 0 {
 		t.position = b.Ops[n-1].Position
 	}
+	hasRecords := false
 	for i, op := range b.Ops {
-		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
+		switch op.Kind {
+		case persistence.OpUpsert:
+			if _, err := decodeJSON(op.Doc); err != nil {
+				return nil, applied, fmt.Errorf("apply %s: upsert %q: %w", b.Unit, op.Key, err)
+			}
+			hasRecords = true
+		case persistence.OpDelete:
+			hasRecords = true
+		case persistence.OpDeadLetter, persistence.OpMessage:
+		default:
 			return nil, applied, fmt.Errorf("apply %s: op %d: unknown kind %d", b.Unit, i, op.Kind)
+		}
+	}
+	if hasRecords {
+		if err := persistence.ValidTable(b.Table); err != nil {
+			return nil, applied, fmt.Errorf("apply %s: %w", b.Unit, err)
 		}
 	}
 
@@ -80,11 +95,6 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	}
 
 	records := persistence.Fold(fresh)
-	if len(records) > 0 {
-		if err := persistence.ValidTable(b.Table); err != nil {
-			return nil, applied, fmt.Errorf("apply %s: %w", b.Unit, err)
-		}
-	}
 	for _, op := range records {
 		if op.Kind == persistence.OpDelete {
 			applied.Deleted++

@@ -1,0 +1,467 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Apply implements persistence.Applier in one immediate transaction: it
+// checks the lease token, drops duplicates, writes the folded records, the
+// dead letters, runs b.Handle and moves the checkpoint, then commits. Any
+// error rolls everything back. Handle runs while the store's one connection
+// is in the transaction: it must use its Tx, never the Store (which would
+// wait for that connection forever).
+func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	a, err := s.apply(ctx, b)
+	if err != nil {
+		var herr handlerError
+		if errors.As(err, &herr) {
+			return persistence.Applied{}, herr.err // the handler's error as is
+		}
+		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
+	}
+	return a, nil
+}
+
+// handlerError carries Handle's error through apply unwrapped.
+type handlerError struct{ err error }
+
+func (e handlerError) Error() string { return e.err.Error() }
+
+func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persistence.Applied, err error) {
+	for i, op := range b.Ops {
+		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
+			return applied, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
+		}
+		if op.Kind == persistence.OpUpsert {
+			// The decoder only passes JSON; this keeps SQLite's json()
+			// from accepting JSON5 and makes the error the same as memory's.
+			if !json.Valid(op.Doc) {
+				return applied, fmt.Errorf("upsert %q: invalid JSON document", op.Key)
+			}
+		}
+	}
+	hasRecords := false
+	for _, op := range b.Ops {
+		if op.Kind == persistence.OpUpsert || op.Kind == persistence.OpDelete {
+			hasRecords = true
+			break
+		}
+	}
+	var table *tableStmts
+	if hasRecords {
+		if table, err = s.table(ctx, b.Table); err != nil {
+			return applied, err
+		}
+	}
+
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return applied, dbErr(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	now := s.now()
+
+	var token int64
+	err = tx.StmtContext(ctx, s.stmts.fence).QueryRowContext(ctx, b.Unit).Scan(&token)
+	if errors.Is(err, sql.ErrNoRows) || (err == nil && token != b.Lease.Token) {
+		return applied, fmt.Errorf("token %d: %w", b.Lease.Token, persistence.ErrLeaseLost)
+	}
+	if err != nil {
+		return applied, dbErr(err)
+	}
+
+	fresh := b.Ops
+	if b.Dedupe {
+		if fresh, err = s.dedupe(ctx, tx, b, now, &applied); err != nil {
+			return applied, err
+		}
+	}
+
+	if err = s.writeRecords(ctx, tx, table, b, persistence.Fold(fresh), now, &applied); err != nil {
+		return applied, err
+	}
+
+	var msgs []persistence.Op
+	dl := tx.StmtContext(ctx, s.stmts.deadLetterPut)
+	for _, op := range fresh {
+		switch op.Kind {
+		case persistence.OpDeadLetter:
+			if _, err = dl.ExecContext(ctx, b.Source, b.Unit, op.Position, op.MsgKey, op.Payload, op.Reason, now, now); err != nil {
+				return applied, fmt.Errorf("dead letter at %s: %w", op.Position, dbErr(err))
+			}
+			if err = s.wrote(); err != nil {
+				return applied, err
+			}
+			applied.DeadLettered++
+		case persistence.OpMessage:
+			msgs = append(msgs, op)
+		}
+	}
+
+	if len(msgs) > 0 {
+		if b.Handle == nil {
+			return applied, fmt.Errorf("%d message ops and no Handle", len(msgs))
+		}
+		t := &handlerTx{s: s, tx: tx, now: now, source: b.Source, unit: b.Unit, position: b.Ops[len(b.Ops)-1].Position}
+		herr := b.Handle(ctx, t, msgs)
+		t.finish()
+		if herr != nil {
+			err = handlerError{herr}
+			return applied, err
+		}
+		applied.Handled = len(msgs)
+	}
+
+	if b.Checkpoint != "" || b.Finished {
+		if err = s.moveCheckpoint(ctx, tx, b, now); err != nil {
+			return applied, err
+		}
+	}
+
+	if err = tx.Commit(); err != nil {
+		return applied, dbErr(err)
+	}
+	return applied, nil
+}
+
+// dedupe drops the ops whose message id the source applied before (or that
+// repeat an id of this batch), records the new ids and returns the rest.
+func (s *Store) dedupe(ctx context.Context, tx *sql.Tx, b *persistence.Batch, now int64, applied *persistence.Applied) ([]persistence.Op, error) {
+	var ids []string
+	for _, op := range b.Ops {
+		if op.MessageID != "" {
+			ids = append(ids, op.MessageID)
+		}
+	}
+	if len(ids) == 0 {
+		return b.Ops, nil
+	}
+	idsJSON, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("dedupe: %w", err)
+	}
+	seen := make(map[string]bool, len(ids))
+	rows, err := tx.StmtContext(ctx, s.stmts.dedupeGet).QueryContext(ctx, b.Source, string(idsJSON))
+	if err != nil {
+		return nil, fmt.Errorf("dedupe: %w", dbErr(err))
+	}
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return nil, fmt.Errorf("dedupe: %w", dbErr(err))
+		}
+		seen[id] = true
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return nil, fmt.Errorf("dedupe: %w", dbErr(err))
+	}
+	rows.Close()
+
+	fresh := make([]persistence.Op, 0, len(b.Ops))
+	var newIDs []string
+	for _, op := range b.Ops {
+		if id := op.MessageID; id != "" {
+			if seen[id] {
+				applied.Duplicates = append(applied.Duplicates, id)
+				continue
+			}
+			seen[id] = true
+			newIDs = append(newIDs, id)
+		}
+		fresh = append(fresh, op)
+	}
+	if len(newIDs) > 0 {
+		newJSON, err := json.Marshal(newIDs)
+		if err != nil {
+			return nil, fmt.Errorf("dedupe: %w", err)
+		}
+		if _, err := tx.StmtContext(ctx, s.stmts.dedupePut).ExecContext(ctx, b.Source, now, string(newJSON)); err != nil {
+			return nil, fmt.Errorf("dedupe: %w", dbErr(err))
+		}
+		if err := s.wrote(); err != nil {
+			return nil, err
+		}
+	}
+	return fresh, nil
+}
+
+// writeRecords writes folded upserts and deletes. The stored documents of
+// the batch's keys are read in one query and compared in Go (as jsonb
+// would compare them), so that an unchanged document is not rewritten.
+func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts, b *persistence.Batch, ops []persistence.Op, now int64, applied *persistence.Applied) error {
+	if len(ops) == 0 {
+		return nil
+	}
+	var keys []string
+	for _, op := range ops {
+		if op.Kind == persistence.OpUpsert {
+			keys = append(keys, op.Key)
+		}
+	}
+	stored := make(map[string][]byte, len(keys))
+	if len(keys) > 0 {
+		keysJSON, err := json.Marshal(keys)
+		if err != nil {
+			return fmt.Errorf("records: %w", err)
+		}
+		rows, err := tx.StmtContext(ctx, table.getMany).QueryContext(ctx, string(keysJSON))
+		if err != nil {
+			return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
+		}
+		for rows.Next() {
+			var k string
+			var doc []byte
+			if err := rows.Scan(&k, &doc); err != nil {
+				rows.Close()
+				return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
+			}
+			stored[k] = doc
+		}
+		if err := rows.Err(); err != nil {
+			rows.Close()
+			return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
+		}
+		rows.Close()
+	}
+	up := tx.StmtContext(ctx, table.upsert)
+	rm := tx.StmtContext(ctx, table.remove)
+	for _, op := range ops {
+		if op.Kind == persistence.OpDelete {
+			if _, err := rm.ExecContext(ctx, op.Key); err != nil {
+				return fmt.Errorf("delete %s/%s: %w", b.Table, op.Key, dbErr(err))
+			}
+			if err := s.wrote(); err != nil {
+				return err
+			}
+			applied.Deleted++
+			continue
+		}
+		if old, ok := stored[op.Key]; ok {
+			same, err := jsonEqual(old, op.Doc)
+			if err != nil {
+				return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, err)
+			}
+			if same {
+				applied.Unchanged++
+				continue
+			}
+		}
+		if _, err := up.ExecContext(ctx, op.Key, string(op.Doc), b.Source, b.Unit, op.Position, now); err != nil {
+			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
+		}
+		if err := s.wrote(); err != nil {
+			return err
+		}
+		applied.Upserted++
+	}
+	return nil
+}
+
+// moveCheckpoint writes the batch's checkpoint when it is after the stored
+// one, or marks the stored position finished.
+func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.Batch, now int64) error {
+	var cur string
+	var finished, has bool
+	err := tx.StmtContext(ctx, s.stmts.checkpointGet).QueryRowContext(ctx, b.Unit).Scan(&cur, &finished)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+	case err != nil:
+		return fmt.Errorf("checkpoint: %w", dbErr(err))
+	default:
+		has = true
+	}
+	pos := b.Checkpoint
+	if pos == "" {
+		pos = cur
+	}
+	c := brokers.ComparePositions(pos, cur)
+	if has && c <= 0 && !(c == 0 && b.Finished && !finished) {
+		return nil
+	}
+	if _, err := tx.StmtContext(ctx, s.stmts.checkpointPut).ExecContext(ctx, b.Unit, b.Source, pos, finished || b.Finished, b.Lease.Token, now); err != nil {
+		return fmt.Errorf("checkpoint: %w", dbErr(err))
+	}
+	return s.wrote()
+}
+
+// handlerTx is the persistence.Tx of a handler: it writes through the
+// batch's SQL transaction. Its mutex lets a handler use it from several
+// goroutines and makes calls after Handle returned fail.
+type handlerTx struct {
+	s                      *Store
+	tx                     *sql.Tx
+	now                    int64
+	source, unit, position string
+
+	mu   sync.Mutex
+	done bool
+}
+
+var _ persistence.Tx = (*handlerTx)(nil)
+
+func (t *handlerTx) finish() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.done = true
+}
+
+// begin locks t and checks that the transaction is still open and that
+// table is valid. The caller unlocks.
+func (t *handlerTx) begin(ctx context.Context, table string) error {
+	t.mu.Lock()
+	if t.done {
+		return fmt.Errorf("transaction of %s: already finished", t.unit)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return persistence.ValidTable(table)
+}
+
+// ensure creates table inside the transaction when it is not known to
+// exist (it then disappears again if the batch rolls back).
+func (t *handlerTx) ensure(ctx context.Context, table string) error {
+	if t.s.knownTable(table) != nil {
+		return nil
+	}
+	if _, err := t.tx.ExecContext(ctx, recordsTableSQL(table)); err != nil {
+		return fmt.Errorf("create table %s: %w", table, dbErr(err))
+	}
+	return nil
+}
+
+// stmt runs one of a table's statements: the prepared one when the table is
+// known, else its text.
+func (t *handlerTx) stmt(ctx context.Context, table string, pick func(*tableStmts) *sql.Stmt, text func(up, rm, get string) string) (*sql.Stmt, string) {
+	if ts := t.s.knownTable(table); ts != nil {
+		return t.tx.StmtContext(ctx, pick(ts)), ""
+	}
+	up, rm, get, _, _ := recordsSQL(table)
+	return nil, text(up, rm, get)
+}
+
+func (t *handlerTx) get(ctx context.Context, table, key string) ([]byte, bool, error) {
+	st, text := t.stmt(ctx, table, func(ts *tableStmts) *sql.Stmt { return ts.get }, func(_, _, get string) string { return get })
+	var row *sql.Row
+	if st != nil {
+		row = st.QueryRowContext(ctx, key)
+	} else {
+		row = t.tx.QueryRowContext(ctx, text, key)
+	}
+	var doc []byte
+	err := row.Scan(&doc)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, dbErr(err)
+	}
+	return doc, true, nil
+}
+
+// Put implements persistence.Tx.
+func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) error {
+	defer t.mu.Unlock()
+	if err := t.begin(ctx, table); err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, err)
+	}
+	if !json.Valid(doc) {
+		return fmt.Errorf("put %s/%s: invalid JSON document", table, key)
+	}
+	if err := t.ensure(ctx, table); err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, err)
+	}
+	old, ok, err := t.get(ctx, table, key)
+	if err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, err)
+	}
+	if ok {
+		if same, err := jsonEqual(old, doc); err == nil && same {
+			return nil
+		}
+	}
+	st, text := t.stmt(ctx, table, func(ts *tableStmts) *sql.Stmt { return ts.upsert }, func(up, _, _ string) string { return up })
+	args := []any{key, string(doc), t.source, t.unit, t.position, t.now}
+	if st != nil {
+		_, err = st.ExecContext(ctx, args...)
+	} else {
+		_, err = t.tx.ExecContext(ctx, text, args...)
+	}
+	if err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, dbErr(err))
+	}
+	return nil
+}
+
+// Delete implements persistence.Tx.
+func (t *handlerTx) Delete(ctx context.Context, table, key string) error {
+	defer t.mu.Unlock()
+	if err := t.begin(ctx, table); err != nil {
+		return fmt.Errorf("delete %s/%s: %w", table, key, err)
+	}
+	if err := t.ensure(ctx, table); err != nil {
+		return fmt.Errorf("delete %s/%s: %w", table, key, err)
+	}
+	st, text := t.stmt(ctx, table, func(ts *tableStmts) *sql.Stmt { return ts.remove }, func(_, rm, _ string) string { return rm })
+	var err error
+	if st != nil {
+		_, err = st.ExecContext(ctx, key)
+	} else {
+		_, err = t.tx.ExecContext(ctx, text, key)
+	}
+	if err != nil {
+		return fmt.Errorf("delete %s/%s: %w", table, key, dbErr(err))
+	}
+	return nil
+}
+
+// Get implements persistence.Tx.
+func (t *handlerTx) Get(ctx context.Context, table, key string) ([]byte, bool, error) {
+	defer t.mu.Unlock()
+	if err := t.begin(ctx, table); err != nil {
+		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
+	}
+	if err := t.ensure(ctx, table); err != nil {
+		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
+	}
+	doc, ok, err := t.get(ctx, table, key)
+	if err != nil {
+		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
+	}
+	return doc, ok, nil
+}
+
+// Exec implements persistence.Tx: it runs sql in the batch's transaction.
+func (t *handlerTx) Exec(ctx context.Context, sql string, args ...any) (int64, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return 0, fmt.Errorf("exec: transaction of %s: already finished", t.unit)
+	}
+	res, err := t.tx.ExecContext(ctx, sql, args...)
+	if err != nil {
+		return 0, fmt.Errorf("exec: %w", dbErr(err))
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, fmt.Errorf("exec: %w", dbErr(err))
+	}
+	return n, nil
+}
+
+// Raw implements persistence.Tx: the *sql.Tx of the batch.
+func (t *handlerTx) Raw() any { return t.tx }

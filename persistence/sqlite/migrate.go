@@ -1,0 +1,132 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// migration is one step of the schema. Steps are append-only: a released
+// step is never edited, a change is a new step.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// migrations returns the schema steps in version order. Records tables are
+// not here: Apply creates them on first use (recordsTableSQL).
+func migrations() []migration {
+	return []migration{{
+		version: 1,
+		name:    "drover tables",
+		sql: `
+CREATE TABLE drover_leases (
+	unit        TEXT    PRIMARY KEY,
+	owner       TEXT    NOT NULL,
+	token       INTEGER NOT NULL,
+	expires_at  INTEGER NOT NULL, -- unix nanoseconds, UTC
+	acquired_at INTEGER NOT NULL
+);
+CREATE TABLE drover_checkpoints (
+	unit       TEXT    PRIMARY KEY,
+	source     TEXT    NOT NULL,
+	position   TEXT    NOT NULL,
+	finished   INTEGER NOT NULL DEFAULT 0,
+	token      INTEGER NOT NULL,
+	updated_at INTEGER NOT NULL
+);
+CREATE INDEX drover_checkpoints_source ON drover_checkpoints (source, unit);
+CREATE TABLE drover_dead_letters (
+	id              INTEGER PRIMARY KEY AUTOINCREMENT,
+	source          TEXT    NOT NULL,
+	unit            TEXT    NOT NULL,
+	position        TEXT    NOT NULL,
+	msg_key         TEXT    NOT NULL,
+	payload         BLOB,
+	reason          TEXT    NOT NULL,
+	attempts        INTEGER NOT NULL,
+	status          TEXT    NOT NULL CHECK (status IN ('pending', 'replayed', 'resolved')),
+	first_failed_at INTEGER NOT NULL,
+	last_failed_at  INTEGER NOT NULL,
+	UNIQUE (source, unit, position)
+);
+CREATE INDEX drover_dead_letters_status ON drover_dead_letters (status, id);
+CREATE TABLE drover_dedupe (
+	source     TEXT    NOT NULL,
+	message_id TEXT    NOT NULL,
+	applied_at INTEGER NOT NULL,
+	PRIMARY KEY (source, message_id)
+) WITHOUT ROWID;
+CREATE INDEX drover_dedupe_applied_at ON drover_dedupe (applied_at);
+CREATE TABLE drover_quality (
+	id           INTEGER PRIMARY KEY AUTOINCREMENT,
+	source       TEXT    NOT NULL,
+	node         TEXT    NOT NULL,
+	window_start INTEGER NOT NULL,
+	window_end   INTEGER NOT NULL,
+	rows_read    INTEGER NOT NULL,
+	rows_failed  INTEGER NOT NULL,
+	fields       TEXT    NOT NULL, -- JSON
+	drift        TEXT    NOT NULL, -- JSON
+	status       TEXT    NOT NULL
+);
+CREATE INDEX drover_quality_source ON drover_quality (source, id);
+`,
+	}}
+}
+
+// schemaVersion is the version this build migrates to.
+func schemaVersion() int {
+	ms := migrations()
+	return ms[len(ms)-1].version
+}
+
+// migrate brings the database to schemaVersion in one immediate transaction,
+// so that processes opening the same file at once run each step exactly
+// once. A database whose version is newer than this build's is refused with
+// persistence.ErrSchemaTooNew and left untouched.
+func migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
+	tx, err := db.BeginTx(ctx, nil) // BEGIN IMMEDIATE: the DSN's _txlock
+	if err != nil {
+		return 0, 0, dbErr(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS drover_schema (
+	id      INTEGER PRIMARY KEY CHECK (id = 1),
+	version INTEGER NOT NULL
+)`); err != nil {
+		return 0, 0, dbErr(err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT version FROM drover_schema WHERE id = 1`).Scan(&from)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return 0, 0, dbErr(err)
+	}
+	latest := schemaVersion()
+	if from > latest {
+		return from, from, fmt.Errorf("database schema version %d, this drover knows up to %d: %w", from, latest, persistence.ErrSchemaTooNew)
+	}
+	for _, m := range migrations() {
+		if m.version <= from {
+			continue
+		}
+		if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+			return from, from, fmt.Errorf("migration %d (%s): %w", m.version, m.name, dbErr(err))
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `INSERT INTO drover_schema (id, version) VALUES (1, ?)
+ON CONFLICT (id) DO UPDATE SET version = excluded.version`, latest); err != nil {
+		return from, from, dbErr(err)
+	}
+	if err := tx.Commit(); err != nil {
+		return from, from, dbErr(err)
+	}
+	return from, latest, nil
+}

@@ -1,0 +1,321 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	msqlite "modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Config configures a Store. The zero value is ready to use.
+type Config struct {
+	// Clock is the store's clock: it judges lease expiry and stamps every
+	// write. nil means clock.Real{}. Processes sharing one file should all
+	// use the machine's clock.
+	Clock clock.Clock
+	// Logger receives migration notices. nil discards them.
+	Logger *slog.Logger
+}
+
+// Store is a persistence.Store on one SQLite file. Create it with Open.
+type Store struct {
+	db    *sql.DB
+	path  string
+	clock clock.Clock
+	log   *slog.Logger
+	stmts statements
+
+	mu     sync.Mutex             // guards tables
+	tables map[string]*tableStmts // records tables known to exist
+
+	// failAfterWrites > 0 makes Apply fail after that many more write
+	// statements (a test hook; see export_test.go).
+	failAfterWrites atomic.Int64
+}
+
+var _ persistence.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database file at path and migrates
+// it. path is a file path or a store URL of the form sqlite:PATH or
+// sqlite://PATH. It fails with an error wrapping
+// persistence.ErrSchemaTooNew when the file was migrated by a newer drover.
+func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
+	path = strings.TrimPrefix(path, "sqlite:")
+	path = strings.TrimPrefix(path, "//")
+	if path == "" || strings.ContainsAny(path, "?#") {
+		return nil, fmt.Errorf("open sqlite store %q: want a file path without '?' or '#'", path)
+	}
+	s := &Store{
+		path:   path,
+		clock:  cfg.Clock,
+		log:    cfg.Logger,
+		tables: make(map[string]*tableStmts),
+	}
+	if s.clock == nil {
+		s.clock = clock.Real{}
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	// WAL lets readers run beside the one writer; busy_timeout makes a
+	// writer wait for another process's transaction instead of failing;
+	// _txlock=immediate takes the write lock at BEGIN, so that a
+	// transaction never has to upgrade a read lock (which fails at once
+	// with SQLITE_BUSY whatever the timeout when another process wrote).
+	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, dbErr(err))
+	}
+	// One connection: the process's writes queue in database/sql instead
+	// of contending for SQLite's lock, and a transaction never waits for
+	// another connection of its own process.
+	db.SetMaxOpenConns(1)
+	db.SetMaxIdleConns(1)
+	db.SetConnMaxLifetime(0)
+	s.db = db
+	from, to, err := migrate(ctx, db)
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	if from != to {
+		s.log.Info("sqlite store migrated", "path", path, "from", from, "to", to)
+	}
+	if err := s.stmts.prepare(ctx, db); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Path is the database file's path.
+func (s *Store) Path() string { return s.path }
+
+// Close closes the database. Calls after Close fail.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	for _, t := range s.tables {
+		t.close()
+	}
+	s.tables = map[string]*tableStmts{}
+	s.mu.Unlock()
+	s.stmts.close()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close sqlite store %s: %w", s.path, dbErr(err))
+	}
+	return nil
+}
+
+// now is the store clock's time, as stored: unix nanoseconds.
+func (s *Store) now() int64 { return s.clock.Now().UnixNano() }
+
+// fromNanos turns a stored time back into a UTC time.Time.
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+// dbError is a SQLite failure, translated so that no driver type leaves the
+// package.
+type dbError struct {
+	code int
+	msg  string
+}
+
+func (e *dbError) Error() string { return "sqlite: " + e.msg }
+
+// Temporary reports whether the same call may succeed later: the database
+// was locked by another process for longer than busy_timeout.
+func (e *dbError) Temporary() bool {
+	switch e.code & 0xff {
+	case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+		return true
+	}
+	return false
+}
+
+// dbErr translates the driver's errors at the package boundary. Errors that
+// are not the driver's (context errors, database/sql's) pass unchanged.
+func dbErr(err error) error {
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		return &dbError{code: se.Code(), msg: se.Error()}
+	}
+	return err
+}
+
+// statements are the prepared statements of drover's own tables.
+type statements struct {
+	leaseGet, leasePut, leaseRenew, leaseRelease, leaseList *sql.Stmt
+	fence                                                   *sql.Stmt
+	dedupeGet, dedupePut                                    *sql.Stmt
+	deadLetterPut                                           *sql.Stmt
+	checkpointGet, checkpointPut                            *sql.Stmt
+}
+
+func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
+	for _, p := range []struct {
+		to  **sql.Stmt
+		sql string
+	}{
+		{&st.leaseGet, `SELECT owner, token, expires_at, acquired_at FROM drover_leases WHERE unit = ?`},
+		{&st.leasePut, `INSERT INTO drover_leases (unit, owner, token, expires_at, acquired_at) VALUES (?, ?, ?, ?, ?)
+ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, token = excluded.token,
+	expires_at = excluded.expires_at, acquired_at = excluded.acquired_at`},
+		{&st.leaseRenew, `UPDATE drover_leases SET expires_at = ?
+WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
+RETURNING owner, token, expires_at, acquired_at`},
+		{&st.leaseRelease, `UPDATE drover_leases SET owner = '', expires_at = ?
+WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?`},
+		{&st.leaseList, `SELECT unit, owner, token, expires_at, acquired_at FROM drover_leases ORDER BY unit`},
+		{&st.fence, `SELECT token FROM drover_leases WHERE unit = ?`},
+		{&st.dedupeGet, `SELECT message_id FROM drover_dedupe
+WHERE source = ? AND message_id IN (SELECT value FROM json_each(?))`},
+		{&st.dedupePut, `INSERT INTO drover_dedupe (source, message_id, applied_at)
+SELECT ?, value, ? FROM json_each(?)`},
+		{&st.deadLetterPut, `INSERT INTO drover_dead_letters
+	(source, unit, position, msg_key, payload, reason, attempts, status, first_failed_at, last_failed_at)
+VALUES (?, ?, ?, ?, ?, ?, 1, 'pending', ?, ?)
+ON CONFLICT (source, unit, position) DO UPDATE SET
+	attempts = attempts + 1, last_failed_at = excluded.last_failed_at, msg_key = excluded.msg_key,
+	payload = excluded.payload, reason = excluded.reason, status = 'pending'`},
+		{&st.checkpointGet, `SELECT position, finished FROM drover_checkpoints WHERE unit = ?`},
+		{&st.checkpointPut, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at)
+VALUES (?, ?, ?, ?, ?, ?)
+ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
+	finished = excluded.finished, token = excluded.token, updated_at = excluded.updated_at`},
+	} {
+		stmt, err := db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			st.close()
+			return fmt.Errorf("prepare %q: %w", firstLine(p.sql), dbErr(err))
+		}
+		*p.to = stmt
+	}
+	return nil
+}
+
+func (st *statements) close() {
+	for _, s := range []*sql.Stmt{st.leaseGet, st.leasePut, st.leaseRenew, st.leaseRelease, st.leaseList,
+		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
+
+// tableStmts are the prepared statements of one records table.
+type tableStmts struct {
+	upsert, remove, get, getMany, page *sql.Stmt
+}
+
+func (t *tableStmts) close() {
+	for _, s := range []*sql.Stmt{t.upsert, t.remove, t.get, t.getMany, t.page} {
+		if s != nil {
+			_ = s.Close()
+		}
+	}
+}
+
+// quote quotes a table name ValidTable accepted.
+func quote(table string) string { return `"` + table + `"` }
+
+func recordsTableSQL(table string) string {
+	return `CREATE TABLE IF NOT EXISTS ` + quote(table) + ` (
+	key        TEXT    PRIMARY KEY,
+	doc        TEXT    NOT NULL, -- JSON
+	source     TEXT    NOT NULL,
+	unit       TEXT    NOT NULL,
+	position   TEXT    NOT NULL,
+	updated_at INTEGER NOT NULL
+) WITHOUT ROWID`
+}
+
+func recordsSQL(table string) (upsert, remove, get, getMany, page string) {
+	q := quote(table)
+	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, json(?), ?, ?, ?, ?)
+ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
+	position = excluded.position, updated_at = excluded.updated_at`
+	remove = `DELETE FROM ` + q + ` WHERE key = ?`
+	get = `SELECT doc FROM ` + q + ` WHERE key = ?`
+	getMany = `SELECT key, doc FROM ` + q + ` WHERE key IN (SELECT value FROM json_each(?))`
+	page = `SELECT key, doc, source, unit, position, updated_at FROM ` + q + ` WHERE key > ? ORDER BY key LIMIT ?`
+	return
+}
+
+// table returns the statements of a records table, creating the table when
+// it does not exist. It runs outside any transaction: an empty table left by
+// a batch that then failed holds none of that batch's data.
+func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
+	if err := persistence.ValidTable(name); err != nil {
+		return nil, err
+	}
+	if t := s.knownTable(name); t != nil {
+		return t, nil
+	}
+	// No lock while talking to the database: the one connection may be in
+	// a transaction whose handler needs s.mu (knownTable).
+	if _, err := s.db.ExecContext(ctx, recordsTableSQL(name)); err != nil {
+		return nil, fmt.Errorf("create table %s: %w", name, dbErr(err))
+	}
+	t := &tableStmts{}
+	up, rm, get, many, page := recordsSQL(name)
+	for _, p := range []struct {
+		to  **sql.Stmt
+		sql string
+	}{{&t.upsert, up}, {&t.remove, rm}, {&t.get, get}, {&t.getMany, many}, {&t.page, page}} {
+		stmt, err := s.db.PrepareContext(ctx, p.sql)
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("prepare %s: %w", name, dbErr(err))
+		}
+		*p.to = stmt
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if other, ok := s.tables[name]; ok {
+		t.close()
+		return other, nil
+	}
+	s.tables[name] = t
+	return t, nil
+}
+
+// knownTable returns a records table's statements if the table is known to
+// exist, without touching the database.
+func (s *Store) knownTable(name string) *tableStmts {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.tables[name]
+}
+
+// wrote counts one write statement of Apply against the failAfterWrites
+// test hook.
+func (s *Store) wrote() error {
+	for {
+		n := s.failAfterWrites.Load()
+		if n <= 0 {
+			return nil
+		}
+		if s.failAfterWrites.CompareAndSwap(n, n-1) {
+			if n == 1 {
+				return fmt.Errorf("write: %w", persistence.ErrInjected)
+			}
+			return nil
+		}
+	}
+}
