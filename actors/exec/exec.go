@@ -19,11 +19,13 @@ import (
 
 // Executor runs jobs that may block.
 type Executor interface {
-	// Go runs job with ctx and then calls deliver with its result, exactly
-	// once, never from the caller's goroutine during the call to Go. A job
-	// whose ctx is cancelled must return promptly; its result is still
-	// delivered (the receiver decides whether it still cares).
-	Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any))
+	// Go runs job with a context derived from ctx and then calls deliver
+	// with its result, exactly once, never from the caller's goroutine
+	// during the call to Go. The returned cancel cancels that context: a
+	// cancelled job returns promptly and its result is still delivered (the
+	// receiver decides whether it still cares). Calling cancel after the job
+	// finished does nothing.
+	Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) (cancel context.CancelFunc)
 }
 
 // Goroutines is the production Executor: every job on its own goroutine.
@@ -33,12 +35,15 @@ type Goroutines struct {
 }
 
 // Go starts job on a new goroutine.
-func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) {
+func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) context.CancelFunc {
+	jctx, cancel := context.WithCancel(ctx)
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
-		deliver(job(ctx))
+		defer cancel()
+		deliver(job(jctx))
 	}()
+	return cancel
 }
 
 // Wait blocks until every job started so far has delivered its result.
@@ -89,4 +94,18 @@ func Wait(ctx context.Context, d time.Duration, wake <-chan struct{}) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+type labelKey struct{}
+
+// WithLabel names the job ctx is given to ("fetch", "apply", ...), for
+// executors that trace or inspect jobs.
+func WithLabel(ctx context.Context, label string) context.Context {
+	return context.WithValue(ctx, labelKey{}, label)
+}
+
+// Label is the name WithLabel gave the job, or "".
+func Label(ctx context.Context) string {
+	s, _ := ctx.Value(labelKey{}).(string)
+	return s
 }

@@ -1,0 +1,149 @@
+package actors
+
+import (
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Env is everything a node's actors take from outside. Production wires
+// real parts (cluster.Node does); the testkit wires deterministic ones.
+type Env struct {
+	// Node is this node's name, unique in the cluster.
+	Node string
+	// Clock gives time and timers. Timer callbacks only send messages.
+	Clock clock.Clock
+	// Rand is the node's seeded random source (backoff jitter).
+	Rand *Rand
+	// Dispatcher runs mailboxes; nil means protoactor's goroutine
+	// dispatcher. The testkit's runs them on its one goroutine.
+	Dispatcher actor.Dispatcher
+	// Executor runs every broker and store call.
+	Executor exec.Executor
+	// Membership is this node's view of the cluster.
+	Membership cluster.Membership
+	// Store is the database.
+	Store persistence.Store
+	// Logger receives the node's logs; nil discards.
+	Logger *slog.Logger
+	// Trace, when set, is called with every event the actors record
+	// (acquired, applied, lease lost, restarted, ...), from the actor's
+	// goroutine. The testkit hashes them into its run digest.
+	Trace func(Event)
+	// Metrics receives counters; nil means none.
+	Metrics Metrics
+	// Tuning; zero values mean the defaults.
+	Tuning Tuning
+}
+
+// Tuning holds the runtime's timing knobs.
+type Tuning struct {
+	// RestartBase and RestartCap bound the supervisor's exponential backoff
+	// with full jitter (default 1 s and 60 s).
+	RestartBase, RestartCap time.Duration
+	// RetryBase and RetryCap bound a unit's wait between consecutive
+	// failures before it gives up (default 100 ms and 5 s).
+	RetryBase, RetryCap time.Duration
+	// AcquireRetry is how often a unit asks again for a lease held by a
+	// live member (default 250 ms).
+	AcquireRetry time.Duration
+	// LeaseLostPause is how long a supervisor waits before starting a unit
+	// again after it lost its lease (default 1 s).
+	LeaseLostPause time.Duration
+	// StopTimeout bounds a graceful stop of a unit (default 10 s).
+	StopTimeout time.Duration
+	// ParentPoll is how often a unit waiting for its parent partitions
+	// checks their checkpoints (default 1 s).
+	ParentPoll time.Duration
+	// HealthyAfter resets a unit's restart backoff once it has run that
+	// long without failing (default 30 s).
+	HealthyAfter time.Duration
+}
+
+func (t Tuning) withDefaults() Tuning {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&t.RestartBase, time.Second)
+	def(&t.RestartCap, 60*time.Second)
+	def(&t.RetryBase, 100*time.Millisecond)
+	def(&t.RetryCap, 5*time.Second)
+	def(&t.AcquireRetry, 250*time.Millisecond)
+	def(&t.LeaseLostPause, time.Second)
+	def(&t.StopTimeout, 10*time.Second)
+	def(&t.ParentPoll, time.Second)
+	def(&t.HealthyAfter, 30*time.Second)
+	return t
+}
+
+// Rand is a seeded random source safe for concurrent use.
+type Rand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+// NewRand returns a Rand seeded with seed.
+func NewRand(seed uint64) *Rand {
+	return &Rand{r: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}
+}
+
+// Int64N returns a number in [0, n); 0 when n <= 0.
+func (r *Rand) Int64N(n int64) int64 {
+	if n <= 0 {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.r.Int64N(n)
+}
+
+// Jitter returns a duration in [0, d] (full jitter).
+func (r *Rand) Jitter(d time.Duration) time.Duration {
+	return time.Duration(r.Int64N(int64(d) + 1))
+}
+
+// backoff is base·2^(n-1) capped at limit, with full jitter: a uniformly
+// random wait in [0, that]. n counts failures from 1.
+func backoff(r *Rand, n int, base, limit time.Duration) time.Duration {
+	d := base
+	for i := 1; i < n && d < limit; i++ {
+		d *= 2
+	}
+	if d > limit {
+		d = limit
+	}
+	return r.Jitter(d)
+}
+
+func (e *Env) logger() *slog.Logger {
+	if e.Logger == nil {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return e.Logger
+}
+
+// Event is one thing that happened in the runtime, for traces.
+type Event struct {
+	Time   time.Time
+	Node   string
+	Unit   string // or the source name for source events
+	Kind   string // acquired, applied, lease-lost, failed, restarting, released, stopped, ...
+	Detail string
+}
+
+func (e *Env) trace(kind, unit, detail string) {
+	if e.Trace != nil {
+		e.Trace(Event{Time: e.Clock.Now(), Node: e.Node, Unit: unit, Kind: kind, Detail: detail})
+	}
+}

@@ -1,0 +1,273 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"sync"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/cluster"
+)
+
+// Metrics receives the runtime's counters. Production wires Prometheus;
+// nil means none. Calls come from actor goroutines and must not block.
+type Metrics interface {
+	Received(source, unit string, n, lag int64)
+	Applied(source, unit string, applied, rejected, deadLettered int64)
+	Acked(source, unit string, n int64)
+	Restarted(source, unit string)
+	LeaseChanged(source, unit string)
+}
+
+type metricsSink struct{ m Metrics }
+
+func (s metricsSink) received(src, u string, n, lag int64) {
+	if s.m != nil {
+		s.m.Received(src, u, n, lag)
+	}
+}
+func (s metricsSink) applied(src, u string, a, r, d int64) {
+	if s.m != nil {
+		s.m.Applied(src, u, a, r, d)
+	}
+}
+func (s metricsSink) acked(src, u string, n int64) {
+	if s.m != nil {
+		s.m.Acked(src, u, n)
+	}
+}
+func (s metricsSink) restart(src, u string) {
+	if s.m != nil {
+		s.m.Restarted(src, u)
+	}
+}
+func (s metricsSink) leaseChange(src, u string) {
+	if s.m != nil {
+		s.m.LeaseChanged(src, u)
+	}
+}
+
+// nodeEnv is what every actor of a node shares. Immutable after Start,
+// except reg which locks itself.
+type nodeEnv struct {
+	env     Env
+	tuning  Tuning
+	reg     *registry
+	metrics metricsSink
+	system  *actor.ActorSystem
+	// ctx is cancelled when the node is closed; background jobs (releases
+	// after a hard stop) run under it.
+	ctx context.Context
+}
+
+func (ne *nodeEnv) props() []actor.PropsOption {
+	if ne.env.Dispatcher == nil {
+		return nil
+	}
+	return []actor.PropsOption{actor.WithDispatcher(ne.env.Dispatcher)}
+}
+
+func (ne *nodeEnv) root() *actor.RootContext { return ne.system.Root }
+
+// liveNames are the members alive in this node's view (for lease takeover).
+func (ne *nodeEnv) liveNames() []string {
+	ms := ne.env.Membership.Members()
+	out := make([]string, 0, len(ms))
+	for _, m := range ms {
+		out = append(out, m.Name)
+	}
+	return out
+}
+
+// Node is one drover process's actor system: a root actor with one source
+// supervisor per source. It starts no goroutines itself; the dispatcher and
+// executor in Env decide where actors and jobs run.
+type Node struct {
+	ne       *nodeEnv
+	root     *actor.PID
+	stop     func()
+	cancel   context.CancelFunc
+	mu       sync.Mutex
+	drained  chan struct{}
+	draining bool
+	closed   bool
+}
+
+// Start builds a node's actors and starts them.
+func Start(env Env, specs []SourceSpec) (*Node, error) {
+	if env.Node == "" || env.Clock == nil || env.Rand == nil || env.Executor == nil || env.Membership == nil || env.Store == nil {
+		return nil, errors.New("actors: Env needs Node, Clock, Rand, Executor, Membership and Store")
+	}
+	seen := map[string]bool{}
+	full := make([]*SourceSpec, 0, len(specs))
+	for _, s := range specs {
+		s, err := s.withDefaults()
+		if err != nil {
+			return nil, err
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("source %s: name used twice", s.Name)
+		}
+		seen[s.Name] = true
+		full = append(full, &s)
+	}
+	logger := env.logger()
+	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+	ctx, cancel := context.WithCancel(context.Background())
+	ne := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx}
+	ne.env.Logger = logger
+	ne.metrics = metricsSink{env.Metrics}
+	n := &Node{ne: ne, cancel: cancel, drained: make(chan struct{})}
+	for _, s := range full {
+		ne.reg.addSource(s.Name, s.Type)
+	}
+	props := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{ne: ne, specs: full, node: n} }, ne.props()...)
+	pid, err := system.Root.SpawnNamed(props, "node")
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("spawn node actor: %w", err)
+	}
+	n.root = pid
+	n.stop = env.Membership.Watch(func() { system.Root.Send(pid, &viewChanged{}) })
+	return n, nil
+}
+
+// Name is the node's name.
+func (n *Node) Name() string { return n.ne.env.Node }
+
+// Tree returns a snapshot of this node's actor tree (DESIGN §10). Safe from
+// any goroutine.
+func (n *Node) Tree() Tree {
+	ms := n.ne.env.Membership.Members()
+	t := Tree{Node: n.ne.env.Node, Members: make([]MemberStatus, 0, len(ms)), Sources: n.ne.reg.snapshot()}
+	for _, m := range ms {
+		t.Members = append(t.Members, MemberStatus{Name: m.Name, Addr: m.Addr, State: string(m.State)})
+	}
+	sort.Slice(t.Members, func(i, j int) bool { return t.Members[i].Name < t.Members[j].Name })
+	return t
+}
+
+// Drain stops every unit gracefully (finish the batch in flight, checkpoint,
+// release the lease). The returned channel is closed when all are stopped.
+// Announce "leaving" in membership first so others do not wait for expiry.
+func (n *Node) Drain() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if !n.draining && !n.closed {
+		n.draining = true
+		n.ne.system.Root.Send(n.root, &drain{})
+	}
+	return n.drained
+}
+
+// Close stops the node at once: jobs are cancelled, leases are left to
+// expire or be taken over. It does not wait for executor jobs; whoever owns
+// the executor waits for them.
+func (n *Node) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	n.mu.Unlock()
+	if n.stop != nil {
+		n.stop()
+	}
+	n.cancel()
+	n.ne.system.Root.Stop(n.root)
+	n.ne.system.Shutdown()
+}
+
+type viewChanged struct{}
+
+// nodeActor is the root of a node's tree.
+type nodeActor struct {
+	ne       *nodeEnv
+	specs    []*SourceSpec
+	node     *Node
+	sups     map[string]*actor.PID
+	byPID    map[string]string
+	pending  map[string]bool // sources not yet drained
+	draining bool
+}
+
+func (a *nodeActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
+		for _, s := range a.specs {
+			spec := s
+			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.ne, spec) }, a.ne.props()...)
+			pid := ctx.SpawnPrefix(props, "source-"+spec.Name)
+			a.sups[spec.Name] = pid
+			a.byPID[pid.Id] = spec.Name
+		}
+		if len(a.specs) == 0 {
+			a.pending = map[string]bool{}
+		}
+	case *viewChanged:
+		ms := a.ne.env.Membership.Members()
+		a.ne.env.trace("view", a.ne.env.Node, memberNames(ms))
+		for _, s := range a.specs {
+			ctx.Send(a.sups[s.Name], &membersChanged{members: ms})
+		}
+	case *drain:
+		if a.draining {
+			return
+		}
+		a.draining = true
+		a.pending = map[string]bool{}
+		for _, s := range a.specs {
+			a.pending[s.Name] = true
+			ctx.Send(a.sups[s.Name], &drain{})
+		}
+		a.checkDrained()
+	case *drainedMsg:
+		delete(a.pending, m.source)
+		a.checkDrained()
+	}
+}
+
+func (a *nodeActor) checkDrained() {
+	if a.draining && len(a.pending) == 0 {
+		a.node.mu.Lock()
+		select {
+		case <-a.node.drained:
+		default:
+			close(a.node.drained)
+		}
+		a.node.mu.Unlock()
+		a.ne.env.trace("node-drained", a.ne.env.Node, "")
+	}
+}
+
+// HandleFailure restarts a failed source supervisor after a backoff on the
+// injected clock.
+func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, who *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	name := a.byPID[who.Id]
+	a.ne.env.logger().Error("source supervisor failed", "source", name, "reason", fmt.Sprint(reason))
+	d := backoff(a.ne.env.Rand, 1, a.ne.tuning.RestartBase, a.ne.tuning.RestartCap)
+	a.ne.env.Clock.AfterFunc(d, func() { sup.RestartChildren(who) })
+}
+
+func memberNames(ms []cluster.Member) string {
+	s := ""
+	for i, m := range ms {
+		if i > 0 {
+			s += ","
+		}
+		s += m.Name
+		if m.State != cluster.StateAlive {
+			s += "(" + string(m.State) + ")"
+		}
+	}
+	return s
+}

@@ -1,0 +1,197 @@
+package actors
+
+import (
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Unit states (DESIGN §3, Contract).
+const (
+	StateStarting  = "starting"
+	StateAcquiring = "acquiring"
+	StateRunning   = "running"
+	StateRetrying  = "retrying"
+	StateStopping  = "stopping"
+	StateStopped   = "stopped"
+)
+
+// Tree is a node's actor tree in the JSON shape of DESIGN §10 (Contract).
+type Tree struct {
+	Node    string         `json:"node"`
+	Members []MemberStatus `json:"members"`
+	Sources []SourceStatus `json:"sources"`
+}
+
+// MemberStatus is one member as this node sees it.
+type MemberStatus struct {
+	Name  string `json:"name"`
+	Addr  string `json:"addr"`
+	State string `json:"state"`
+}
+
+// SourceStatus is one source supervisor.
+type SourceStatus struct {
+	Name  string       `json:"name"`
+	Type  string       `json:"type"`
+	State string       `json:"state"`
+	Units []UnitStatus `json:"units"`
+	// Error is the last discovery error, if any.
+	Error string `json:"error,omitempty"`
+	// Quality is the last closed quality window of this source on this node.
+	Quality *QualitySummary `json:"quality,omitempty"`
+}
+
+// QualitySummary is the tree's view of a quality window.
+type QualitySummary struct {
+	WindowStart time.Time `json:"window_start"`
+	WindowEnd   time.Time `json:"window_end"`
+	RowsRead    int64     `json:"rows_read"`
+	RowsFailed  int64     `json:"rows_failed"`
+	Status      string    `json:"status"`
+	Drift       int       `json:"drift"`
+}
+
+// UnitStatus is one unit actor. Field names are a Contract.
+type UnitStatus struct {
+	Unit           string     `json:"unit"`
+	Node           string     `json:"node"`
+	State          string     `json:"state"`
+	LeaseToken     int64      `json:"lease_token"`
+	LeaseExpiresAt *time.Time `json:"lease_expires_at"`
+	Position       string     `json:"position"`
+	Lag            int64      `json:"lag"`
+	Received       int64      `json:"received"`
+	Applied        int64      `json:"applied"`
+	Acked          int64      `json:"acked"`
+	Rejected       int64      `json:"rejected"`
+	DeadLettered   int64      `json:"dead_lettered"`
+	Restarts       int64      `json:"restarts"`
+	LastPullAt     *time.Time `json:"last_pull_at"`
+	LastError      string     `json:"last_error"`
+	NextRetryAt    *time.Time `json:"next_retry_at"`
+}
+
+// registry holds the live status of a node's sources and units. Actors
+// write their own entries; the debug endpoint reads snapshots from any
+// goroutine.
+type registry struct {
+	mu      sync.Mutex
+	node    string
+	sources map[string]*sourceEntry
+	order   []string
+}
+
+type sourceEntry struct {
+	status  SourceStatus
+	units   map[string]*UnitStatus
+	quality *persistence.QualityWindow
+}
+
+func newRegistry(node string) *registry {
+	return &registry{node: node, sources: map[string]*sourceEntry{}}
+}
+
+func (r *registry) addSource(name, typ string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sources[name]; !ok {
+		r.sources[name] = &sourceEntry{status: SourceStatus{Name: name, Type: typ, State: StateStarting}, units: map[string]*UnitStatus{}}
+		r.order = append(r.order, name)
+	}
+}
+
+func (r *registry) source(name string, f func(*SourceStatus)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sources[name]; ok {
+		f(&s.status)
+	}
+}
+
+func (r *registry) setQuality(name string, w persistence.QualityWindow) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sources[name]; ok {
+		s.quality = &w
+	}
+}
+
+// unit updates (creating if needed) a unit's status.
+func (r *registry) unit(source, unit string, f func(*UnitStatus)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sources[source]
+	if !ok {
+		return
+	}
+	u, ok := s.units[unit]
+	if !ok {
+		u = &UnitStatus{Unit: unit, Node: r.node, State: StateStarting}
+		s.units[unit] = u
+	}
+	f(u)
+}
+
+func (r *registry) removeUnit(source, unit string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.sources[source]; ok {
+		delete(s.units, unit)
+	}
+}
+
+func (r *registry) snapshot() []SourceStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]SourceStatus, 0, len(r.order))
+	for _, name := range r.order {
+		s := r.sources[name]
+		ss := s.status
+		ss.Units = make([]UnitStatus, 0, len(s.units))
+		for _, u := range s.units {
+			ss.Units = append(ss.Units, *u)
+		}
+		sort.Slice(ss.Units, func(i, j int) bool { return unitLess(ss.Units[i].Unit, ss.Units[j].Unit) })
+		if q := s.quality; q != nil {
+			ss.Quality = &QualitySummary{WindowStart: q.WindowStart, WindowEnd: q.WindowEnd, RowsRead: q.RowsRead,
+				RowsFailed: q.RowsFailed, Status: q.Status, Drift: len(q.Drift)}
+		}
+		out = append(out, ss)
+	}
+	return out
+}
+
+// unitLess orders unit ids naturally: "src/2" before "src/10".
+func unitLess(a, b string) bool {
+	if len(a) != len(b) {
+		// same prefix, numeric suffixes of different length
+		i := 0
+		for i < len(a) && i < len(b) && a[i] == b[i] {
+			i++
+		}
+		if isDigits(a[i:]) && isDigits(b[i:]) {
+			return len(a) < len(b)
+		}
+	}
+	return a < b
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	t = t.UTC()
+	return &t
+}

@@ -1,0 +1,621 @@
+package testkit
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/persistence"
+	memstore "github.com/drover-dev/drover/persistence/memory"
+)
+
+// Config describes a simulated cluster.
+type Config struct {
+	// Seed decides every choice of the run: task order, latencies, jitter.
+	Seed uint64
+	// Nodes is how many nodes start (default 3), named node-1, node-2, ...
+	Nodes int
+	// Detection is the failure-detection delay of simulated membership
+	// (default 1 s, about memberlist's fast profile).
+	Detection time.Duration
+	// MinLatency and MaxLatency bound each broker or store call (default
+	// 1 ms to 5 ms).
+	MinLatency, MaxLatency time.Duration
+	// Store, when set, is the store under test (it must take its time from
+	// Clock()); by default an in-memory store on the virtual clock.
+	Store func(clock *Clock) (persistence.Store, error)
+	// Tuning is passed to every node.
+	Tuning actors.Tuning
+	// FailoverBound, when set, makes Report flag every unit of a node
+	// killed while the cluster was otherwise healthy that was not owned
+	// again within it.
+	FailoverBound time.Duration
+	// Logger receives the nodes' logs; nil discards.
+	Logger *slog.Logger
+	// TraceTo, when set, receives every line hashed into the digest (to
+	// find where two runs part).
+	TraceTo io.Writer
+}
+
+// Clock is the simulation's virtual clock, for stores and brokers created
+// outside the testkit.
+type Clock = vclock
+
+// Cluster is a whole drover cluster in one process, on one goroutine, in
+// virtual time. It is not safe for concurrent use: drive it from one
+// goroutine (a test).
+type Cluster struct {
+	cfg    Config
+	s      *scheduler
+	w      *world
+	clock  *vclock
+	inner  persistence.Store
+	mem    *memstore.Store // nil unless the store is the default memory store
+	store  *auditStore
+	led    *ledger
+	digest hash.Hash
+	events int
+	log    []Event
+
+	specs   []actors.SourceSpec
+	streams map[string]*memory.Stream
+	queues  map[string]*memory.Queue
+	nodes   map[string]*simNode
+	order   []string
+	nextSID int
+	started bool
+
+	// disturbed counts faults in force; a kill while it is zero is clean.
+	disturbed map[string]bool
+}
+
+type simNode struct {
+	name    string
+	sid     int
+	node    *actors.Node
+	member  *simMembership
+	state   string // running, stopping, stopped, killed
+	stopped bool
+}
+
+// New builds a cluster; add sources, then Start it.
+func New(cfg Config) (*Cluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Detection <= 0 {
+		cfg.Detection = time.Second
+	}
+	if cfg.MinLatency <= 0 {
+		cfg.MinLatency = time.Millisecond
+	}
+	if cfg.MaxLatency < cfg.MinLatency {
+		cfg.MaxLatency = 5 * time.Millisecond
+		if cfg.MaxLatency < cfg.MinLatency {
+			cfg.MaxLatency = cfg.MinLatency
+		}
+	}
+	s := newScheduler(cfg.Seed)
+	c := &Cluster{
+		cfg: cfg, s: s, w: newWorld(s, cfg.Detection), clock: &vclock{s: s, node: -1},
+		led: newLedger(), digest: sha256.New(), streams: map[string]*memory.Stream{},
+		queues: map[string]*memory.Queue{}, nodes: map[string]*simNode{}, disturbed: map[string]bool{},
+	}
+	if cfg.TraceTo != nil {
+		c.digest = teeHash{c.digest, cfg.TraceTo}
+	}
+	s.trace = func(kind string, node int, label string) {
+		if label != "probe" {
+			fmt.Fprintf(c.digest, "%d %d %s\n", s.now.UnixNano(), node, label)
+		}
+	}
+	var err error
+	if cfg.Store != nil {
+		c.inner, err = cfg.Store(c.clock)
+		if err != nil {
+			return nil, fmt.Errorf("testkit: open store: %w", err)
+		}
+	} else {
+		c.mem = memstore.New(memstore.Config{Clock: c.clock})
+		c.inner = c.mem
+	}
+	c.store = &auditStore{Store: c.inner, c: c, failNext: map[string]int{}}
+	for i := 1; i <= cfg.Nodes; i++ {
+		name := "node-" + strconv.Itoa(i)
+		c.nodes[name] = &simNode{name: name, state: "new"}
+		c.order = append(c.order, name)
+	}
+	return c, nil
+}
+
+// Clock returns the virtual clock (for brokers and stores made outside).
+func (c *Cluster) Clock() *Clock { return c.clock }
+
+// Now is the virtual time.
+func (c *Cluster) Now() time.Time { return c.s.now }
+
+// Store is the store under test (without the testkit's audit wrapper).
+func (c *Cluster) Store() persistence.Store { return c.inner }
+
+// MemoryStore is the default in-memory store, nil when Config.Store is set.
+func (c *Cluster) MemoryStore() *memstore.Store { return c.mem }
+
+// StoreFaults injects store failures, whatever the store.
+func (c *Cluster) StoreFaults() StoreFaults { return StoreFaults{c.store} }
+
+// Nodes lists the node names.
+func (c *Cluster) Nodes() []string { return append([]string(nil), c.order...) }
+
+// AddStream adds a stream source on an in-memory stream with n partitions.
+// spec.Stream is set by the testkit.
+func (c *Cluster) AddStream(spec actors.SourceSpec, partitions int) (*memory.Stream, error) {
+	st, err := memory.NewStream(memory.StreamConfig{Partitions: partitions, Clock: c.clock})
+	if err != nil {
+		return nil, err
+	}
+	spec.Stream, spec.Queue = st, nil
+	c.specs = append(c.specs, spec)
+	c.streams[spec.Name] = st
+	return st, nil
+}
+
+// AddQueue adds a queue source on an in-memory queue.
+func (c *Cluster) AddQueue(spec actors.SourceSpec, ackDeadline time.Duration) (*memory.Queue, error) {
+	q, err := memory.NewQueue(memory.QueueConfig{AckDeadline: ackDeadline, Clock: c.clock})
+	if err != nil {
+		return nil, err
+	}
+	spec.Queue, spec.Stream = q, nil
+	c.specs = append(c.specs, spec)
+	c.queues[spec.Name] = q
+	return q, nil
+}
+
+// Stream and Queue return a source's in-memory broker (for fault injection).
+func (c *Cluster) Stream(source string) *memory.Stream { return c.streams[source] }
+func (c *Cluster) Queue(source string) *memory.Queue   { return c.queues[source] }
+
+// Start starts every node.
+func (c *Cluster) Start() error {
+	if c.started {
+		return errors.New("testkit: already started")
+	}
+	c.started = true
+	// everyone joins first, as processes started together would find each
+	// other before owning anything
+	for _, name := range c.order {
+		c.joinNode(c.nodes[name])
+	}
+	for _, name := range c.order {
+		c.nodes[name].member.refresh()
+	}
+	for _, name := range c.order {
+		if err := c.startNode(c.nodes[name]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) joinNode(n *simNode) {
+	c.nextSID++
+	n.sid = c.nextSID
+	c.s.revive(n.sid)
+	n.member = c.w.join(n.name, n.sid)
+}
+
+func (c *Cluster) startNode(n *simNode) error {
+	if n.member == nil || n.state != "new" {
+		c.joinNode(n)
+	}
+	h := fnv.New64a()
+	h.Write([]byte(n.name))
+	env := actors.Env{
+		Node:       n.name,
+		Clock:      &vclock{s: c.s, node: n.sid},
+		Rand:       actors.NewRand(c.cfg.Seed ^ h.Sum64() ^ uint64(n.sid)),
+		Dispatcher: &dispatcher{s: c.s, node: n.sid},
+		Executor:   &executor{s: c.s, node: n.sid, minLatency: c.cfg.MinLatency, maxLatency: c.cfg.MaxLatency},
+		Membership: n.member,
+		Store:      c.store,
+		Logger:     c.cfg.Logger,
+		Trace:      func(e actors.Event) { c.event(e.Kind, e.Node, e.Unit, e.Detail) },
+		Tuning:     c.cfg.Tuning,
+	}
+	node, err := actors.Start(env, c.specs)
+	if err != nil {
+		return fmt.Errorf("testkit: start %s: %w", n.name, err)
+	}
+	n.node, n.state, n.stopped = node, "running", false
+	c.event("node-start", n.name, "", strconv.Itoa(n.sid))
+	return nil
+}
+
+func (c *Cluster) event(kind, node, unit, detail string) {
+	c.events++
+	if kind != "commit" && kind != "publish" && kind != "applied" {
+		c.log = append(c.log, Event{Time: c.s.now, Kind: kind, Node: node, Unit: unit, Detail: detail})
+	}
+	fmt.Fprintf(c.digest, "%d %s %s %s %s\n", c.s.now.UnixNano(), kind, node, unit, detail)
+}
+
+// Digest is a hash of the full event trace so far: every task run, actor
+// event and commit, with its virtual time. Same seed, same scenario, same
+// digest.
+func (c *Cluster) Digest() string {
+	sum := c.digest.(interface{ Sum([]byte) []byte }).Sum(nil)
+	return hex.EncodeToString(sum[:8])
+}
+
+// Events counts the events in the trace so far.
+func (c *Cluster) Events() int { return c.events }
+
+// Steps counts the tasks run so far (mailbox runs, jobs, timers, probes).
+func (c *Cluster) Steps() uint64 { return c.s.steps }
+
+// Event is one notable thing in a run: a node or unit event (acquired,
+// lease-lost, failed, restarted, finished, ...), a scenario step (kill,
+// pause, ...) or a broken invariant. Commits are counted, not listed.
+type Event struct {
+	Time   time.Time
+	Kind   string
+	Node   string
+	Unit   string
+	Detail string
+}
+
+// Log returns the notable events so far, in order; kind filters ("" all).
+func (c *Cluster) Log(kind string) []Event {
+	var out []Event
+	for _, e := range c.log {
+		if kind == "" || e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Run advances virtual time by d, running everything due.
+func (c *Cluster) Run(d time.Duration) { c.s.runUntil(c.s.now.Add(d)) }
+
+// RunUntil runs until cond holds (checked after every task) or limit of
+// virtual time has passed; it reports whether cond held.
+func (c *Cluster) RunUntil(cond func() bool, limit time.Duration) bool {
+	end := c.s.now.Add(limit)
+	for {
+		if cond() {
+			return true
+		}
+		if !c.s.step(end) {
+			if c.s.now.Before(end) {
+				c.s.now = end
+			}
+			return cond()
+		}
+	}
+}
+
+// At runs fn at virtual time now+d, as part of the simulation (a scripted
+// scenario step: publish, kill, ...).
+func (c *Cluster) At(d time.Duration, fn func()) { c.s.after(-1, d, "script", fn) }
+
+// Publish adds messages to a source: to partition of a stream, or to a
+// queue (partition ignored). It returns their positions (queues: ids) and
+// records them as expected.
+func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]string, error) {
+	if st, ok := c.streams[source]; ok {
+		pos, err := st.Produce(partition, msgs...)
+		if err != nil {
+			return nil, err
+		}
+		unit := source + "/" + partition
+		for _, p := range pos {
+			c.led.produced[streamKey(unit, p)] = produced{source: source, unit: unit, position: p}
+		}
+		c.event("publish", "", unit, strconv.Itoa(len(pos)))
+		return pos, nil
+	}
+	if q, ok := c.queues[source]; ok {
+		ids := q.Send(msgs...)
+		for _, id := range ids {
+			c.led.produced[queueKey(source, id)] = produced{source: source, position: id}
+		}
+		c.event("publish", "", source, strconv.Itoa(len(ids)))
+		return ids, nil
+	}
+	return nil, fmt.Errorf("testkit: no source %q", source)
+}
+
+func (c *Cluster) node(name string) (*simNode, error) {
+	n, ok := c.nodes[name]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no node %q", name)
+	}
+	return n, nil
+}
+
+// Tree is a node's actor tree.
+func (c *Cluster) Tree(name string) (actors.Tree, error) {
+	n, err := c.node(name)
+	if err != nil {
+		return actors.Tree{}, err
+	}
+	if n.node == nil || n.state == "killed" || n.state == "stopped" {
+		return actors.Tree{}, fmt.Errorf("testkit: %s is %s", name, n.state)
+	}
+	return n.node.Tree(), nil
+}
+
+// Running lists the nodes whose process runs (not killed or stopped).
+func (c *Cluster) Running() []string {
+	var out []string
+	for _, name := range c.order {
+		if s := c.nodes[name].state; s == "running" || s == "stopping" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Kill ends a node's process at once (kill -9): no handoff, its leases stay
+// until others take them over.
+func (c *Cluster) Kill(name string) error {
+	n, err := c.node(name)
+	if err != nil || n.state == "killed" || n.state == "stopped" {
+		return err
+	}
+	units := map[string]bool{}
+	leases, lerr := c.inner.List(context.Background())
+	if lerr == nil {
+		for _, l := range leases {
+			if l.Owner == name {
+				units[l.Unit] = true
+			}
+		}
+	}
+	clean := len(c.disturbed) == 0 && c.store.down == nil
+	c.led.kills = append(c.led.kills, kill{node: name, at: c.s.now, units: units, clean: clean})
+	c.s.kill(n.sid)
+	n.state = "killed"
+	c.event("kill", name, "", strconv.Itoa(len(units)))
+	return nil
+}
+
+// Restart starts a killed or stopped node again, as a new process.
+func (c *Cluster) Restart(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if n.state == "running" || n.state == "stopping" {
+		return fmt.Errorf("testkit: %s is %s", name, n.state)
+	}
+	c.s.kill(n.sid)
+	delete(c.disturbed, "partition:"+name)
+	delete(c.disturbed, "pause:"+name)
+	return c.startNode(n)
+}
+
+// Stop stops a node gracefully, as SIGTERM does: it announces "leaving",
+// drains its units (batches finish, checkpoints, leases released) and
+// leaves. The stop proceeds as the simulation runs; Stopped tells when it
+// is done.
+func (c *Cluster) Stop(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if n.state != "running" {
+		return fmt.Errorf("testkit: %s is %s", name, n.state)
+	}
+	n.state = "stopping"
+	c.event("stop", name, "", "")
+	sid := n.sid
+	c.s.after(sid, 0, "leave", func() {
+		_ = n.member.SetState(context.Background(), cluster.StateLeaving)
+		done := n.node.Drain()
+		var wait func()
+		wait = func() {
+			select {
+			case <-done:
+				_ = n.member.Leave(context.Background())
+				n.node.Close()
+				n.state, n.stopped = "stopped", true
+				c.event("stopped", name, "", "")
+			default:
+				c.s.after(sid, 10*time.Millisecond, "leave-wait", wait)
+			}
+		}
+		wait()
+	})
+	return nil
+}
+
+// Stopped reports whether a graceful stop has finished.
+func (c *Cluster) Stopped(name string) bool {
+	n, err := c.node(name)
+	return err == nil && n.stopped
+}
+
+// Partition cuts a node off from every other node (not from the store or
+// brokers): after the detection delay each side thinks the other dead.
+func (c *Cluster) Partition(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	c.w.members[n.name].isolated = true
+	c.disturbed["partition:"+name] = true
+	c.event("partition", name, "", "")
+	return nil
+}
+
+// Heal reconnects a partitioned node.
+func (c *Cluster) Heal(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	if m := c.w.members[n.name]; m != nil {
+		m.isolated = false
+	}
+	delete(c.disturbed, "partition:"+name)
+	c.event("heal", name, "", "")
+	return nil
+}
+
+// Pause freezes a node as a long GC pause or SIGSTOP would: nothing of it
+// runs, it answers no probes; when resumed it carries on believing it
+// still holds its leases.
+func (c *Cluster) Pause(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	c.s.pause(n.sid)
+	c.disturbed["pause:"+name] = true
+	c.event("pause", name, "", "")
+	return nil
+}
+
+// Resume ends a pause.
+func (c *Cluster) Resume(name string) error {
+	n, err := c.node(name)
+	if err != nil {
+		return err
+	}
+	c.s.resume(n.sid)
+	delete(c.disturbed, "pause:"+name)
+	c.event("resume", name, "", "")
+	return nil
+}
+
+// Disturb marks a fault the caller injected itself (a broker or store
+// fault) as in force, so kills meanwhile are not held to the failover
+// bound; Undisturb ends it.
+func (c *Cluster) Disturb(what string)   { c.disturbed[what] = true }
+func (c *Cluster) Undisturb(what string) { delete(c.disturbed, what) }
+
+// Busy reports whether node has a job of kind in flight ("fetch",
+// "apply", "ack", "acquire", "renew", ...), not yet run.
+func (c *Cluster) Busy(node, kind string) bool {
+	n, err := c.node(node)
+	if err != nil {
+		return false
+	}
+	return c.s.has(n.sid, "job:"+kind)
+}
+
+// Settled reports whether every message published so far is committed and
+// no queue holds messages.
+func (c *Cluster) Settled() bool {
+	if c.s.has(-1, "script") {
+		return false // the scenario still has steps to run
+	}
+	for k := range c.led.produced {
+		if c.led.applied[k] == 0 {
+			return false
+		}
+	}
+	for _, q := range c.queues {
+		if q.Pending() > 0 || q.InFlight() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Settle heals every partition, resumes every paused node, clears injected
+// faults, and runs until Settled or limit; then it runs one more virtual
+// second so that results in flight reach the actors (trees agree with the
+// store).
+func (c *Cluster) Settle(limit time.Duration) bool {
+	for _, name := range c.order {
+		n := c.nodes[name]
+		if c.w.members[name] != nil {
+			c.w.members[name].isolated = false
+		}
+		if n.sid > 0 {
+			c.s.resume(n.sid)
+		}
+	}
+	c.store.failNext = map[string]int{}
+	c.store.afterCommit = 0
+	c.store.down = nil
+	for _, st := range c.streams {
+		st.ClearFaults()
+	}
+	for _, q := range c.queues {
+		q.ClearFaults()
+	}
+	c.disturbed = map[string]bool{}
+	c.event("settle", "", "", "")
+	if !c.RunUntil(c.Settled, limit) {
+		return false
+	}
+	// the store is settled; let results in flight reach the actors so that
+	// trees agree with the store
+	c.Run(time.Second)
+	return true
+}
+
+// Owners returns, for each unit with a live child anywhere, the nodes that
+// list it in their tree (normally exactly one after convergence).
+func (c *Cluster) Owners() map[string][]string {
+	out := map[string][]string{}
+	for _, name := range c.Running() {
+		t := c.nodes[name].node.Tree()
+		for _, s := range t.Sources {
+			for _, u := range s.Units {
+				out[u.Unit] = append(out[u.Unit], name)
+			}
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// Close stops every node's actors. The cluster cannot run after Close.
+func (c *Cluster) Close() {
+	for _, name := range c.order {
+		n := c.nodes[name]
+		if n.node != nil && n.state != "killed" && n.state != "stopped" {
+			n.node.Close()
+		}
+		if n.sid > 0 {
+			c.s.kill(n.sid)
+		}
+	}
+	for _, st := range c.streams {
+		_ = st.Close()
+	}
+	for _, q := range c.queues {
+		_ = q.Close()
+	}
+}
+
+// teeHash hashes and copies.
+type teeHash struct {
+	hash.Hash
+	w io.Writer
+}
+
+func (t teeHash) Write(p []byte) (int, error) {
+	_, _ = t.w.Write(p)
+	return t.Hash.Write(p)
+}
