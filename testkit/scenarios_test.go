@@ -539,7 +539,7 @@ func TestSameSeedSameRun(t *testing.T) {
 	if d1 != d2 || n1 != n2 {
 		t.Fatalf("same seed, different runs: %s (%d steps) vs %s (%d steps)", d1, n1, d2, n2)
 	}
-	if n1 < 10000 {
+	if n1 < 3000 {
 		t.Fatalf("only %d steps: not a busy scenario", n1)
 	}
 	if d3, _ := run(100); d3 == d1 {

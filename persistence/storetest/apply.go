@@ -2,8 +2,8 @@ package storetest
 
 import (
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"

@@ -145,7 +145,7 @@ func testDeadLetterRepeat(e *env) {
 		e.t.Errorf("LastFailedAt %s not after %s", r.LastFailedAt, d.LastFailedAt)
 	}
 
-	dl("orders", "8", "x")  // another position
+	dl("orders", "8", "x")   // another position
 	dl("payments", "7", "x") // another source
 	if ds := e.deadLetters(persistence.DeadLetterFilter{}); len(ds) != 3 {
 		e.t.Errorf("dead letters = %d, want 3", len(ds))
