@@ -1,0 +1,501 @@
+package gossip
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
+
+	"github.com/drover-dev/drover/cluster"
+)
+
+// defaultWait bounds SetState's and Leave's wait for their broadcast when
+// ctx has no deadline.
+const defaultWait = 5 * time.Second
+
+// Membership is this node's membership of a memberlist cluster. It
+// implements cluster.Membership; its methods are safe for concurrent use.
+type Membership struct {
+	ml  *memberlist.Memberlist
+	log *slog.Logger
+	cfg Config
+
+	// self is this node's gossip address, known once memberlist is up;
+	// delegates may run before that and then skip what needs it.
+	self atomic.Pointer[string]
+	// dup records a duplicate of our name found while joining.
+	dup atomic.Pointer[memberlist.Node]
+
+	mu      sync.Mutex
+	local   cluster.Member // guarded by mu
+	meta    []byte         // local metadata as gossiped, guarded by mu
+	left    bool           // Leave started, guarded by mu
+	updates sync.WaitGroup // SetState broadcasts; Add only under mu while !left
+
+	// view is every other node memberlist counts as alive or suspect, as
+	// copied in the event callbacks. memberlist's Members() hands out
+	// pointers to nodes it rewrites in place (hashicorp/memberlist#306), so
+	// node fields are read only inside the callbacks, which memberlist runs
+	// with its node lock held. viewMu is taken under that lock: never call
+	// memberlist while holding it.
+	viewMu sync.Mutex
+	view   map[string]viewEntry // by name, guarded by viewMu
+
+	watchMu  sync.Mutex
+	watchers map[uint64]*watcher // guarded by watchMu
+	nextID   uint64              // guarded by watchMu
+
+	changed  chan struct{} // one slot: "the view changed"
+	quit     chan struct{} // closed by Leave to stop the dispatcher
+	wg       sync.WaitGroup
+	leftDone chan struct{} // closed when Leave has finished
+	leaveErr error         // set before leftDone is closed
+}
+
+// viewEntry is a node as the last event about it said.
+type viewEntry struct {
+	addr   string
+	member cluster.Member
+	err    error // its metadata could not be read: not listed in Members
+}
+
+type watcher struct {
+	f       func()
+	stopped atomic.Bool
+}
+
+var _ cluster.Membership = (*Membership)(nil)
+
+// Join starts memberlist on cfg.Bind and joins the members in cfg.Join
+// (none: a new cluster). It returns once this node is a member.
+//
+// It fails, having stopped everything it started, when cfg is invalid,
+// when no member in cfg.Join could be reached, with ErrEncryption when the
+// gossip keys differ, and with ErrDuplicateName when a live member at
+// another address uses cfg.Name. When ctx ends first, Join returns its
+// error once memberlist gives up its connection attempt in flight
+// (memberlist's TCP timeout, 10 s, bounds it).
+func Join(ctx context.Context, cfg Config) (*Membership, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("gossip config: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	m := &Membership{
+		log:      logger,
+		cfg:      cfg,
+		local:    cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
+		meta:     cfg.meta(cluster.StateAlive).encode(),
+		view:     map[string]viewEntry{},
+		watchers: map[uint64]*watcher{},
+		changed:  make(chan struct{}, 1),
+		quit:     make(chan struct{}),
+		leftDone: make(chan struct{}),
+	}
+	mc := cfg.memberlistConfig(logger)
+	mc.Delegate = (*metaDelegate)(m)
+	mc.Events = (*eventDelegate)(m)
+	mc.Merge = (*mergeDelegate)(m)
+	mc.Conflict = (*conflictDelegate)(m)
+
+	ml, err := memberlist.Create(mc)
+	if err != nil {
+		return nil, fmt.Errorf("start memberlist on %s: %w", mc.BindAddr, err)
+	}
+	m.ml = ml
+	self := ml.LocalNode().Address()
+	m.self.Store(&self)
+	m.mu.Lock()
+	m.local.Addr = self
+	m.mu.Unlock()
+
+	m.wg.Add(1)
+	go m.dispatch()
+
+	if len(cfg.Join) > 0 {
+		if err := m.join(ctx, cfg.Join); err != nil {
+			_ = m.stop(0) // the join error says what matters
+			return nil, err
+		}
+	}
+	m.log.Info("joined the cluster", "name", cfg.Name, "addr", self, "members", ml.NumMembers(), "profile", orDefault(cfg.Profile, ProfileDefault))
+	return m, nil
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
+// join runs memberlist's Join and turns its errors into ours.
+func (m *Membership) join(ctx context.Context, addrs []string) error {
+	done := make(chan error, 1)
+	go func() {
+		_, err := m.ml.Join(addrs)
+		done <- err
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		// Shutting memberlist down makes its Join fail as soon as the
+		// connection in flight gives up; wait for it, it is ours.
+		_ = m.ml.Shutdown()
+		<-done
+		return fmt.Errorf("join %s: %w", strings.Join(addrs, ","), context.Cause(ctx))
+	}
+	if d := m.dup.Load(); d != nil {
+		return fmt.Errorf("join %s: %w: %q is in use by the member at %s", strings.Join(addrs, ","), ErrDuplicateName, d.Name, d.Address())
+	}
+	if err == nil {
+		return nil
+	}
+	if msg := err.Error(); strings.Contains(msg, "encrypt") || strings.Contains(msg, "decrypt") {
+		mine := "this node has no secret key"
+		if len(m.cfg.SecretKey) > 0 {
+			mine = "this node has a secret key"
+		}
+		return fmt.Errorf("join %s: %w: %s; memberlist said: %v", strings.Join(addrs, ","), ErrEncryption, mine, oneLine(err))
+	}
+	return fmt.Errorf("join %s: %v", strings.Join(addrs, ","), oneLine(err))
+}
+
+// oneLine flattens memberlist's multi-line multierror text.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(err.Error()), " ")
+}
+
+// Local returns this node as it gossips itself.
+func (m *Membership) Local() cluster.Member {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.local
+}
+
+// Members returns the members memberlist does not consider dead or left
+// (suspects are still members), this node included, sorted by name. A
+// member whose metadata cannot be read (another drover version, not a
+// drover node) is left out, and logged when it joins or changes.
+func (m *Membership) Members() []cluster.Member {
+	local := m.Local()
+	m.viewMu.Lock()
+	out := make([]cluster.Member, 0, len(m.view)+1)
+	for name, e := range m.view {
+		if name != local.Name && e.err == nil {
+			out = append(out, e.member)
+		}
+	}
+	m.viewMu.Unlock()
+	out = append(out, local)
+	slices.SortFunc(out, func(a, b cluster.Member) int { return strings.Compare(a.Name, b.Name) })
+	return out
+}
+
+// Watch calls f after every change of the view (a member joins, leaves,
+// dies or changes its metadata, this node's SetState), from one goroutine
+// the Membership owns, never concurrently with itself. Changes that come
+// while callbacks run are coalesced into one more call. f must not block.
+// After stop returns f is not called again (a call already started may
+// still be running); stop may be called from f. After Leave, Watch does
+// nothing.
+func (m *Membership) Watch(f func()) (stop func()) {
+	w := &watcher{f: f}
+	m.mu.Lock()
+	left := m.left
+	m.mu.Unlock()
+	if left {
+		return func() {}
+	}
+	m.watchMu.Lock()
+	id := m.nextID
+	m.nextID++
+	m.watchers[id] = w
+	m.watchMu.Unlock()
+	return func() {
+		w.stopped.Store(true)
+		m.watchMu.Lock()
+		delete(m.watchers, id)
+		m.watchMu.Unlock()
+	}
+}
+
+// notify records that the view changed. It never blocks: memberlist calls
+// it from its own goroutines.
+func (m *Membership) notify() {
+	select {
+	case m.changed <- struct{}{}:
+	default: // a change is already pending; the dispatcher will see ours too
+	}
+}
+
+// dispatch calls the watchers after each change until Leave.
+func (m *Membership) dispatch() {
+	defer m.wg.Done()
+	for {
+		select {
+		case <-m.quit:
+			return
+		case <-m.changed:
+		}
+		m.watchMu.Lock()
+		ids := slices.Sorted(func(yield func(uint64) bool) {
+			for id := range m.watchers {
+				if !yield(id) {
+					return
+				}
+			}
+		})
+		ws := make([]*watcher, len(ids))
+		for i, id := range ids {
+			ws[i] = m.watchers[id]
+		}
+		m.watchMu.Unlock()
+		for _, w := range ws {
+			if !w.stopped.Load() {
+				w.f()
+			}
+		}
+	}
+}
+
+// SetState sets this node's state in its gossiped metadata and broadcasts
+// it. The local view changes at once; SetState then waits until the
+// broadcast went out to a member, ctx ends, or 5 s pass when ctx has no
+// deadline. An error from the wait does not undo the change: gossip
+// spreads it anyway.
+func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error {
+	if s != cluster.StateAlive && s != cluster.StateLeaving {
+		return fmt.Errorf("set state %q: not %q or %q", s, cluster.StateAlive, cluster.StateLeaving)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("set state %s: %w", s, err)
+	}
+	m.mu.Lock()
+	if m.left {
+		m.mu.Unlock()
+		return fmt.Errorf("set state %s: %w", s, ErrLeft)
+	}
+	m.local.State = s
+	m.meta = m.cfg.meta(s).encode()
+	m.updates.Add(1)
+	m.mu.Unlock()
+	m.notify()
+
+	done := make(chan error, 1)
+	wait := waitFor(ctx)
+	go func() {
+		defer m.updates.Done()
+		done <- m.ml.UpdateNode(wait)
+	}()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("set state %s: broadcast: %w", s, err)
+		}
+		m.log.Info("state announced", "state", s)
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("set state %s: broadcast: %w", s, context.Cause(ctx))
+	}
+}
+
+// waitFor is how long to wait for a broadcast under ctx.
+func waitFor(ctx context.Context) time.Duration {
+	d, ok := ctx.Deadline()
+	if !ok {
+		return defaultWait
+	}
+	return max(time.Until(d), time.Millisecond)
+}
+
+// Leave tells the others this node is leaving, waits until that went out
+// (until ctx's deadline, or 5 s without one), stops memberlist and waits
+// for every goroutine the Membership started. It shuts down even when the
+// broadcast times out, and then reports the timeout. Calling it again
+// waits for the first call and returns its result.
+func (m *Membership) Leave(ctx context.Context) error {
+	m.mu.Lock()
+	first := !m.left
+	m.left = true
+	m.mu.Unlock()
+	if !first {
+		select {
+		case <-m.leftDone:
+			return m.leaveErr
+		case <-ctx.Done():
+			return fmt.Errorf("leave: %w", context.Cause(ctx))
+		}
+	}
+	m.leaveErr = m.stop(waitFor(ctx))
+	close(m.leftDone)
+	return m.leaveErr
+}
+
+// stop ends everything Join started. With wait > 0 it first broadcasts the
+// leave and waits up to wait for it to go out; with 0 the others find out
+// by probing, as after a crash. It is called once: by Join on failure, by
+// Leave, or by a test simulating a crash.
+func (m *Membership) stop(wait time.Duration) error {
+	graceful := wait > 0
+	m.mu.Lock()
+	m.left = true
+	m.mu.Unlock()
+	// No SetState starts now; let the ones in flight finish while
+	// memberlist is still up, so their broadcast can complete.
+	m.updates.Wait()
+	var errs []error
+	if graceful {
+		if err := m.ml.Leave(wait); err != nil {
+			errs = append(errs, fmt.Errorf("broadcast: %w", err))
+		}
+	}
+	if err := m.ml.Shutdown(); err != nil {
+		errs = append(errs, fmt.Errorf("shutdown memberlist: %w", err))
+	}
+	close(m.quit)
+	m.wg.Wait()
+	if len(errs) > 0 {
+		return fmt.Errorf("leave: %w", errors.Join(errs...))
+	}
+	m.log.Info("left the cluster", "graceful", graceful)
+	return nil
+}
+
+// metaDelegate serves this node's metadata to memberlist. The other
+// methods of memberlist.Delegate are not used: drover sends no user
+// messages and keeps no user state in gossip.
+type metaDelegate Membership
+
+func (d *metaDelegate) NodeMeta(limit int) []byte {
+	m := (*Membership)(d)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.meta) > limit {
+		// Validate keeps the metadata under memberlist.MetaMaxSize; a
+		// smaller limit would be a memberlist change. Send the state only.
+		return nodeMeta{Name: m.cfg.Name, State: m.local.State}.encode()
+	}
+	return slices.Clone(m.meta)
+}
+
+func (*metaDelegate) NotifyMsg([]byte)                           {}
+func (*metaDelegate) GetBroadcasts(overhead, limit int) [][]byte { return nil }
+func (*metaDelegate) LocalState(join bool) []byte                { return nil }
+func (*metaDelegate) MergeRemoteState(buf []byte, join bool)     {}
+
+// eventDelegate hears joins, leaves and updates. memberlist calls it with
+// its node lock held, never concurrently: it copies the node into the
+// view, logs and notifies, and never calls memberlist.
+type eventDelegate Membership
+
+func (d *eventDelegate) NotifyJoin(n *memberlist.Node) {
+	m := (*Membership)(d)
+	e := m.record(n)
+	switch {
+	case n.Name == m.cfg.Name:
+	case e.err != nil:
+		m.log.Warn("member without readable drover metadata is ignored", "member", n.Name, "addr", e.addr, "err", e.err)
+	default:
+		m.log.Info("member joined", "member", n.Name, "addr", e.addr, "state", e.member.State)
+	}
+	m.notify()
+}
+
+func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
+	m := (*Membership)(d)
+	e := m.record(n)
+	if e.err != nil {
+		m.log.Warn("member without readable drover metadata is ignored", "member", n.Name, "addr", e.addr, "err", e.err)
+	} else {
+		m.log.Debug("member updated", "member", n.Name, "state", e.member.State, "capacity", e.member.Capacity)
+	}
+	m.notify()
+}
+
+func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
+	m := (*Membership)(d)
+	m.viewMu.Lock()
+	delete(m.view, n.Name)
+	m.viewMu.Unlock()
+	how := "died"
+	if n.State == memberlist.StateLeft {
+		how = "left"
+	}
+	m.log.Info("member gone", "member", n.Name, "addr", n.Address(), "how", how)
+	m.notify()
+}
+
+// record copies n into the view. Only event callbacks may call it.
+func (m *Membership) record(n *memberlist.Node) viewEntry {
+	mem, err := member(n)
+	e := viewEntry{addr: n.Address(), member: mem, err: err}
+	m.viewMu.Lock()
+	m.view[n.Name] = e
+	m.viewMu.Unlock()
+	return e
+}
+
+// mergeDelegate refuses a join that would give one name two live members.
+// memberlist asks it on both sides of a join's state exchange: the joiner
+// refuses when the cluster already has its name, and a member refuses a
+// joiner that brings a name it knows alive at another address. memberlist
+// alone would only log the conflict and ignore the newcomer, which would
+// then believe it had joined.
+type mergeDelegate Membership
+
+func (d *mergeDelegate) NotifyMerge(peers []*memberlist.Node) error {
+	m := (*Membership)(d)
+	self := m.self.Load()
+	if self == nil {
+		return nil // memberlist not up yet: nothing to compare with
+	}
+	known := map[string]string{}
+	m.viewMu.Lock()
+	for name, e := range m.view {
+		known[name] = e.addr
+	}
+	m.viewMu.Unlock()
+	known[m.cfg.Name] = *self
+	for _, p := range peers {
+		if p.State == memberlist.StateDead || p.State == memberlist.StateLeft {
+			continue // a dead member's name may be taken over
+		}
+		addr, ok := known[p.Name]
+		if !ok || addr == p.Address() {
+			continue
+		}
+		if p.Name == m.cfg.Name {
+			m.dup.CompareAndSwap(nil, p)
+			m.log.Error("this node's name is already used by another member", "name", p.Name, "other", p.Address(), "self", addr)
+		} else {
+			m.log.Error("refused a node whose name is already in use", "name", p.Name, "known_at", addr, "joiner_at", p.Address())
+		}
+		return fmt.Errorf("%w: %q is at %s and at %s", ErrDuplicateName, p.Name, addr, p.Address())
+	}
+	return nil
+}
+
+// conflictDelegate hears name conflicts memberlist finds in gossip (a
+// duplicate that got past the join check, e.g. two nodes started with the
+// same name into two clusters that later merge).
+type conflictDelegate Membership
+
+func (d *conflictDelegate) NotifyConflict(existing, other *memberlist.Node) {
+	m := (*Membership)(d)
+	m.log.Error("two nodes claim one name; the newer is ignored", "name", existing.Name, "known_at", existing.Address(), "other_at", other.Address())
+}
