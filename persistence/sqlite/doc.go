@@ -1,0 +1,46 @@
+// Package sqlite is drover's embedded default store: one SQLite file
+// (sqlite:./drover.db) on modernc.org/sqlite, which needs no cgo, shared by
+// several node processes on one machine.
+//
+// # Guarantees
+//
+//   - The guarantees of package persistence, checked by the storetest suite
+//     with the same semantics as package memory (see storetest's doc for the
+//     points the interface leaves open).
+//   - Processes share the file safely: journal_mode=WAL (readers never wait
+//     for the writer), busy_timeout=10 s (a writer waits for another
+//     process's transaction instead of failing), and every transaction
+//     BEGINs IMMEDIATE (_txlock=immediate), taking the write lock up front:
+//     a deferred transaction that read first and then writes fails at once
+//     with SQLITE_BUSY when another process wrote meanwhile, whatever the
+//     timeout. Leases, fencing and checkpoints are therefore serialised
+//     across processes by SQLite's lock.
+//   - One connection per Store (SetMaxOpenConns(1)): within a process,
+//     writers queue in database/sql rather than on the file lock.
+//   - Lease expiry and every timestamp come from Config.Clock (nil:
+//     clock.Real{}). Times are stored as INTEGER unix nanoseconds (UTC).
+//   - Documents are stored as SQLite's json() of what the caller gave
+//     (validated, minified); "unchanged" is decided by comparing with the
+//     stored document as JSON values (key order, whitespace and the spelling
+//     of numbers ignored), as PostgreSQL's jsonb equality would.
+//   - Errors from the driver are translated at this boundary: no
+//     modernc.org/sqlite type reaches callers. Callers branch on the
+//     persistence sentinels.
+//
+// # Schema
+//
+// Migrations are Go strings compiled into the binary and run by Open in one
+// immediate transaction, recording the version in drover_schema; running
+// them again is a no-op. A file whose version is newer than this build's is
+// refused with an error wrapping persistence.ErrSchemaTooNew that names
+// both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
+// position, updated_at) are created on first use, outside the batch's
+// transaction, with the name checked by persistence.ValidTable and quoted.
+//
+// # Goroutines and blocking
+//
+// The Store starts no goroutines. Every call may block on the file lock for
+// up to busy_timeout. Batch.Handle runs while the Store's one connection is
+// inside the batch's transaction: it must use its Tx and never call the
+// Store, which would wait for that connection forever.
+package sqlite
