@@ -1,0 +1,521 @@
+package memory
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/brokers"
+)
+
+// DefaultAckDeadline is the ack deadline of a QueueConfig that sets none.
+const DefaultAckDeadline = 30 * time.Second
+
+// QueueConfig configures a Queue. The zero value is a queue with a 30 s ack
+// deadline on the wall clock.
+type QueueConfig struct {
+	// AckDeadline is how long a received message stays in flight before it
+	// is delivered again. 0 means DefaultAckDeadline.
+	AckDeadline time.Duration
+	// Clock judges ack deadlines and nack delays and stamps messages that
+	// have no Time. nil means clock.Real{}.
+	Clock clock.Clock
+}
+
+// Validate reports a config that cannot be used.
+func (c QueueConfig) Validate() error {
+	if c.AckDeadline < 0 {
+		return fmt.Errorf("memory queue: ack deadline: %v is negative", c.AckDeadline)
+	}
+	return nil
+}
+
+func (c QueueConfig) withDefaults() QueueConfig {
+	if c.AckDeadline == 0 {
+		c.AckDeadline = DefaultAckDeadline
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	return c
+}
+
+// Queue is an in-memory queue with competing receivers. It implements
+// brokers.Queue and is safe for concurrent use.
+type Queue struct {
+	clock    clock.Clock
+	deadline time.Duration
+
+	// testHookWait, when set, is called before a Receive starts waiting.
+	testHookWait func()
+
+	mu        sync.Mutex
+	seq       int
+	msgs      []*queued // not yet acked, in Send order (acked ones removed lazily)
+	live      int       // entries of msgs not acked
+	byID      map[string]*queued
+	acked     int
+	receivers map[*Receiver]struct{}
+	faults    faults
+	dropAcks  int
+	closed    bool
+	// wake is closed and replaced when a waiting receiver may find
+	// something new (Send, Nack, Close).
+	wake chan struct{}
+}
+
+var _ brokers.Queue = (*Queue)(nil)
+
+// queued is one message not yet acknowledged.
+type queued struct {
+	msg        brokers.Message // ID, Position and Time set; no Handle
+	acked      bool
+	deliveries int       // deliveries so far; the current delivery's number
+	holder     *Receiver // receiver of the current delivery; nil when given back
+	deadline   time.Time // the holder's ack deadline
+	visibleAt  time.Time // when a nacked message may be delivered again
+}
+
+// handle is a delivered message's brokers.Message.Handle: it names one
+// delivery of one message of one queue.
+type handle struct {
+	q        *Queue
+	id       string
+	delivery int
+}
+
+// NewQueue returns an empty queue.
+func NewQueue(cfg QueueConfig) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	return &Queue{
+		clock:     cfg.Clock,
+		deadline:  cfg.AckDeadline,
+		byID:      make(map[string]*queued),
+		receivers: make(map[*Receiver]struct{}),
+		wake:      make(chan struct{}),
+	}, nil
+}
+
+// Send enqueues msgs and returns their ids ("m-1", "m-2", ...), which are
+// also their Positions. A zero Time is set to the clock's now. The slices are
+// copied. Sending to a closed queue drops the messages and returns nil.
+func (q *Queue) Send(msgs ...brokers.Message) []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || len(msgs) == 0 {
+		return nil
+	}
+	now := q.clock.Now()
+	ids := make([]string, len(msgs))
+	for i, m := range msgs {
+		q.seq++
+		m = copyMessage(m)
+		m.ID = "m-" + strconv.Itoa(q.seq)
+		m.Position = m.ID
+		m.Deliveries = 0
+		m.Handle = nil
+		if m.Time.IsZero() {
+			m.Time = now
+		}
+		qm := &queued{msg: m}
+		q.msgs = append(q.msgs, qm)
+		q.byID[m.ID] = qm
+		ids[i] = m.ID
+	}
+	q.live += len(msgs)
+	q.notifyLocked()
+	return ids
+}
+
+func (q *Queue) notifyLocked() {
+	close(q.wake)
+	q.wake = make(chan struct{})
+}
+
+// Pending counts messages that are neither acked nor in flight: ready to be
+// delivered, or delayed by a nack.
+func (q *Queue) Pending() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.live - q.inFlightLocked(q.clock.Now())
+}
+
+// InFlight counts messages delivered whose ack deadline has not passed.
+func (q *Queue) InFlight() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.inFlightLocked(q.clock.Now())
+}
+
+// Acked counts messages removed by an ack (dropped acks do not count).
+func (q *Queue) Acked() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.acked
+}
+
+func (q *Queue) inFlightLocked(now time.Time) int {
+	n := 0
+	for _, qm := range q.msgs {
+		if !qm.acked && qm.holder != nil && now.Before(qm.deadline) {
+			n++
+		}
+	}
+	return n
+}
+
+// FailNext makes the next n calls of op fail with err; nil err means a
+// retryable *brokers.Error wrapping brokers.ErrInjected. op is one of the
+// Op* constants; it panics on another name (a mistake in a test).
+func (q *Queue) FailNext(op string, n int, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.failNext(op, n, err)
+}
+
+// Delay makes every later call of op wait d (through exec.Pause) before it
+// runs; d <= 0 removes the delay.
+func (q *Queue) Delay(op string, d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.setDelay(op, d)
+}
+
+// DropAcks makes the next n Ack calls report success and do nothing, so
+// their messages come back after the ack deadline.
+func (q *Queue) DropAcks(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dropAcks += max(n, 0)
+}
+
+// ClearFaults removes every pending FailNext, Delay and DropAcks.
+func (q *Queue) ClearFaults() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.clear()
+	q.dropAcks = 0
+}
+
+// Open returns a receiver for slot. Any number of receivers may be open,
+// on the same slot or different ones; they compete for the messages.
+func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
+	r, err := q.OpenReceiver(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenReceiver is Open returning the concrete type.
+func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
+	if err := q.enter(ctx, OpOpen, nil); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.checkLocked(OpOpen, nil); err != nil {
+		return nil, err
+	}
+	r := &Receiver{q: q, slot: slot}
+	q.receivers[r] = struct{}{}
+	return r, nil
+}
+
+// Close closes the queue and every receiver; waiting receives return
+// brokers.ErrClosed. Closing twice is harmless.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil
+	}
+	q.closed = true
+	for r := range q.receivers {
+		r.closed = true
+	}
+	clear(q.receivers)
+	q.notifyLocked()
+	return nil
+}
+
+// enter checks that the call may start and runs op's injected delay.
+func (q *Queue) enter(ctx context.Context, op string, r *Receiver) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	if err := q.closedLocked(op, r); err != nil {
+		q.mu.Unlock()
+		return err
+	}
+	d := q.faults.delay(op)
+	q.mu.Unlock()
+	return pause(ctx, d)
+}
+
+func (q *Queue) closedLocked(op string, r *Receiver) error {
+	if q.closed || (r != nil && r.closed) {
+		return &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+	return nil
+}
+
+// checkLocked fails a call on a closed queue or receiver, or with an
+// injected failure.
+func (q *Queue) checkLocked(op string, r *Receiver) error {
+	if err := q.closedLocked(op, r); err != nil {
+		return err
+	}
+	return q.faults.take(op)
+}
+
+// Receiver is one consumer of a Queue. It implements brokers.Receiver and
+// brokers.Extender.
+type Receiver struct {
+	q    *Queue
+	slot string
+	// closed is guarded by q.mu.
+	closed bool
+}
+
+var (
+	_ brokers.Receiver = (*Receiver)(nil)
+	_ brokers.Extender = (*Receiver)(nil)
+)
+
+// Receive returns up to max deliverable messages, oldest first, each in
+// flight until now+AckDeadline. When none is deliverable it waits up to wait
+// (returning early when messages are sent or given back, or when a delayed
+// or expired one becomes deliverable), then looks once more.
+func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
+	if max <= 0 {
+		return brokers.Result{}, &brokers.Error{Op: OpReceive, Err: fmt.Errorf("max %d must be positive", max)}
+	}
+	q := r.q
+	if err := q.enter(ctx, OpReceive, r); err != nil {
+		return brokers.Result{}, err
+	}
+	q.mu.Lock()
+	if err := q.checkLocked(OpReceive, r); err != nil {
+		q.mu.Unlock()
+		return brokers.Result{}, err
+	}
+	res, next := r.takeLocked(max)
+	wake := q.wake
+	q.mu.Unlock()
+	if len(res.Messages) > 0 || wait <= 0 {
+		return res, nil
+	}
+
+	if q.testHookWait != nil {
+		q.testHookWait()
+	}
+	w := newWaiter(q.clock, wait)
+	for {
+		again, err := w.wait(ctx, wake, next)
+		if err != nil {
+			return brokers.Result{}, err
+		}
+		q.mu.Lock()
+		if err := q.closedLocked(OpReceive, r); err != nil {
+			q.mu.Unlock()
+			return brokers.Result{}, err
+		}
+		res, next = r.takeLocked(max)
+		wake = q.wake
+		q.mu.Unlock()
+		if len(res.Messages) > 0 || !again {
+			return res, nil
+		}
+	}
+}
+
+// takeLocked delivers up to max messages to r. When it finds none, next is
+// how long until the first in-flight or delayed message becomes deliverable
+// (0 when none will without a Send).
+func (r *Receiver) takeLocked(max int) (res brokers.Result, next time.Duration) {
+	q := r.q
+	now := q.clock.Now()
+	var soonest time.Time
+	for _, qm := range q.msgs {
+		if len(res.Messages) == max {
+			break
+		}
+		if qm.acked {
+			continue
+		}
+		var until time.Time
+		switch {
+		case qm.holder != nil && now.Before(qm.deadline):
+			until = qm.deadline
+		case qm.holder == nil && now.Before(qm.visibleAt):
+			until = qm.visibleAt
+		}
+		if !until.IsZero() {
+			if soonest.IsZero() || until.Before(soonest) {
+				soonest = until
+			}
+			continue
+		}
+		qm.deliveries++
+		qm.holder = r
+		qm.deadline = now.Add(q.deadline)
+		m := copyMessage(qm.msg)
+		m.Deliveries = qm.deliveries
+		m.Handle = handle{q: q, id: qm.msg.ID, delivery: qm.deliveries}
+		res.Messages = append(res.Messages, m)
+	}
+	res.Lag = int64(q.live - q.inFlightLocked(now))
+	if len(res.Messages) == 0 && !soonest.IsZero() {
+		next = soonest.Sub(now)
+	}
+	return res, next
+}
+
+// current returns the message m's handle names when that handle is its
+// latest delivery and it is not acked yet; nil otherwise. It fails for a
+// message that did not come from this queue.
+func (q *Queue) currentLocked(op string, m brokers.Message) (*queued, error) {
+	h, ok := m.Handle.(handle)
+	if !ok || h.q != q {
+		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("message %q was not received from this queue", m.ID)}
+	}
+	qm := q.byID[h.id]
+	if qm == nil || qm.acked || qm.deliveries != h.delivery {
+		return nil, nil
+	}
+	return qm, nil
+}
+
+// Ack removes msgs for good. Messages delivered again since (their deadline
+// passed) or already acked are left alone.
+func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
+	q := r.q
+	if err := q.enter(ctx, OpAck, r); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.checkLocked(OpAck, r); err != nil {
+		return err
+	}
+	var targets []*queued
+	for _, m := range msgs {
+		qm, err := q.currentLocked(OpAck, m)
+		if err != nil {
+			return err
+		}
+		if qm != nil {
+			targets = append(targets, qm)
+		}
+	}
+	if q.dropAcks > 0 {
+		q.dropAcks--
+		return nil
+	}
+	for _, qm := range targets {
+		if qm.acked { // the same message twice in msgs
+			continue
+		}
+		qm.acked = true
+		qm.holder = nil
+		delete(q.byID, qm.msg.ID)
+		q.live--
+		q.acked++
+	}
+	q.compactLocked()
+	return nil
+}
+
+// compactLocked drops acked entries once they are the majority.
+func (q *Queue) compactLocked() {
+	if len(q.msgs) < 64 || q.live*2 > len(q.msgs) {
+		return
+	}
+	kept := make([]*queued, 0, q.live)
+	for _, qm := range q.msgs {
+		if !qm.acked {
+			kept = append(kept, qm)
+		}
+	}
+	q.msgs = kept
+}
+
+// Nack gives msgs back, deliverable again after delay.
+func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.Duration) error {
+	q := r.q
+	if err := q.enter(ctx, OpNack, r); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.checkLocked(OpNack, r); err != nil {
+		return err
+	}
+	var targets []*queued
+	for _, m := range msgs {
+		qm, err := q.currentLocked(OpNack, m)
+		if err != nil {
+			return err
+		}
+		if qm != nil {
+			targets = append(targets, qm)
+		}
+	}
+	now := q.clock.Now()
+	for _, qm := range targets {
+		qm.holder = nil
+		qm.visibleAt = now.Add(max(delay, 0))
+	}
+	if len(targets) > 0 {
+		q.notifyLocked()
+	}
+	return nil
+}
+
+// Extend moves the ack deadline of msgs to d from now. Messages delivered
+// again since, or acked, are left alone.
+func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Duration) error {
+	q := r.q
+	if err := q.enter(ctx, OpExtend, r); err != nil {
+		return err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if err := q.checkLocked(OpExtend, r); err != nil {
+		return err
+	}
+	var targets []*queued
+	for _, m := range msgs {
+		qm, err := q.currentLocked(OpExtend, m)
+		if err != nil {
+			return err
+		}
+		if qm != nil && qm.holder != nil {
+			targets = append(targets, qm)
+		}
+	}
+	now := q.clock.Now()
+	for _, qm := range targets {
+		qm.deadline = now.Add(max(d, 0))
+	}
+	return nil
+}
+
+// Close releases the receiver. Its unacknowledged messages stay in flight
+// until their deadline, as on a real broker. Closing twice is harmless.
+func (r *Receiver) Close() error {
+	r.q.mu.Lock()
+	defer r.q.mu.Unlock()
+	r.closed = true
+	delete(r.q.receivers, r)
+	r.q.notifyLocked()
+	return nil
+}
