@@ -1,0 +1,370 @@
+package config
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/brokers"
+)
+
+// Defaults.
+const (
+	DefaultDebugAddr              = "127.0.0.1:7070"
+	DefaultBind                   = "127.0.0.1:7946"
+	DefaultStoreURL               = "sqlite:./drover.db"
+	DefaultDedupeRetention        = 168 * time.Hour
+	DefaultBatchSize              = 500
+	DefaultMaxWait                = time.Second
+	DefaultMaxConsecutiveFailures = 5
+	DefaultSlots                  = 1
+	DefaultMaxMessageBytes        = 1 << 20
+	DefaultLeaseTTL               = 10 * time.Second
+	DefaultDiscoveryInterval      = 30 * time.Second
+	DefaultSQSWait                = 20 * time.Second
+	DefaultSQSVisibilityTimeout   = 30 * time.Second
+)
+
+// Source types.
+const (
+	TypeKafka   = "kafka"
+	TypeKinesis = "kinesis"
+	TypeSQS     = "sqs"
+	TypePubSub  = "pubsub"
+	TypeNATS    = "nats"
+	TypeMemory  = "memory"
+)
+
+// Config is a node's configuration file (DESIGN §9). Parse fills every
+// default; secret fields are of type Secret or SecretURL, which never print
+// their value.
+type Config struct {
+	Node    Node     `json:"node"`
+	Cluster Cluster  `json:"cluster"`
+	Store   Store    `json:"store"`
+	Log     Log      `json:"log"`
+	Sources []Source `json:"sources"`
+}
+
+// Node is the node section.
+type Node struct {
+	Name      string `json:"name"`       // default: the hostname
+	DebugAddr string `json:"debug_addr"` // default 127.0.0.1:7070
+	// DebugToken is the bearer token of the debug endpoint; required when
+	// DebugAddr is not a loopback address.
+	DebugToken Secret  `json:"debug_token"`
+	Capacity   float64 `json:"capacity"` // placement weight, default 1
+}
+
+// Cluster is the cluster section.
+type Cluster struct {
+	Bind      string   `json:"bind"`      // default 127.0.0.1:7946
+	Advertise string   `json:"advertise"` // host:port others reach us at; default: Bind
+	Join      []string `json:"join"`      // any live members; empty: first node
+	Profile   string   `json:"profile"`   // default | fast
+	// SecretKey is base64 of exactly 32 bytes (gossip encryption); empty:
+	// gossip is not encrypted. Key returns the bytes.
+	SecretKey Secret `json:"secret_key"`
+}
+
+// Key returns the decoded gossip key, nil when none is set. Parse has
+// checked it.
+func (c Cluster) Key() []byte {
+	if c.SecretKey == "" {
+		return nil
+	}
+	b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.SecretKey.Reveal()))
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// Store is the store section.
+type Store struct {
+	// URL is postgres://… (or postgresql://…) or sqlite:PATH; default
+	// sqlite:./drover.db.
+	URL             SecretURL     `json:"url"`
+	DedupeRetention time.Duration `json:"dedupe_retention"` // default 168h
+}
+
+// Log is the log section.
+type Log struct {
+	Format string `json:"format"` // text (default) | json
+	Level  string `json:"level"`  // debug | info (default) | warn | error
+}
+
+// SlogLevel is Level as a slog.Level.
+func (l Log) SlogLevel() slog.Level {
+	switch l.Level {
+	case "debug":
+		return slog.LevelDebug
+	case "warn":
+		return slog.LevelWarn
+	case "error":
+		return slog.LevelError
+	}
+	return slog.LevelInfo
+}
+
+// Source is one entry of sources. Exactly the sub-section named by Type is
+// set.
+type Source struct {
+	Name  string `json:"name"`  // unique, [a-z0-9_-]+
+	Type  string `json:"type"`  // kafka | kinesis | sqs | pubsub | nats | memory
+	Start string `json:"start"` // earliest (default) | latest
+	Mode  string `json:"mode"`  // records (default) | handler
+	// HandlerName names the registered Go handler of a mode: handler source.
+	HandlerName            string        `json:"handler_name,omitempty"`
+	Records                Records       `json:"records"`
+	BatchSize              int           `json:"batch_size"`               // default 500, 1..10000
+	MaxWait                time.Duration `json:"max_wait"`                 // default 1s
+	MaxConsecutiveFailures int           `json:"max_consecutive_failures"` // default 5
+	Slots                  int           `json:"slots"`                    // queues only, default 1, 1..256
+	MaxMessageBytes        int           `json:"max_message_bytes"`        // default 1 MiB
+	LeaseTTL               time.Duration `json:"lease_ttl"`                // default 10s
+	DiscoveryInterval      time.Duration `json:"discovery_interval"`       // default 30s
+
+	Kafka   *Kafka   `json:"kafka,omitempty"`
+	Kinesis *Kinesis `json:"kinesis,omitempty"`
+	SQS     *SQS     `json:"sqs,omitempty"`
+	PubSub  *PubSub  `json:"pubsub,omitempty"`
+	NATS    *NATS    `json:"nats,omitempty"`
+	Memory  *Memory  `json:"memory,omitempty"`
+}
+
+// IsQueue reports whether the source is a queue (competing consumer slots)
+// rather than a stream (partitions with checkpoints).
+func (s Source) IsQueue() bool {
+	switch s.Type {
+	case TypeSQS, TypePubSub:
+		return true
+	case TypeNATS:
+		return s.NATS != nil && s.NATS.Mode == NATSQueue
+	case TypeMemory:
+		return s.Memory != nil && s.Memory.Queue
+	}
+	return false
+}
+
+// StartMode is Start as a brokers.StartMode.
+func (s Source) StartMode() brokers.StartMode {
+	if s.Start == "latest" {
+		return brokers.Latest
+	}
+	return brokers.Earliest
+}
+
+// Decode is the decode configuration of the source.
+func (s Source) Decode() decode.Config {
+	return decode.Config{KeyField: s.Records.Key, MaxBytes: s.MaxMessageBytes}
+}
+
+// Records is the records section of a mode: records source.
+type Records struct {
+	// Table defaults to the source name with '-' replaced by '_'.
+	Table string `json:"table"`
+	// Key is the dotted path of the record key; empty: the message key.
+	Key string `json:"key,omitempty"`
+	// Schema declares field types for quality windows ("id:int, name:text").
+	Schema string `json:"schema,omitempty"`
+	// Declared is Schema parsed.
+	Declared quality.Schema `json:"-"`
+}
+
+// Kafka is a kafka source.
+type Kafka struct {
+	Brokers       []string `json:"brokers"` // host:port
+	Topic         string   `json:"topic"`
+	ClientID      string   `json:"client_id,omitempty"`
+	TLS           *TLS     `json:"tls,omitempty"`
+	SASL          *SASL    `json:"sasl,omitempty"`
+	FetchMaxBytes int      `json:"fetch_max_bytes,omitempty"` // 0: the client's default
+	// CommitToGroup, when set, also commits applied positions to this
+	// Kafka consumer group, for broker-side lag tools.
+	CommitToGroup string `json:"commit_to_group,omitempty"`
+}
+
+// TLS is a client TLS setting.
+type TLS struct {
+	Enabled            bool   `json:"enabled"`
+	CAFile             string `json:"ca_file,omitempty"`
+	CertFile           string `json:"cert_file,omitempty"`
+	KeyFile            string `json:"key_file,omitempty"`
+	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
+}
+
+// SASL is Kafka SASL authentication.
+type SASL struct {
+	Mechanism string `json:"mechanism"` // plain | scram-sha-256 | scram-sha-512
+	Username  string `json:"username"`
+	Password  Secret `json:"password"`
+}
+
+// NATS modes.
+const (
+	NATSQueue  = "queue"
+	NATSStream = "stream"
+)
+
+// NATS is a NATS JetStream source.
+type NATS struct {
+	// URL is one or more comma-separated nats:// (or tls://, ws://, wss://)
+	// server URLs.
+	URL     SecretURL `json:"url"`
+	Stream  string    `json:"stream"`
+	Subject string    `json:"subject,omitempty"` // filter subject; empty: all
+	Mode    string    `json:"mode"`              // queue (default) | stream
+	// Consumer is the durable consumer name (queue mode); default
+	// "drover-<source>".
+	Consumer        string        `json:"consumer,omitempty"`
+	AckWait         time.Duration `json:"ack_wait,omitempty"`        // queue mode; 0: the server's default
+	MaxAckPending   int           `json:"max_ack_pending,omitempty"` // queue mode; 0: the server's default
+	CredentialsFile string        `json:"credentials_file,omitempty"`
+	User            string        `json:"user,omitempty"`
+	Password        Secret        `json:"password,omitempty"`
+}
+
+// PubSub is a Google Pub/Sub source.
+type PubSub struct {
+	Project      string `json:"project"`
+	Subscription string `json:"subscription"`
+	// Topic, when set, is created with the subscription if missing
+	// (emulator use).
+	Topic string `json:"topic,omitempty"`
+	// Endpoint is host:port of an emulator; empty: Google, or the
+	// PUBSUB_EMULATOR_HOST environment variable the client reads.
+	Endpoint        string `json:"endpoint,omitempty"`
+	CredentialsFile string `json:"credentials_file,omitempty"`
+	MaxOutstanding  int    `json:"max_outstanding,omitempty"` // 0: the client's default
+}
+
+// SQS is an Amazon SQS source.
+type SQS struct {
+	QueueURL          string        `json:"queue_url"`
+	Region            string        `json:"region"`
+	Endpoint          string        `json:"endpoint,omitempty"` // http(s) URL of a compatible server
+	Wait              time.Duration `json:"wait"`               // long poll, 0..20s, default 20s
+	VisibilityTimeout time.Duration `json:"visibility_timeout"` // default 30s
+	AccessKeyID       string        `json:"access_key_id,omitempty"`
+	SecretAccessKey   Secret        `json:"secret_access_key,omitempty"`
+}
+
+// FIFO reports a FIFO queue (its URL ends in ".fifo").
+func (q SQS) FIFO() bool { return strings.HasSuffix(q.QueueURL, ".fifo") }
+
+// Kinesis is an Amazon Kinesis source.
+type Kinesis struct {
+	Stream          string `json:"stream"`
+	Region          string `json:"region"`
+	Endpoint        string `json:"endpoint,omitempty"` // http(s) URL of a compatible server
+	AccessKeyID     string `json:"access_key_id,omitempty"`
+	SecretAccessKey Secret `json:"secret_access_key,omitempty"`
+}
+
+// Memory is an in-memory source (the demo and the simulator): a stream of
+// Partitions partitions, or a queue.
+type Memory struct {
+	Partitions int  `json:"partitions,omitempty"` // stream; default 1
+	Queue      bool `json:"queue,omitempty"`
+}
+
+// Options are the outside world Parse may look at. Zero fields mean the
+// process's own: os.LookupEnv, os.ReadFile, os.Hostname.
+type Options struct {
+	LookupEnv func(name string) (string, bool)
+	ReadFile  func(path string) ([]byte, error)
+	Hostname  func() (string, error)
+}
+
+func (o Options) withDefaults() Options {
+	if o.LookupEnv == nil {
+		o.LookupEnv = os.LookupEnv
+	}
+	if o.ReadFile == nil {
+		o.ReadFile = os.ReadFile
+	}
+	if o.Hostname == nil {
+		o.Hostname = os.Hostname
+	}
+	return o
+}
+
+// Load reads and parses a config file with the process's environment,
+// files and hostname.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, Errors{{Path: "(file)", Msg: err.Error()}}
+	}
+	return Parse(data, Options{})
+}
+
+// Redacted returns a deep copy of c whose secret fields hold "[redacted]"
+// (set secrets) and whose URLs have their passwords masked, safe to print
+// or log in any form.
+func (c *Config) Redacted() *Config {
+	r := *c
+	r.Node.DebugToken = Secret(r.Node.DebugToken.String())
+	r.Cluster.SecretKey = Secret(r.Cluster.SecretKey.String())
+	r.Cluster.Join = append([]string(nil), c.Cluster.Join...)
+	r.Store.URL = SecretURL(r.Store.URL.String())
+	r.Sources = make([]Source, len(c.Sources))
+	for i, s := range c.Sources {
+		s.Records.Declared = append(quality.Schema(nil), s.Records.Declared...)
+		if s.Kafka != nil {
+			k := *s.Kafka
+			k.Brokers = append([]string(nil), k.Brokers...)
+			if k.TLS != nil {
+				t := *k.TLS
+				k.TLS = &t
+			}
+			if k.SASL != nil {
+				sa := *k.SASL
+				sa.Password = Secret(sa.Password.String())
+				k.SASL = &sa
+			}
+			s.Kafka = &k
+		}
+		if s.NATS != nil {
+			n := *s.NATS
+			n.URL = SecretURL(n.URL.String())
+			n.Password = Secret(n.Password.String())
+			s.NATS = &n
+		}
+		if s.SQS != nil {
+			q := *s.SQS
+			q.SecretAccessKey = Secret(q.SecretAccessKey.String())
+			s.SQS = &q
+		}
+		if s.Kinesis != nil {
+			k := *s.Kinesis
+			k.SecretAccessKey = Secret(k.SecretAccessKey.String())
+			s.Kinesis = &k
+		}
+		if s.PubSub != nil {
+			p := *s.PubSub
+			s.PubSub = &p
+		}
+		if s.Memory != nil {
+			m := *s.Memory
+			s.Memory = &m
+		}
+		r.Sources[i] = s
+	}
+	return &r
+}
+
+// String is the config as indented JSON, secrets redacted.
+func (c *Config) String() string {
+	b, err := json.MarshalIndent(c, "", "  ")
+	if err != nil {
+		return "config: " + err.Error()
+	}
+	return string(b)
+}

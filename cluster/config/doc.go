@@ -1,0 +1,24 @@
+// Package config reads a node's YAML configuration file (DESIGN §9):
+// node, cluster, store, log and sources, with their defaults, checked
+// field by field.
+//
+// Parse reports every problem at once, each with the path of its field
+// (sources[1].kafka.topic: required), as Errors; unknown fields are
+// problems too. `drover check` prints them and exits 2.
+//
+// Secrets. ${env:NAME} and ${file:PATH} inside any string value are
+// replaced by an environment variable or a file's content (trailing
+// newlines trimmed); they are the ways to keep a secret out of the file
+// itself. A secret field (node.debug_token, cluster.secret_key, a Kafka
+// SASL password, a NATS password, an AWS secret access key) may also hold
+// a literal, but its type, Secret, never prints its value: fmt (every
+// verb), encoding/json, slog and YAML all show "[redacted]"; Reveal gives
+// the value to the code that uses it. URLs that may carry a password
+// (store.url, nats.url) are SecretURLs, printed with passwords masked.
+// Config.Redacted returns a copy safe to print by any means. Error messages
+// never quote a secret.
+//
+// The package is pure except where Options says: the environment, files
+// named by ${file:…} and the hostname (the default node name) are read
+// through Options' functions, which tests replace. It starts no goroutines.
+package config

@@ -1,0 +1,623 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/goccy/go-yaml"
+)
+
+// Parse parses and validates a YAML config (DESIGN §9), fills its
+// defaults, and expands ${env:NAME} and ${file:PATH} references inside
+// string values. It returns every problem found as Errors.
+//
+// References: ${env:NAME} is the environment variable NAME (unset is an
+// error); ${file:PATH} is the content of the file PATH, trailing newlines
+// trimmed (unreadable is an error). They are the ways to put a secret into
+// a config without writing it in the file; "$${" stands for a literal "${".
+// Values are expanded once: text read from a variable or a file is not
+// expanded again.
+func Parse(data []byte, opts Options) (*Config, error) {
+	r := &reader{opts: opts.withDefaults()}
+	var root any
+	if err := yaml.UnmarshalWithOptions(data, &root, yaml.UseOrderedMap()); err != nil {
+		return nil, Errors{{Path: "(root)", Msg: "invalid YAML: " + strings.TrimSpace(yaml.FormatError(err, false, false))}}
+	}
+	c := r.config(root)
+	decodeErrs := r.errs
+	for _, fe := range c.validate() {
+		if !decodeErrs.covers(fe.Path) {
+			r.errs = append(r.errs, fe)
+		}
+	}
+	if len(r.errs) > 0 {
+		return nil, r.errs
+	}
+	return c, nil
+}
+
+// reader turns the generic YAML tree into a Config, recording problems.
+type reader struct {
+	opts Options
+	errs Errors
+}
+
+func (r *reader) fail(path, format string, args ...any) {
+	r.errs = append(r.errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// obj is one YAML mapping being read; end reports the keys nobody asked
+// for.
+type obj struct {
+	r     *reader
+	path  string
+	items yaml.MapSlice
+	used  map[string]bool
+	known []string
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+// object reads v as a mapping; nil (an empty YAML value) is an empty
+// mapping. A value of another kind is reported and read as empty.
+func (r *reader) object(path string, v any) *obj {
+	o := &obj{r: r, path: path, used: map[string]bool{}}
+	switch m := v.(type) {
+	case nil:
+	case yaml.MapSlice:
+		o.items = m
+	default:
+		p := path
+		if p == "" {
+			p = "(root)"
+		}
+		r.fail(p, "must be a mapping, not %s", kindOf(v))
+	}
+	return o
+}
+
+func kindOf(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case yaml.MapSlice:
+		return "a mapping"
+	case []any:
+		return "a list"
+	case string:
+		return "a string"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	}
+	return "an integer"
+}
+
+// get returns the value of key, or false when it is absent or null.
+func (o *obj) get(key string) (any, bool) {
+	o.known = append(o.known, key)
+	o.used[key] = true
+	for _, it := range o.items {
+		if fmt.Sprint(it.Key) == key {
+			return it.Value, it.Value != nil
+		}
+	}
+	return nil, false
+}
+
+// has reports whether key is present (even if null).
+func (o *obj) has(key string) bool {
+	for _, it := range o.items {
+		if fmt.Sprint(it.Key) == key {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *obj) end() {
+	for _, it := range o.items {
+		k := fmt.Sprint(it.Key)
+		if o.used[k] {
+			continue
+		}
+		msg := "unknown field"
+		if s := suggest(k, o.known); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		o.r.fail(join(o.path, k), "%s", msg)
+	}
+}
+
+// suggest returns the known key closest to k, if close enough.
+func suggest(k string, known []string) string {
+	best, bestD := "", 3
+	for _, c := range known {
+		if d := distance(k, c); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// distance is the Levenshtein distance of two short strings.
+func distance(a, b string) int {
+	if len(a) > 64 || len(b) > 64 {
+		return 99
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// scalar returns v as text: strings expanded, numbers and booleans as
+// YAML wrote them (as far as the YAML library tells).
+func (r *reader) scalar(path string, v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return r.expand(path, x)
+	case bool:
+		return strconv.FormatBool(x), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case int:
+		return strconv.Itoa(x), true
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64), true
+	}
+	r.fail(path, "must be a single value, not %s", kindOf(v))
+	return "", false
+}
+
+func (o *obj) str(key string, dst *string) {
+	if v, ok := o.get(key); ok {
+		if s, ok := o.r.scalar(join(o.path, key), v); ok {
+			*dst = s
+		}
+	}
+}
+
+func (o *obj) secret(key string, dst *Secret) {
+	var s string
+	o.str(key, &s)
+	if s != "" {
+		*dst = Secret(s)
+	}
+}
+
+func (o *obj) int(key string, dst *int) {
+	v, ok := o.get(key)
+	if !ok {
+		return
+	}
+	path := join(o.path, key)
+	switch x := v.(type) {
+	case uint64:
+		if x > math.MaxInt32 {
+			o.r.fail(path, "%d is too large", x)
+			return
+		}
+		*dst = int(x)
+		return
+	case int64:
+		if x < math.MinInt32 {
+			o.r.fail(path, "%d is too small", x)
+			return
+		}
+		*dst = int(x)
+		return
+	case string:
+		s, ok := o.r.expand(path, x)
+		if !ok {
+			return
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil {
+			o.r.fail(path, "must be an integer, not %q", s)
+			return
+		}
+		*dst = int(n)
+		return
+	}
+	o.r.fail(path, "must be an integer, not %s", kindOf(v))
+}
+
+func (o *obj) float(key string, dst *float64) {
+	v, ok := o.get(key)
+	if !ok {
+		return
+	}
+	path := join(o.path, key)
+	switch x := v.(type) {
+	case uint64:
+		*dst = float64(x)
+		return
+	case int64:
+		*dst = float64(x)
+		return
+	case float64:
+		*dst = x
+		return
+	case string:
+		s, ok := o.r.expand(path, x)
+		if !ok {
+			return
+		}
+		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
+		if err != nil {
+			o.r.fail(path, "must be a number, not %q", s)
+			return
+		}
+		*dst = f
+		return
+	}
+	o.r.fail(path, "must be a number, not %s", kindOf(v))
+}
+
+func (o *obj) bool(key string, dst *bool) {
+	v, ok := o.get(key)
+	if !ok {
+		return
+	}
+	path := join(o.path, key)
+	switch x := v.(type) {
+	case bool:
+		*dst = x
+		return
+	case string:
+		s, ok := o.r.expand(path, x)
+		if !ok {
+			return
+		}
+		switch s {
+		case "true":
+			*dst = true
+			return
+		case "false":
+			*dst = false
+			return
+		}
+		o.r.fail(path, "must be true or false, not %q", s)
+		return
+	}
+	o.r.fail(path, "must be true or false, not %s", kindOf(v))
+}
+
+func (o *obj) dur(key string, dst *time.Duration) {
+	v, ok := o.get(key)
+	if !ok {
+		return
+	}
+	path := join(o.path, key)
+	switch x := v.(type) {
+	case uint64:
+		if x == 0 {
+			*dst = 0
+			return
+		}
+	case int64:
+	case string:
+		s, ok := o.r.expand(path, x)
+		if !ok {
+			return
+		}
+		d, err := time.ParseDuration(strings.TrimSpace(s))
+		if err != nil {
+			o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %q", s)
+			return
+		}
+		*dst = d
+		return
+	}
+	o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %s", kindOf(v))
+}
+
+// strs reads a list of single values.
+func (o *obj) strs(key string, dst *[]string) {
+	v, ok := o.get(key)
+	if !ok {
+		return
+	}
+	path := join(o.path, key)
+	list, ok := v.([]any)
+	if !ok {
+		o.r.fail(path, "must be a list, not %s", kindOf(v))
+		return
+	}
+	out := make([]string, 0, len(list))
+	for i, e := range list {
+		// goccy/go-yaml v1.19.2 reads the 127.0.0.1:9092 of a flow list
+		// nested in a flow mapping ({brokers: [127.0.0.1:9092]}, as
+		// DESIGN §9 writes it) as a one-pair mapping: put it back.
+		if m, ok := e.(yaml.MapSlice); ok && len(m) == 1 {
+			switch m[0].Value.(type) {
+			case uint64, int64, string:
+				if _, ok := m[0].Key.(string); ok {
+					e = fmt.Sprint(m[0].Key) + ":" + fmt.Sprint(m[0].Value)
+				}
+			}
+		}
+		if s, ok := o.r.scalar(fmt.Sprintf("%s[%d]", path, i), e); ok {
+			out = append(out, s)
+		}
+	}
+	*dst = out
+}
+
+// section reads a nested mapping when key is present (even if null).
+func (o *obj) section(key string) (*obj, bool) {
+	present := o.has(key)
+	v, _ := o.get(key)
+	if !present {
+		return nil, false
+	}
+	return o.r.object(join(o.path, key), v), true
+}
+
+var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// expand replaces ${env:NAME} and ${file:PATH} in s; "$${" is a literal
+// "${". Problems are reported at path, never with the values read.
+func (r *reader) expand(path, s string) (string, bool) {
+	if !strings.Contains(s, "${") {
+		return s, true
+	}
+	var b strings.Builder
+	ok := true
+	for {
+		i := strings.Index(s, "${")
+		if i < 0 {
+			b.WriteString(s)
+			break
+		}
+		if i > 0 && s[i-1] == '$' {
+			b.WriteString(s[:i]) // the first '$' of "$${" ...
+			b.WriteString("{")   // ... and "{": a literal "${"
+			s = s[i+2:]
+			continue
+		}
+		b.WriteString(s[:i])
+		end := strings.IndexByte(s[i:], '}')
+		if end < 0 {
+			r.fail(path, "unterminated reference %q: want ${env:NAME} or ${file:PATH}", s[i:])
+			return "", false
+		}
+		ref := s[i+2 : i+end]
+		s = s[i+end+1:]
+		kind, arg, _ := strings.Cut(ref, ":")
+		switch kind {
+		case "env":
+			if !envNameRE.MatchString(arg) {
+				r.fail(path, "${env:%s}: %q is not an environment variable name", arg, arg)
+				ok = false
+				continue
+			}
+			v, set := r.opts.LookupEnv(arg)
+			if !set {
+				r.fail(path, "environment variable %s is not set (referenced as ${env:%s})", arg, arg)
+				ok = false
+				continue
+			}
+			b.WriteString(v)
+		case "file":
+			if arg == "" {
+				r.fail(path, "${file:}: empty path")
+				ok = false
+				continue
+			}
+			data, err := r.opts.ReadFile(arg)
+			if err != nil {
+				r.fail(path, "cannot read file %s (referenced as ${file:%s}): %v", arg, arg, err)
+				ok = false
+				continue
+			}
+			b.WriteString(strings.TrimRight(string(data), "\r\n"))
+		default:
+			r.fail(path, "unknown reference ${%s}: want ${env:NAME} or ${file:PATH} (write $${ for a literal ${)", ref)
+			ok = false
+		}
+	}
+	return b.String(), ok
+}
+
+// config reads the whole document.
+func (r *reader) config(root any) *Config {
+	c := &Config{
+		Node:    Node{DebugAddr: DefaultDebugAddr, Capacity: 1},
+		Cluster: Cluster{Bind: DefaultBind, Profile: "default"},
+		Store:   Store{URL: DefaultStoreURL, DedupeRetention: DefaultDedupeRetention},
+		Log:     Log{Format: "text", Level: "info"},
+	}
+	top := r.object("", root)
+	if n, ok := top.section("node"); ok {
+		n.str("name", &c.Node.Name)
+		n.str("debug_addr", &c.Node.DebugAddr)
+		n.secret("debug_token", &c.Node.DebugToken)
+		n.float("capacity", &c.Node.Capacity)
+		n.end()
+	}
+	if c.Node.Name == "" && !r.errs.covers("node.name") {
+		h, err := r.opts.Hostname()
+		if err != nil {
+			r.fail("node.name", "required: the hostname is not available (%v)", err)
+		}
+		c.Node.Name = h
+	}
+	if cl, ok := top.section("cluster"); ok {
+		cl.str("bind", &c.Cluster.Bind)
+		cl.str("advertise", &c.Cluster.Advertise)
+		cl.strs("join", &c.Cluster.Join)
+		cl.str("profile", &c.Cluster.Profile)
+		cl.secret("secret_key", &c.Cluster.SecretKey)
+		cl.end()
+	}
+	if st, ok := top.section("store"); ok {
+		var u string
+		st.str("url", &u)
+		if u != "" {
+			c.Store.URL = SecretURL(u)
+		}
+		st.dur("dedupe_retention", &c.Store.DedupeRetention)
+		st.end()
+	}
+	if l, ok := top.section("log"); ok {
+		l.str("format", &c.Log.Format)
+		l.str("level", &c.Log.Level)
+		l.end()
+	}
+	if v, ok := top.get("sources"); ok {
+		list, isList := v.([]any)
+		if !isList {
+			r.fail("sources", "must be a list, not %s", kindOf(v))
+		}
+		for i, e := range list {
+			c.Sources = append(c.Sources, r.source(fmt.Sprintf("sources[%d]", i), e))
+		}
+	}
+	top.end()
+	return c
+}
+
+func (r *reader) source(path string, v any) Source {
+	s := Source{
+		Start: "earliest", Mode: "records", BatchSize: DefaultBatchSize, MaxWait: DefaultMaxWait,
+		MaxConsecutiveFailures: DefaultMaxConsecutiveFailures, Slots: DefaultSlots,
+		MaxMessageBytes: DefaultMaxMessageBytes, LeaseTTL: DefaultLeaseTTL, DiscoveryInterval: DefaultDiscoveryInterval,
+	}
+	o := r.object(path, v)
+	o.str("name", &s.Name)
+	o.str("type", &s.Type)
+	o.str("start", &s.Start)
+	o.str("mode", &s.Mode)
+	o.str("handler_name", &s.HandlerName)
+	if rec, ok := o.section("records"); ok {
+		rec.str("table", &s.Records.Table)
+		rec.str("key", &s.Records.Key)
+		rec.str("schema", &s.Records.Schema)
+		rec.end()
+		s.Records.Table = strings.TrimSpace(s.Records.Table)
+	}
+	o.int("batch_size", &s.BatchSize)
+	o.dur("max_wait", &s.MaxWait)
+	o.int("max_consecutive_failures", &s.MaxConsecutiveFailures)
+	o.int("slots", &s.Slots)
+	o.int("max_message_bytes", &s.MaxMessageBytes)
+	o.dur("lease_ttl", &s.LeaseTTL)
+	o.dur("discovery_interval", &s.DiscoveryInterval)
+
+	if k, ok := o.section("kafka"); ok {
+		s.Kafka = &Kafka{}
+		k.strs("brokers", &s.Kafka.Brokers)
+		k.str("topic", &s.Kafka.Topic)
+		k.str("client_id", &s.Kafka.ClientID)
+		if t, ok := k.section("tls"); ok {
+			s.Kafka.TLS = &TLS{}
+			t.bool("enabled", &s.Kafka.TLS.Enabled)
+			t.str("ca_file", &s.Kafka.TLS.CAFile)
+			t.str("cert_file", &s.Kafka.TLS.CertFile)
+			t.str("key_file", &s.Kafka.TLS.KeyFile)
+			t.bool("insecure_skip_verify", &s.Kafka.TLS.InsecureSkipVerify)
+			t.end()
+		}
+		if sa, ok := k.section("sasl"); ok {
+			s.Kafka.SASL = &SASL{}
+			sa.str("mechanism", &s.Kafka.SASL.Mechanism)
+			sa.str("username", &s.Kafka.SASL.Username)
+			sa.secret("password", &s.Kafka.SASL.Password)
+			sa.end()
+		}
+		k.int("fetch_max_bytes", &s.Kafka.FetchMaxBytes)
+		k.str("commit_to_group", &s.Kafka.CommitToGroup)
+		k.end()
+	}
+	if k, ok := o.section("kinesis"); ok {
+		s.Kinesis = &Kinesis{}
+		k.str("stream", &s.Kinesis.Stream)
+		k.str("region", &s.Kinesis.Region)
+		k.str("endpoint", &s.Kinesis.Endpoint)
+		k.str("access_key_id", &s.Kinesis.AccessKeyID)
+		k.secret("secret_access_key", &s.Kinesis.SecretAccessKey)
+		k.end()
+	}
+	if q, ok := o.section("sqs"); ok {
+		s.SQS = &SQS{Wait: DefaultSQSWait, VisibilityTimeout: DefaultSQSVisibilityTimeout}
+		q.str("queue_url", &s.SQS.QueueURL)
+		q.str("region", &s.SQS.Region)
+		q.str("endpoint", &s.SQS.Endpoint)
+		q.dur("wait", &s.SQS.Wait)
+		q.dur("visibility_timeout", &s.SQS.VisibilityTimeout)
+		q.str("access_key_id", &s.SQS.AccessKeyID)
+		q.secret("secret_access_key", &s.SQS.SecretAccessKey)
+		q.end()
+	}
+	if p, ok := o.section("pubsub"); ok {
+		s.PubSub = &PubSub{}
+		p.str("project", &s.PubSub.Project)
+		p.str("subscription", &s.PubSub.Subscription)
+		p.str("topic", &s.PubSub.Topic)
+		p.str("endpoint", &s.PubSub.Endpoint)
+		p.str("credentials_file", &s.PubSub.CredentialsFile)
+		p.int("max_outstanding", &s.PubSub.MaxOutstanding)
+		p.end()
+	}
+	if n, ok := o.section("nats"); ok {
+		s.NATS = &NATS{Mode: NATSQueue}
+		var u string
+		n.str("url", &u)
+		s.NATS.URL = SecretURL(u)
+		n.str("stream", &s.NATS.Stream)
+		n.str("subject", &s.NATS.Subject)
+		n.str("mode", &s.NATS.Mode)
+		n.str("consumer", &s.NATS.Consumer)
+		n.dur("ack_wait", &s.NATS.AckWait)
+		n.int("max_ack_pending", &s.NATS.MaxAckPending)
+		n.str("credentials_file", &s.NATS.CredentialsFile)
+		n.str("user", &s.NATS.User)
+		n.secret("password", &s.NATS.Password)
+		n.end()
+		if s.NATS.Mode == NATSQueue && s.NATS.Consumer == "" && s.Name != "" {
+			s.NATS.Consumer = "drover-" + s.Name
+		}
+	}
+	if m, ok := o.section("memory"); ok {
+		s.Memory = &Memory{}
+		m.int("partitions", &s.Memory.Partitions)
+		m.bool("queue", &s.Memory.Queue)
+		m.end()
+		if !s.Memory.Queue && s.Memory.Partitions == 0 && !m.has("partitions") {
+			s.Memory.Partitions = 1
+		}
+	}
+	o.end()
+
+	if s.Mode == "records" && s.Records.Table == "" && s.Name != "" {
+		s.Records.Table = strings.ReplaceAll(s.Name, "-", "_")
+	}
+	return s
+}

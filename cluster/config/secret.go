@@ -1,0 +1,159 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+)
+
+// Redacted is what a set secret prints as.
+const Redacted = "[redacted]"
+
+// Secret is a config value that must never be printed: a token, a key, a
+// password. Every way of printing it (fmt verbs including %#v and %x,
+// encoding/json, encoding.TextMarshaler, slog, YAML marshalling) shows
+// "[redacted]" (or "" when unset). Reveal returns the value.
+type Secret string
+
+// Reveal returns the secret itself, for the code that uses it.
+func (s Secret) Reveal() string { return string(s) }
+
+// String returns "[redacted]", or "" when the secret is unset.
+func (s Secret) String() string {
+	if s == "" {
+		return ""
+	}
+	return Redacted
+}
+
+// Format prints the redacted form whatever the verb.
+func (s Secret) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
+}
+
+// GoString returns the redacted form.
+func (s Secret) GoString() string { return fmt.Sprintf("config.Secret(%q)", s.String()) }
+
+// MarshalJSON returns the redacted form.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
+
+// MarshalText returns the redacted form.
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// MarshalYAML returns the redacted form.
+func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
+
+// LogValue returns the redacted form.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// SecretURL is a URL, or a comma-separated list of URLs, that may carry a
+// password (postgres://user:pw@host/db, nats://user:pw@host:4222). It
+// prints with the password of its user info, and the values of query
+// parameters whose name mentions a password, secret, token or key,
+// replaced by "xxxxx"; a URL that does not parse prints as "[redacted]".
+// Reveal returns the value.
+type SecretURL string
+
+// Reveal returns the URL itself, for the code that uses it.
+func (u SecretURL) Reveal() string { return string(u) }
+
+// String returns the URL with its secrets masked.
+func (u SecretURL) String() string {
+	if u == "" {
+		return ""
+	}
+	parts := strings.Split(string(u), ",")
+	for i, p := range parts {
+		parts[i] = maskURL(strings.TrimSpace(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+func maskURL(s string) string {
+	pu, err := url.Parse(s)
+	if err != nil {
+		return Redacted
+	}
+	if pu.Opaque != "" && strings.ContainsAny(pu.Opaque, "@=") {
+		return Redacted // "scheme:user:pw@host" style: cannot tell safely
+	}
+	if pu.User != nil {
+		if _, ok := pu.User.Password(); ok {
+			pu.User = url.UserPassword(pu.User.Username(), "xxxxx")
+		}
+	}
+	if pu.RawQuery != "" {
+		q := pu.Query()
+		for k := range q {
+			lk := strings.ToLower(k)
+			if strings.Contains(lk, "pass") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "key") || lk == "pwd" {
+				q[k] = []string{"xxxxx"}
+			}
+		}
+		pu.RawQuery = q.Encode()
+	}
+	return pu.String()
+}
+
+// Format prints the masked form whatever the verb.
+func (u SecretURL) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), u.String())
+}
+
+// GoString returns the masked form.
+func (u SecretURL) GoString() string { return fmt.Sprintf("config.SecretURL(%q)", u.String()) }
+
+// MarshalJSON returns the masked form.
+func (u SecretURL) MarshalJSON() ([]byte, error) { return json.Marshal(u.String()) }
+
+// MarshalText returns the masked form.
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// MarshalYAML returns the masked form.
+func (u SecretURL) MarshalYAML() (any, error) { return u.String(), nil }
+
+// LogValue returns the masked form.
+func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
+
+// The sections holding secrets format themselves with their secrets
+// redacted. fmt prints a nested pointer with %s or %q through its "bad
+// verb" path, which ignores the Secret's own methods; a Format method on
+// the pointed-to type is consulted before that.
+
+type (
+	saslView    SASL
+	natsView    NATS
+	sqsView     SQS
+	kinesisView Kinesis
+)
+
+// Format prints the section with its password redacted.
+func (s SASL) Format(f fmt.State, verb rune) {
+	v := saslView(s)
+	v.Password = Secret(v.Password.String())
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}
+
+// Format prints the section with its password and URL redacted.
+func (n NATS) Format(f fmt.State, verb rune) {
+	v := natsView(n)
+	v.Password = Secret(v.Password.String())
+	v.URL = SecretURL(v.URL.String())
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}
+
+// Format prints the section with its secret access key redacted.
+func (q SQS) Format(f fmt.State, verb rune) {
+	v := sqsView(q)
+	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}
+
+// Format prints the section with its secret access key redacted.
+func (k Kinesis) Format(f fmt.State, verb rune) {
+	v := kinesisView(k)
+	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
+	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
+}

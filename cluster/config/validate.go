@@ -1,0 +1,426 @@
+package config
+
+import (
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/persistence"
+)
+
+var (
+	nodeNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
+	sourceNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
+	handlerNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	kafkaTopicRE  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
+	// JetStream stream and consumer names: no whitespace, '.', '*', '>',
+	// or path separators.
+	natsNameRE = regexp.MustCompile(`^[^\s.*>/\\]+$`)
+)
+
+// Validate checks a Config whose defaults are filled (Parse does both) and
+// returns Errors, or nil. It also sets each source's Records.Declared from
+// its Records.Schema.
+func (c *Config) Validate() error {
+	if errs := c.validate(); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+type checker struct{ errs Errors }
+
+func (v *checker) fail(path, format string, args ...any) {
+	v.errs = append(v.errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+func (v *checker) oneOf(path, val string, choices ...string) {
+	for _, c := range choices {
+		if val == c {
+			return
+		}
+	}
+	if val == "" {
+		v.fail(path, "required: one of %s", strings.Join(choices, ", "))
+		return
+	}
+	v.fail(path, "must be one of %s, not %q", strings.Join(choices, ", "), val)
+}
+
+func (v *checker) required(path, val string) bool {
+	if strings.TrimSpace(val) == "" {
+		v.fail(path, "required")
+		return false
+	}
+	return true
+}
+
+func (v *checker) between(path string, n, lo, hi int) {
+	if n < lo || n > hi {
+		v.fail(path, "must be between %d and %d, not %d", lo, hi, n)
+	}
+}
+
+func (v *checker) durBetween(path string, d, lo, hi time.Duration) {
+	if d < lo || d > hi {
+		v.fail(path, "must be between %v and %v, not %v", lo, hi, d)
+	}
+}
+
+// addr checks host:port. needHost: the host may not be empty (an address
+// to connect to rather than to listen on).
+func (v *checker) addr(path, s string, needHost bool) (host string, ok bool) {
+	if strings.Contains(s, "://") {
+		v.fail(path, "%q must be host:port, without a URL scheme", s)
+		return "", false
+	}
+	h, p, err := net.SplitHostPort(s)
+	if err != nil {
+		v.fail(path, "%q must be host:port", s)
+		return "", false
+	}
+	port, err := strconv.Atoi(p)
+	if err != nil || port < 0 || port > 65535 || (needHost && port == 0) {
+		v.fail(path, "%q: port %q must be a number from 1 to 65535", s, p)
+		return "", false
+	}
+	if needHost && h == "" {
+		v.fail(path, "%q: host is missing", s)
+		return "", false
+	}
+	if strings.ContainsAny(h, " /@?#") {
+		v.fail(path, "%q: %q is not a host name or IP address", s, h)
+		return "", false
+	}
+	return h, true
+}
+
+// httpURL checks an http(s) URL with a host.
+func (v *checker) httpURL(path, s string) {
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		v.fail(path, "%q must be an http:// or https:// URL with a host", s)
+	}
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func (c *Config) validate() Errors {
+	v := &checker{}
+	// node
+	switch {
+	case c.Node.Name == "":
+		v.fail("node.name", "required")
+	case !nodeNameRE.MatchString(c.Node.Name):
+		v.fail("node.name", "%q must be letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)", c.Node.Name)
+	}
+	if host, ok := v.addr("node.debug_addr", c.Node.DebugAddr, false); ok && !isLoopback(host) && c.Node.DebugToken == "" {
+		v.fail("node.debug_token", "required when node.debug_addr (%s) is not a loopback address", c.Node.DebugAddr)
+	}
+	if !(c.Node.Capacity > 0) || c.Node.Capacity > 1e6 {
+		v.fail("node.capacity", "must be a number above 0 and at most 1000000, not %v", c.Node.Capacity)
+	}
+
+	// cluster
+	v.addr("cluster.bind", c.Cluster.Bind, false)
+	if c.Cluster.Advertise != "" {
+		v.addr("cluster.advertise", c.Cluster.Advertise, true)
+	}
+	for i, j := range c.Cluster.Join {
+		v.addr(fmt.Sprintf("cluster.join[%d]", i), j, true)
+	}
+	v.oneOf("cluster.profile", c.Cluster.Profile, "default", "fast")
+	if c.Cluster.SecretKey != "" {
+		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.Cluster.SecretKey.Reveal()))
+		switch {
+		case err != nil:
+			v.fail("cluster.secret_key", "must be base64 of exactly 32 bytes: not valid base64")
+		case len(b) != 32:
+			v.fail("cluster.secret_key", "must be base64 of exactly 32 bytes, not %d bytes", len(b))
+		}
+	}
+
+	// store
+	u := c.Store.URL.Reveal()
+	switch {
+	case u == "":
+		v.fail("store.url", "required")
+	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
+		if pu, err := url.Parse(u); err != nil || pu.Host == "" {
+			v.fail("store.url", "%s: a postgres URL needs a host: postgres://user@host:5432/db", c.Store.URL)
+		}
+	case strings.HasPrefix(u, "sqlite:"):
+		if strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//") == "" {
+			v.fail("store.url", "%s: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db", c.Store.URL)
+		}
+	default:
+		v.fail("store.url", "%s: must start with postgres://, postgresql:// or sqlite:", c.Store.URL)
+	}
+	if c.Store.DedupeRetention <= 0 {
+		v.fail("store.dedupe_retention", "must be positive, not %v", c.Store.DedupeRetention)
+	}
+
+	// log
+	v.oneOf("log.format", c.Log.Format, "text", "json")
+	v.oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+
+	// sources
+	if len(c.Sources) == 0 {
+		v.fail("sources", "required: at least one source")
+	}
+	names := map[string]int{}
+	for i := range c.Sources {
+		p := fmt.Sprintf("sources[%d]", i)
+		s := &c.Sources[i]
+		if s.Name != "" && sourceNameRE.MatchString(s.Name) {
+			if j, dup := names[s.Name]; dup {
+				v.fail(p+".name", "%q is already the name of sources[%d]", s.Name, j)
+			} else {
+				names[s.Name] = i
+			}
+		}
+		v.source(p, s)
+	}
+	return v.errs
+}
+
+var sections = []string{TypeKafka, TypeKinesis, TypeSQS, TypePubSub, TypeNATS, TypeMemory}
+
+func (s *Source) present(typ string) bool {
+	switch typ {
+	case TypeKafka:
+		return s.Kafka != nil
+	case TypeKinesis:
+		return s.Kinesis != nil
+	case TypeSQS:
+		return s.SQS != nil
+	case TypePubSub:
+		return s.PubSub != nil
+	case TypeNATS:
+		return s.NATS != nil
+	case TypeMemory:
+		return s.Memory != nil
+	}
+	return false
+}
+
+func (v *checker) source(p string, s *Source) {
+	switch {
+	case s.Name == "":
+		v.fail(p+".name", "required")
+	case !sourceNameRE.MatchString(s.Name):
+		v.fail(p+".name", "%q must be lower-case letters, digits, '_' or '-'", s.Name)
+	}
+	v.oneOf(p+".type", s.Type, sections...)
+	for _, sec := range sections {
+		switch {
+		case sec == s.Type && !s.present(sec):
+			v.fail(p+"."+sec, "required for type %s", sec)
+		case sec != s.Type && s.present(sec):
+			v.fail(p+"."+sec, "not allowed with type %q: a source has only the section of its type", s.Type)
+		}
+	}
+	v.oneOf(p+".start", s.Start, "earliest", "latest")
+	v.oneOf(p+".mode", s.Mode, "records", "handler")
+	switch s.Mode {
+	case "handler":
+		switch {
+		case s.HandlerName == "":
+			v.fail(p+".handler_name", "required with mode: handler (the name the handler was registered under)")
+		case !handlerNameRE.MatchString(s.HandlerName):
+			v.fail(p+".handler_name", "%q must be letters, digits, '.', '_' or '-'", s.HandlerName)
+		}
+		if s.Records.Table != "" || s.Records.Key != "" || s.Records.Schema != "" {
+			v.fail(p+".records", "only valid with mode: records")
+		}
+	case "records":
+		if s.HandlerName != "" {
+			v.fail(p+".handler_name", "only valid with mode: handler")
+		}
+		if err := persistence.ValidTable(s.Records.Table); err != nil && (s.Name != "" || s.Records.Table != "") {
+			if s.Records.Table == strings.ReplaceAll(s.Name, "-", "_") {
+				v.fail(p+".records.table", "the default from the source name is not valid (%v): set records.table", err)
+			} else {
+				v.fail(p+".records.table", "%v", err)
+			}
+		}
+		if err := (decode.Config{KeyField: s.Records.Key}).Validate(); err != nil {
+			v.fail(p+".records.key", "%q: a dotted path with no empty segment, such as id or customer.id", s.Records.Key)
+		}
+		if s.Records.Schema != "" {
+			sc, err := quality.ParseSchema(s.Records.Schema)
+			if err != nil {
+				v.fail(p+".records.schema", "%v", err)
+			}
+			s.Records.Declared = sc
+		}
+	}
+	v.between(p+".batch_size", s.BatchSize, 1, 10000)
+	v.durBetween(p+".max_wait", s.MaxWait, time.Millisecond, time.Hour)
+	v.between(p+".max_consecutive_failures", s.MaxConsecutiveFailures, 1, 1000)
+	v.between(p+".max_message_bytes", s.MaxMessageBytes, 1, 1<<30)
+	v.durBetween(p+".lease_ttl", s.LeaseTTL, time.Second, time.Hour)
+	if s.LeaseTTL <= s.MaxWait && s.MaxWait >= time.Millisecond && s.LeaseTTL >= time.Second {
+		v.fail(p+".lease_ttl", "must be longer than max_wait (%v), or the lease lapses while a fetch waits", s.MaxWait)
+	}
+	v.durBetween(p+".discovery_interval", s.DiscoveryInterval, time.Second, 24*time.Hour)
+	if s.IsQueue() {
+		v.between(p+".slots", s.Slots, 1, 256)
+	} else if s.Slots != DefaultSlots && s.Type != "" {
+		v.fail(p+".slots", "only valid for queue sources (sqs, pubsub, nats in queue mode, memory with queue: true)")
+	}
+
+	if k := s.Kafka; k != nil {
+		v.kafka(p+".kafka", k)
+	}
+	if n := s.NATS; n != nil {
+		v.nats(p+".nats", n)
+	}
+	if q := s.SQS; q != nil {
+		q := p + ".sqs"
+		v.required(q+".region", s.SQS.Region)
+		if v.required(q+".queue_url", s.SQS.QueueURL) {
+			v.httpURL(q+".queue_url", s.SQS.QueueURL)
+		}
+		if s.SQS.Endpoint != "" {
+			v.httpURL(q+".endpoint", s.SQS.Endpoint)
+		}
+		v.durBetween(q+".wait", s.SQS.Wait, 0, 20*time.Second)
+		v.durBetween(q+".visibility_timeout", s.SQS.VisibilityTimeout, 0, 12*time.Hour)
+		v.keyPair(q, s.SQS.AccessKeyID, s.SQS.SecretAccessKey)
+	}
+	if k := s.Kinesis; k != nil {
+		q := p + ".kinesis"
+		v.required(q+".stream", k.Stream)
+		v.required(q+".region", k.Region)
+		if k.Endpoint != "" {
+			v.httpURL(q+".endpoint", k.Endpoint)
+		}
+		v.keyPair(q, k.AccessKeyID, k.SecretAccessKey)
+	}
+	if ps := s.PubSub; ps != nil {
+		q := p + ".pubsub"
+		for _, f := range []struct{ name, val string }{{"project", ps.Project}, {"subscription", ps.Subscription}, {"topic", ps.Topic}} {
+			if f.name != "topic" {
+				v.required(q+"."+f.name, f.val)
+			}
+			if strings.ContainsAny(f.val, " \t/") {
+				v.fail(q+"."+f.name, "%q must be an id, without spaces or '/'", f.val)
+			}
+		}
+		if ps.Endpoint != "" {
+			v.addr(q+".endpoint", ps.Endpoint, true)
+		}
+		if ps.MaxOutstanding < 0 {
+			v.fail(q+".max_outstanding", "must not be negative, not %d", ps.MaxOutstanding)
+		}
+	}
+	if m := s.Memory; m != nil {
+		q := p + ".memory"
+		switch {
+		case m.Queue && m.Partitions != 0:
+			v.fail(q+".partitions", "not allowed with queue: true (a memory source is a stream of partitions or a queue)")
+		case !m.Queue:
+			v.between(q+".partitions", m.Partitions, 1, 1024)
+		}
+	}
+}
+
+func (v *checker) keyPair(p, id string, secret Secret) {
+	switch {
+	case id != "" && secret == "":
+		v.fail(p+".secret_access_key", "required with access_key_id")
+	case id == "" && secret != "":
+		v.fail(p+".access_key_id", "required with secret_access_key")
+	}
+}
+
+func (v *checker) kafka(p string, k *Kafka) {
+	if len(k.Brokers) == 0 {
+		v.fail(p+".brokers", "required: at least one host:port")
+	}
+	for i, b := range k.Brokers {
+		v.addr(fmt.Sprintf("%s.brokers[%d]", p, i), b, true)
+	}
+	switch {
+	case k.Topic == "":
+		v.fail(p+".topic", "required")
+	case !kafkaTopicRE.MatchString(k.Topic) || k.Topic == "." || k.Topic == "..":
+		v.fail(p+".topic", "%q must be 1 to 249 letters, digits, '.', '_' or '-'", k.Topic)
+	}
+	if k.FetchMaxBytes < 0 {
+		v.fail(p+".fetch_max_bytes", "must not be negative, not %d", k.FetchMaxBytes)
+	}
+	if t := k.TLS; t != nil {
+		if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
+			v.fail(p+".tls.enabled", "must be true when other tls settings are given")
+		}
+		if (t.CertFile == "") != (t.KeyFile == "") {
+			v.fail(p+".tls", "cert_file and key_file go together")
+		}
+	}
+	if sa := k.SASL; sa != nil {
+		v.oneOf(p+".sasl.mechanism", sa.Mechanism, "plain", "scram-sha-256", "scram-sha-512")
+		v.required(p+".sasl.username", sa.Username)
+		v.required(p+".sasl.password", sa.Password.Reveal())
+	}
+}
+
+func (v *checker) nats(p string, n *NATS) {
+	if v.required(p+".url", n.URL.Reveal()) {
+		for i, part := range strings.Split(n.URL.Reveal(), ",") {
+			u, err := url.Parse(strings.TrimSpace(part))
+			if err != nil || u.Host == "" || !(u.Scheme == "nats" || u.Scheme == "tls" || u.Scheme == "ws" || u.Scheme == "wss") {
+				v.fail(p+".url", "entry %d (%s) must be nats://host:port (or tls://, ws://, wss://)", i+1, SecretURL(strings.TrimSpace(part)))
+			}
+		}
+	}
+	switch {
+	case n.Stream == "":
+		v.fail(p+".stream", "required")
+	case !natsNameRE.MatchString(n.Stream):
+		v.fail(p+".stream", "%q must not contain spaces, '.', '*', '>' or path separators", n.Stream)
+	}
+	v.oneOf(p+".mode", n.Mode, NATSQueue, NATSStream)
+	if n.Mode == NATSStream {
+		if n.Consumer != "" {
+			v.fail(p+".consumer", "only valid with mode: queue")
+		}
+		if n.AckWait != 0 {
+			v.fail(p+".ack_wait", "only valid with mode: queue")
+		}
+		if n.MaxAckPending != 0 {
+			v.fail(p+".max_ack_pending", "only valid with mode: queue")
+		}
+	}
+	if n.Consumer != "" && !natsNameRE.MatchString(n.Consumer) {
+		v.fail(p+".consumer", "%q must not contain spaces, '.', '*', '>' or path separators", n.Consumer)
+	}
+	if n.AckWait < 0 {
+		v.fail(p+".ack_wait", "must not be negative, not %v", n.AckWait)
+	}
+	if n.MaxAckPending < 0 {
+		v.fail(p+".max_ack_pending", "must not be negative, not %d", n.MaxAckPending)
+	}
+	switch {
+	case n.CredentialsFile != "" && (n.User != "" || n.Password != ""):
+		v.fail(p+".credentials_file", "use credentials_file or user and password, not both")
+	case n.User != "" && n.Password == "":
+		v.fail(p+".password", "required with user")
+	case n.User == "" && n.Password != "":
+		v.fail(p+".user", "required with password")
+	}
+}
