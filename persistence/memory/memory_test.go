@@ -227,3 +227,46 @@ func TestClosedStoreRefusesCalls(t *testing.T) {
 		t.Fatal("list on a closed store: no error")
 	}
 }
+
+func TestTxExecUnsupportedRawNil(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	l := acquire(t, s, "jobs/slot-0", "a")
+	var execErr error
+	var raw any = "unset"
+	b := &persistence.Batch{Source: "jobs", Unit: "jobs/slot-0", Lease: l,
+		Ops: []persistence.Op{{Kind: persistence.OpMessage, Position: "m-1", MessageID: "m-1"}},
+		Handle: func(ctx context.Context, tx persistence.Tx, _ []persistence.Op) error {
+			_, execErr = tx.Exec(ctx, "SELECT 1")
+			raw = tx.Raw()
+			return nil
+		}}
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if !errors.Is(execErr, persistence.ErrUnsupported) {
+		t.Errorf("Exec: err = %v, want ErrUnsupported", execErr)
+	}
+	if raw != nil {
+		t.Errorf("Raw() = %v, want nil", raw)
+	}
+}
+
+func TestTxUnusableAfterApply(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newStore(t)
+	l := acquire(t, s, "jobs/slot-0", "a")
+	var kept persistence.Tx
+	b := &persistence.Batch{Source: "jobs", Unit: "jobs/slot-0", Lease: l,
+		Ops:    []persistence.Op{{Kind: persistence.OpMessage, Position: "m-1"}},
+		Handle: func(_ context.Context, tx persistence.Tx, _ []persistence.Op) error { kept = tx; return nil }}
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	if err := kept.Put(ctx, "jobs", "late", []byte(`{}`)); err == nil {
+		t.Fatal("Put after Apply returned: no error")
+	}
+	if got := records(t, s, "jobs"); len(got) != 0 {
+		t.Fatalf("a late Put reached the store: %v", got)
+	}
+}

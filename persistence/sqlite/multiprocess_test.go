@@ -237,6 +237,13 @@ func runChild(t *testing.T, name string) {
 				rep.Applied[u]++
 			}
 		}
+		if i%3 == 0 {
+			if _, err := s.Renew(ctx, l, time.Minute); errors.Is(err, persistence.ErrLeaseLost) {
+				rep.Lost++
+			} else if err != nil {
+				fail(err)
+			}
+		}
 		if i%5 == 0 {
 			if err := s.Release(ctx, l); errors.Is(err, persistence.ErrLeaseLost) {
 				rep.Lost++
