@@ -66,7 +66,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	}
 	res := SimResult{Seed: seed}
 	step := func(at time.Duration, f string, a ...any) {
-		s := fmt.Sprintf("t=%s ", at) + fmt.Sprintf(f, a...)
+		s := fmt.Sprintf("t=%s ", at.Round(time.Millisecond)) + fmt.Sprintf(f, a...)
 		res.Steps = append(res.Steps, s)
 		if opt.Log != nil {
 			opt.Log(s)
@@ -219,6 +219,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 	}
 
+	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)
 	rep := c.Report()
@@ -250,7 +251,11 @@ func sortedStrings[V any](m map[string]V) []string {
 // scenario, and how to replay it.
 func (r SimResult) Explain() string {
 	var b strings.Builder
-	for _, v := range r.Violations {
+	for i, v := range r.Violations {
+		if i == 10 {
+			fmt.Fprintf(&b, "... and %d more broken invariants\n", len(r.Violations)-10)
+			break
+		}
 		fmt.Fprintf(&b, "invariant broken: %s\n", v)
 	}
 	b.WriteString("scenario:\n")
@@ -259,4 +264,13 @@ func (r SimResult) Explain() string {
 	}
 	fmt.Fprintf(&b, "replay: drover sim --seed %d -v\n", r.Seed)
 	return b.String()
+}
+
+func stepTime(s string) time.Duration {
+	f := strings.Fields(s)
+	if len(f) == 0 {
+		return 0
+	}
+	d, _ := time.ParseDuration(strings.TrimPrefix(f[0], "t="))
+	return d
 }
