@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"container/heap"
 	"math"
 	"slices"
 	"strings"
@@ -141,7 +140,7 @@ func distinctSorted(units []string) []string {
 type member struct {
 	name string
 	w    float64
-	hash uint64 // hashString(name)
+	salt uint64 // memberSalt(hashString(name)), the member's half of pairHash
 }
 
 // liveMembers returns the alive members, one per name, sorted by name.
@@ -176,7 +175,7 @@ func liveMembers(members []Member) []member {
 		if i > 0 && m.Name == alive[i-1].Name {
 			continue
 		}
-		out = append(out, member{name: m.Name, w: weight(m.Capacity), hash: hashString(m.Name)})
+		out = append(out, member{name: m.Name, w: weight(m.Capacity), salt: memberSalt(hashString(m.Name))})
 	}
 	return out
 }
@@ -208,11 +207,17 @@ func mix64(x uint64) uint64 {
 	return x
 }
 
-// pairHash is the hash of (unit, member), from their own hashes. The member
-// hash goes through a second, offset round so that pairHash(a, b) and
-// pairHash(b, a) are unrelated.
-func pairHash(unit, member uint64) uint64 {
-	return mix64(unit ^ mix64(member+0x9e3779b97f4a7c15))
+// memberSalt turns a member's name hash into its half of pairHash: a
+// second, offset round, so that pairHash of (a, b) and of (b, a) are
+// unrelated.
+func memberSalt(nameHash uint64) uint64 {
+	return mix64(nameHash + 0x9e3779b97f4a7c15)
+}
+
+// pairHash is the hash of (unit, member), from the unit's name hash and
+// the member's salt.
+func pairHash(unit, salt uint64) uint64 {
+	return mix64(unit ^ salt)
 }
 
 // bid is how much a unit wants a member: the weighted rendezvous score and,
@@ -226,7 +231,7 @@ type bid struct {
 
 // newBid scores member m (index i) for a unit whose hash is uh.
 func newBid(uh uint64, m member, i int) bid {
-	x := pairHash(uh, m.hash)
+	x := pairHash(uh, m.salt)
 	// h in (0,1): 52 bits plus one half, exactly representable, never 0 or 1.
 	h := (float64(x>>12) + 0.5) / (1 << 52)
 	return bid{score: -m.w / math.Log(h), hash: x, m: i}
@@ -300,11 +305,11 @@ func (p *placement) run() []int {
 		b := p.next(u)
 		p.last[u] = b
 		h := &p.held[b.m]
-		heap.Push(h, hold{unit: u, rank: p.rank[u], bid: b})
+		h.push(hold{unit: u, rank: p.rank[u], bid: b})
 		p.owner[u] = b.m
 		p.rank[u]++
-		if h.Len() > p.caps[b.m] {
-			out := heap.Pop(h).(hold)
+		if len(*h) > p.caps[b.m] {
+			out := h.pop()
 			p.owner[out.unit] = -1
 			free = append(free, out.unit)
 		}
@@ -355,16 +360,42 @@ func (a hold) worse(b hold) bool {
 	return a.unit > b.unit
 }
 
-// holding is a heap of held units, the least liked on top.
+// holding is a binary heap of held units, the least liked on top.
 type holding []hold
 
-func (h holding) Len() int           { return len(h) }
-func (h holding) Less(i, j int) bool { return h[i].worse(h[j]) }
-func (h holding) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *holding) Push(x any)        { *h = append(*h, x.(hold)) }
-func (h *holding) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+func (h *holding) push(x hold) {
+	*h = append(*h, x)
+	s := *h
+	for i := len(s) - 1; i > 0; {
+		parent := (i - 1) / 2
+		if !s[i].worse(s[parent]) {
+			break
+		}
+		s[i], s[parent] = s[parent], s[i]
+		i = parent
+	}
+}
+
+func (h *holding) pop() hold {
+	s := *h
+	top := s[0]
+	last := len(s) - 1
+	s[0] = s[last]
+	s = s[:last]
+	for i := 0; ; {
+		l, r, least := 2*i+1, 2*i+2, i
+		if l < len(s) && s[l].worse(s[least]) {
+			least = l
+		}
+		if r < len(s) && s[r].worse(s[least]) {
+			least = r
+		}
+		if least == i {
+			break
+		}
+		s[i], s[least] = s[least], s[i]
+		i = least
+	}
+	*h = s
+	return top
 }

@@ -119,6 +119,7 @@ func displaced(a, top map[string]string) int {
 }
 
 func TestAssignFairShare(t *testing.T) {
+	t.Parallel()
 	weights := map[string]func(i int) float64{
 		"equal":       func(int) float64 { return 1 },
 		"zero=1":      func(int) float64 { return 0 },
@@ -132,6 +133,7 @@ func TestAssignFairShare(t *testing.T) {
 		for _, n := range []int{1, 2, 3, 5, 8, 13, 50} {
 			for _, u := range []int{0, 1, 2, 3, 7, 10, 49, 100, 333, 1000, 4000} {
 				t.Run(fmt.Sprintf("%s/N=%d/U=%d", wname, n, u), func(t *testing.T) {
+					t.Parallel()
 					units, members := unitIDs(u), nodes(n, weights[wname])
 					checkAssignment(t, units, members, Assign(units, members))
 				})
@@ -141,6 +143,7 @@ func TestAssignFairShare(t *testing.T) {
 }
 
 func TestAssignWeightedShares(t *testing.T) {
+	t.Parallel()
 	// With 12,000 units on weights 1..4 the bound pins every share to
 	// within one unit of its fair value, so the heavier members really get
 	// more: exactly what checkAssignment allows, checked from below too.
@@ -161,6 +164,7 @@ func TestAssignWeightedShares(t *testing.T) {
 }
 
 func TestAssignOnlyAliveMembers(t *testing.T) {
+	t.Parallel()
 	units := unitIDs(100)
 	members := []Member{
 		alive("a", 1),
@@ -192,6 +196,7 @@ func TestAssignOnlyAliveMembers(t *testing.T) {
 }
 
 func TestAssignDeterministic(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(2, 2))
 	for c := range 50 {
 		units := unitIDs(1 + rng.IntN(500))
@@ -212,6 +217,7 @@ func TestAssignDeterministic(t *testing.T) {
 }
 
 func TestAssignDuplicateMemberNames(t *testing.T) {
+	t.Parallel()
 	units := unitIDs(300)
 	// The same name twice: the higher capacity is used, in any order.
 	one := []Member{alive("a", 1), alive("b", 3), alive("b", 1)}
@@ -231,6 +237,7 @@ func TestAssignDuplicateMemberNames(t *testing.T) {
 // possible, and an overflowing member keeps the top-choice units it scores
 // highest.
 func TestAssignFewestDisplaced(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(3, 3))
 	sawOverflow := 0
 	for c := range 300 {
@@ -361,11 +368,13 @@ var regimes = []regime{
 //   - over each regime, extra moves stay below the measured fraction of
 //     the units and of D(before)+D(after).
 func TestAssignLeaveMovement(t *testing.T) {
+	t.Parallel()
 	for ri, r := range regimes {
 		if testing.Short() && r.name == "10kx50" {
 			continue
 		}
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(10, uint64(ri)))
 			var units, own, extra, dSum, cleanCases int
 			for c := range r.cases {
@@ -422,11 +431,13 @@ func TestAssignLeaveMovement(t *testing.T) {
 // fair share, that units move to it from everywhere, and that units moving
 // between old members were off their top choice before or after.
 func TestAssignJoinMovement(t *testing.T) {
+	t.Parallel()
 	for ri, r := range regimes {
 		if testing.Short() && r.name == "10kx50" {
 			continue
 		}
 		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
 			rng := rand.New(rand.NewPCG(20, uint64(ri)))
 			var units, taken, between, dSum, cleanCases int
 			var fairSum float64
@@ -488,6 +499,7 @@ func TestAssignJoinMovement(t *testing.T) {
 }
 
 func TestOwned(t *testing.T) {
+	t.Parallel()
 	units := unitIDs(200)
 	members := []Member{alive("a", 1), alive("b", 2), {Name: "c", Capacity: 1, State: StateLeaving}}
 	a := Assign(units, members)
@@ -516,6 +528,7 @@ func TestOwned(t *testing.T) {
 }
 
 func TestWeight(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct{ in, want float64 }{
 		{0, 1}, {-3, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {math.Inf(-1), 1},
 		{0.25, 0.25}, {7, 7}, {1e12, maxWeight},
