@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log"
 	"log/slog"
 	"math"
 	"slices"
@@ -13,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/memberlist"
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/cluster"
@@ -625,4 +628,53 @@ func TestLeaveStopsAllGoroutines(t *testing.T) {
 	}
 	// After Leave, Watch is a no-op.
 	a.Watch(func() { t.Error("watcher called after Leave") })()
+}
+
+func TestRestartAtSameAddressRejoinsAtOnce(t *testing.T) {
+	a := start(t, Config{Name: "a"})
+	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Leave(context.Background()) })
+	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	addr := b.Local().Addr
+	crash(t, b)
+	// Restart before a noticed: same name, same address, so it is the same
+	// member coming back, not a duplicate.
+	b2 := start(t, Config{Name: "b", Bind: addr, Capacity: 3, Join: []string{a.Local().Addr}})
+	took := waitUntil(t, time.Second, "a sees the restarted b with its new metadata", func() bool {
+		m, ok := find(a.Members(), "b")
+		return ok && m.Capacity == 3 && m.State == cluster.StateAlive
+	})
+	t.Logf("restarted b seen in %v", took)
+	if b2.Local().Addr != addr {
+		t.Fatalf("restarted b at %s, want %s", b2.Local().Addr, addr)
+	}
+}
+
+func TestNodeWithoutDroverMetadataIsLeftOut(t *testing.T) {
+	rec := newRecorder()
+	a := start(t, Config{Name: "a", Logger: slog.New(rec)})
+
+	mc := memberlist.DefaultLANConfig()
+	mc.Name = "stranger"
+	mc.BindAddr, mc.BindPort = "127.0.0.1", 0
+	mc.Logger = log.New(io.Discard, "", 0)
+	raw, err := memberlist.Create(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = raw.Shutdown() }()
+	if _, err := raw.Join([]string{a.Local().Addr}); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 2*time.Second, "a warns about the stranger", func() bool {
+		return slices.ContainsFunc(rec.all(), func(r recorded) bool {
+			return r.level == slog.LevelWarn && r.attrs["member"] == "stranger" && strings.Contains(r.msg, "metadata")
+		})
+	})
+	if got := names(a.Members()); !slices.Equal(got, []string{"a"}) {
+		t.Errorf("a lists %v, want the stranger left out", got)
+	}
 }
