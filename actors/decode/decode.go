@@ -49,11 +49,21 @@ func (c Config) maxBytes() int {
 	return c.MaxBytes
 }
 
-// Reasons of dead letters that do not carry details. Other reasons start
-// with the prefixes documented on Record.
+// MaxKeyBytes is the longest record key accepted: PostgreSQL refuses
+// B-tree index entries over about 2700 bytes, which would fail the whole
+// batch.
+const MaxKeyBytes = 2048
+
+// Reasons of dead letters that do not carry details, and the prefixes of
+// those that do (see Record).
 const (
 	ReasonNoKey     = "no key"
 	ReasonEmptyBody = "invalid JSON: empty body"
+
+	PrefixInvalidJSON     = "invalid JSON: "     // not RFC 8259 JSON
+	PrefixUnsupportedJSON = "unsupported JSON: " // JSON that no store can keep
+	PrefixNotObject       = "not a JSON object: "
+	PrefixNoKey           = "no key"
 )
 
 // Record decodes one message of a records-mode source (DESIGN §7). It always
@@ -65,12 +75,14 @@ const (
 //	message of N bytes exceeds max_message_bytes M
 //	invalid JSON: empty body                       (no key and no body)
 //	invalid JSON: <what> at offset N                 (not RFC 8259 JSON, or invalid UTF-8)
-//	unsupported JSON: <what> at offset N             (\u0000, a lone surrogate, nesting > 1000)
+//	unsupported JSON: <what> at offset N             (\u0000, a lone surrogate, nesting > 1000,
+//	                                                  a number beyond PostgreSQL's numeric range)
 //	not a JSON object: array|string|number|boolean|null
 //	no key                                           (no key field configured and no message key)
 //	no key: field "a.b" is missing|is empty
 //	key field "a.b" is object|array|boolean|null, want string or number
 //	message key is not valid UTF-8|message key contains a NUL byte
+//	key of N bytes exceeds 2048 bytes
 //	Debezium op "c": after is null, want an object   (also u, r)
 //	Debezium op "d": before is null, want an object  (only with a key field)
 //
@@ -109,7 +121,7 @@ func (c Config) Record(m brokers.Message) persistence.Op {
 		return c.dead(op, m, err.Error())
 	}
 	if k := p.nodes[0].kind; k != kindObject {
-		return c.dead(op, m, "not a JSON object: "+k.typeName())
+		return c.dead(op, m, PrefixNotObject+k.typeName())
 	}
 	root := 0
 	if pl := p.member(0, "payload"); pl >= 0 && p.isDebezium(pl) {
@@ -200,6 +212,9 @@ func (c Config) keyed(op persistence.Op, m brokers.Message, kind persistence.OpK
 		if key == "" {
 			return c.dead(op, m, fmt.Sprintf("no key: field %q is empty", c.KeyField))
 		}
+	}
+	if len(key) > MaxKeyBytes {
+		return c.dead(op, m, fmt.Sprintf("key of %d bytes exceeds %d bytes", len(key), MaxKeyBytes))
 	}
 	op.Kind, op.Key = kind, key
 	if kind == persistence.OpUpsert {

@@ -115,6 +115,17 @@ func TestRecord(t *testing.T) {
 		{name: "empty body no key", m: msg("", ""), kind: persistence.OpDeadLetter, reason: "invalid JSON: empty body"},
 		{name: "whitespace body", m: msg("k", "  "), kind: persistence.OpDeadLetter, reason: "invalid JSON: unexpected end of input at offset 2"},
 
+		{name: "number too large for numeric", m: msg("k", `{"a":1e131071,"b":1e131072}`), kind: persistence.OpDeadLetter, reason: `unsupported JSON: number beyond PostgreSQL's numeric range (131072 integer or 16383 fraction digits) at offset 18`},
+		{name: "number too precise for numeric", m: msg("k", `{"a":1e-16383,"b":1.5e-16383}`), kind: persistence.OpDeadLetter, reason: `unsupported JSON: number beyond PostgreSQL's numeric range (131072 integer or 16383 fraction digits) at offset 18`},
+		{name: "long digits within numeric", m: msg("k", `{"a":`+strings.Repeat("9", 20000)+`}`), kind: persistence.OpUpsert, key: "k", doc: `{"a":` + strings.Repeat("9", 20000) + `}`},
+		{name: "fraction digits beyond numeric", m: msg("k", `{"a":0.`+strings.Repeat("1", 16384)+`}`), kind: persistence.OpDeadLetter, reason: `unsupported JSON: number beyond PostgreSQL's numeric range (131072 integer or 16383 fraction digits) at offset 5`},
+
+		// Key length.
+		{name: "key at max length", cfg: byID, m: msg("", `{"id":"`+strings.Repeat("k", MaxKeyBytes)+`"}`), kind: persistence.OpUpsert, key: strings.Repeat("k", MaxKeyBytes), doc: `{"id":"` + strings.Repeat("k", MaxKeyBytes) + `"}`},
+		{name: "field key too long", cfg: byID, m: msg("", `{"id":"`+strings.Repeat("k", MaxKeyBytes+1)+`"}`), kind: persistence.OpDeadLetter, reason: "key of 2049 bytes exceeds 2048 bytes"},
+		{name: "message key too long", m: msg(strings.Repeat("k", 3000), `{}`), kind: persistence.OpDeadLetter, reason: "key of 3000 bytes exceeds 2048 bytes"},
+		{name: "tombstone key too long", m: msg(strings.Repeat("k", 3000), ""), kind: persistence.OpDeadLetter, reason: "key of 3000 bytes exceeds 2048 bytes"},
+
 		// Size.
 		{name: "oversize", cfg: Config{MaxBytes: 50}, m: big, kind: persistence.OpDeadLetter, reason: "message of 108 bytes exceeds max_message_bytes 50"},
 		{name: "exactly max", cfg: Config{MaxBytes: 108}, m: big, kind: persistence.OpUpsert, key: "k", doc: string(big.Value)},

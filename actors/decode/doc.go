@@ -18,10 +18,13 @@
 //     escaped. Equal documents give equal bytes, so a store can skip
 //     rewriting an unchanged document by comparing bytes; canonicalising a
 //     Doc again returns it unchanged.
-//   - Every upsert Doc and key is storable by every store: bodies holding a
-//     \u0000 character or a lone surrogate (which PostgreSQL's jsonb
-//     refuses), and keys that are not UTF-8 text, are dead-lettered instead
-//     of failing the batch.
+//   - Every upsert Doc and key is storable by every store, so that one bad
+//     message cannot fail its batch and block its unit. Checked against
+//     PostgreSQL 15: bodies holding a \u0000 character or a lone surrogate
+//     (jsonb refuses both), numbers beyond numeric's range (more than
+//     131072 digits before the point or 16383 after), keys that are not
+//     UTF-8 text or contain NUL, and keys over MaxKeyBytes (B-tree entries
+//     are limited to 2704 bytes) are dead-lettered.
 //
 // Decoding does not fold a batch: the last operation on a key wins when the
 // store applies it (persistence.Fold), and positions at or below the unit's

@@ -68,11 +68,11 @@ type syntaxError struct {
 }
 
 func (e *syntaxError) Error() string {
-	prefix := "invalid JSON"
+	prefix := PrefixInvalidJSON
 	if e.unsupported {
-		prefix = "unsupported JSON"
+		prefix = PrefixUnsupportedJSON
 	}
-	return fmt.Sprintf("%s: %s at offset %d", prefix, e.msg, e.off)
+	return fmt.Sprintf("%s%s at offset %d", prefix, e.msg, e.off)
 }
 
 // parser is a strict RFC 8259 parser producing a flat tree. It never
@@ -228,7 +228,62 @@ func (p *parser) number() (int, error) {
 			return 0, p.unexpected("in a number")
 		}
 	}
+	if !storableNumber(p.src[start:p.pos]) {
+		return 0, &syntaxError{unsupported: true, msg: "number beyond PostgreSQL's numeric range (131072 integer or 16383 fraction digits)", off: start}
+	}
 	return p.scalar(kindNumber, start), nil
+}
+
+// PostgreSQL's jsonb keeps numbers as numeric, which refuses values with
+// more than numericIntDigits digits before the decimal point or
+// numericScale digits after it ("value overflows numeric format"). Such a
+// number would fail its whole batch, so it is dead-lettered instead.
+const (
+	numericIntDigits = 131072
+	numericScale     = 16383
+)
+
+// storableNumber reports whether a valid JSON number literal fits numeric.
+func storableNumber(lit []byte) bool {
+	i := 0
+	if lit[0] == '-' {
+		i++
+	}
+	intStart := i
+	for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+		i++
+	}
+	intDigits := int64(i - intStart)
+	if intDigits == 1 && lit[intStart] == '0' {
+		intDigits = 0
+	}
+	var frac int64
+	if i < len(lit) && lit[i] == '.' {
+		i++
+		s := i
+		for i < len(lit) && lit[i] >= '0' && lit[i] <= '9' {
+			i++
+		}
+		frac = int64(i - s)
+	}
+	var exp int64
+	if i < len(lit) {
+		i++ // e or E
+		neg := false
+		if lit[i] == '+' || lit[i] == '-' {
+			neg = lit[i] == '-'
+			i++
+		}
+		for ; i < len(lit); i++ {
+			if exp < 1<<40 {
+				exp = exp*10 + int64(lit[i]-'0')
+			}
+		}
+		if neg {
+			exp = -exp
+		}
+	}
+	return intDigits+exp <= numericIntDigits && frac-exp <= numericScale
 }
 
 func hexVal(c byte) rune {
