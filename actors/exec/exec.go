@@ -31,12 +31,21 @@ type Executor interface {
 // Goroutines is the production Executor: every job on its own goroutine.
 // The zero value is ready to use.
 type Goroutines struct {
-	wg sync.WaitGroup
+	mu      sync.Mutex
+	stopped bool
+	wg      sync.WaitGroup
 }
 
-// Go starts job on a new goroutine.
+// Go starts job on a new goroutine. After Wait was called it drops the job
+// (the node is shutting down and nobody waits for the result).
 func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) context.CancelFunc {
 	jctx, cancel := context.WithCancel(ctx)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.stopped {
+		cancel()
+		return cancel
+	}
 	g.wg.Add(1)
 	go func() {
 		defer g.wg.Done()
@@ -46,8 +55,14 @@ func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, 
 	return cancel
 }
 
-// Wait blocks until every job started so far has delivered its result.
-func (g *Goroutines) Wait() { g.wg.Wait() }
+// Wait stops accepting jobs and blocks until every job started has
+// delivered its result.
+func (g *Goroutines) Wait() {
+	g.mu.Lock()
+	g.stopped = true
+	g.mu.Unlock()
+	g.wg.Wait()
+}
 
 // Pauser is how a job waits inside an executor that controls time. The
 // testkit's executor puts one in each job's context.
