@@ -1,6 +1,7 @@
 package quality
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -273,6 +274,30 @@ func TestMerge(t *testing.T) {
 	whole.Reset()
 	if w := whole.Close("s", "n", time.Time{}, time.Time{}, nil); w.Status != StatusEmpty || len(w.Fields) != 0 {
 		t.Errorf("after Reset: %+v", w)
+	}
+}
+
+func TestMaxFields(t *testing.T) {
+	s := New(Schema{{"zz_declared", TypeInt}})
+	for i := range MaxFields + 10 {
+		s.Observe(upsert(fmt.Sprintf(`{"f%04d":1}`, i)))
+	}
+	s.Observe(upsert(`{"zz_declared":"x"}`))
+	other := New(nil)
+	other.Observe(upsert(`{"new_in_other":1,"f0000":2}`))
+	s.Merge(other)
+	w := s.Close("s", "n", time.Time{}, time.Time{}, nil)
+	if len(w.Fields) != MaxFields+1 {
+		t.Errorf("%d fields tracked, want %d plus the declared one", len(w.Fields), MaxFields)
+	}
+	if w.Fields["zz_declared"].Misfits != 1 || w.Fields["f0000"].Present != 2 {
+		t.Errorf("declared %+v, f0000 %+v", w.Fields["zz_declared"], w.Fields["f0000"])
+	}
+	if _, ok := w.Fields["new_in_other"]; ok {
+		t.Errorf("a field past MaxFields was tracked")
+	}
+	if w.RowsRead != MaxFields+12 {
+		t.Errorf("rows %d", w.RowsRead)
 	}
 }
 

@@ -18,6 +18,11 @@ const (
 	// rows with at least one misfit value are at least this percentage of
 	// its rows read (and not every row failed).
 	DegradedPercent = 10
+	// MaxFields bounds the distinct top-level field names one window
+	// tracks, so that documents keyed by ids or timestamps cannot grow it
+	// without limit. Declared fields are always tracked; other names past
+	// the bound are not reported.
+	MaxFields = 256
 	// NullRateJump is the change of a field's null rate, up or down,
 	// against the previous window that counts as drift.
 	NullRateJump = 0.25
@@ -93,9 +98,6 @@ func (s *Stats) Observe(op persistence.Op) {
 		return
 	}
 	s.docs++
-	if s.fields == nil {
-		s.fields = make(map[string]*field)
-	}
 	misfit := false
 	for j, m := range ms {
 		if j+1 < len(ms) && string(ms[j+1].name) == string(m.name) {
@@ -105,10 +107,9 @@ func (s *Stats) Observe(op persistence.Op) {
 		if !ok {
 			continue
 		}
-		f := s.fields[name]
+		f := s.field(name)
 		if f == nil {
-			f = &field{}
-			s.fields[name] = f
+			continue
 		}
 		f.present++
 		f.types[m.typ]++
@@ -125,6 +126,26 @@ func (s *Stats) Observe(op persistence.Op) {
 	}
 }
 
+// field returns the accumulator of a field, nil when MaxFields other
+// fields are tracked already.
+func (s *Stats) field(name string) *field {
+	f := s.fields[name]
+	if f != nil {
+		return f
+	}
+	if len(s.fields) >= MaxFields {
+		if _, declared := s.schema.Lookup(name); !declared {
+			return nil
+		}
+	}
+	if s.fields == nil {
+		s.fields = make(map[string]*field)
+	}
+	f = &field{}
+	s.fields[name] = f
+	return f
+}
+
 // Merge adds other's counts to s. other is not changed; its schema is
 // taken only when s has none.
 func (s *Stats) Merge(other *Stats) {
@@ -138,14 +159,11 @@ func (s *Stats) Merge(other *Stats) {
 	s.failed += other.failed
 	s.docs += other.docs
 	s.misfitRows += other.misfitRows
-	if len(other.fields) > 0 && s.fields == nil {
-		s.fields = make(map[string]*field, len(other.fields))
-	}
-	for name, of := range other.fields {
-		f := s.fields[name]
+	for _, name := range slices.Sorted(maps.Keys(other.fields)) {
+		of := other.fields[name]
+		f := s.field(name)
 		if f == nil {
-			f = &field{}
-			s.fields[name] = f
+			continue
 		}
 		f.present += of.present
 		f.misfits += of.misfits
