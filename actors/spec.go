@@ -133,6 +133,12 @@ type Batch struct {
 	Unit   string
 	// IdempotencyKey is "source/unit/first-position..last-position".
 	IdempotencyKey string
+	// Node applies the batch holding the unit's lease with Token, the
+	// fencing token: it strictly increases each time the unit changes
+	// hands, so an outside system can refuse writes older than the newest
+	// token it has seen.
+	Node  string
+	Token int64
 	// Messages in unit order, duplicates already removed (queues).
 	Messages []brokers.Message
 }

@@ -632,7 +632,7 @@ func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
 func (u *unitActor) handle(b *persistence.Batch, msgs map[string]brokers.Message) func(context.Context, persistence.Tx, []persistence.Op) error {
 	h, src, unit := u.spec.Handler, u.spec.Name, u.id
 	return func(c context.Context, tx persistence.Tx, ops []persistence.Op) error {
-		hb := Batch{Source: src, Unit: unit, IdempotencyKey: unit + "/" + firstLast(ops)}
+		hb := Batch{Source: src, Unit: unit, IdempotencyKey: unit + "/" + firstLast(ops), Node: b.Lease.Owner, Token: b.Lease.Token}
 		hb.Messages = make([]brokers.Message, 0, len(ops))
 		for _, op := range ops {
 			hb.Messages = append(hb.Messages, msgs[op.Position])
