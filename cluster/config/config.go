@@ -64,7 +64,7 @@ type Node struct {
 // Cluster is the cluster section.
 type Cluster struct {
 	Bind      string   `json:"bind"`      // default 127.0.0.1:7946
-	Advertise string   `json:"advertise"` // host:port others reach us at; default: Bind
+	Advertise string   `json:"advertise"` // host:port others reach us at; empty: memberlist derives it from Bind
 	Join      []string `json:"join"`      // any live members; empty: first node
 	Profile   string   `json:"profile"`   // default | fast
 	// SecretKey is base64 of exactly 32 bytes (gossip encryption); empty:
@@ -113,7 +113,9 @@ func (l Log) SlogLevel() slog.Level {
 }
 
 // Source is one entry of sources. Exactly the sub-section named by Type is
-// set.
+// set. Besides DESIGN §9's rules, Validate requires LeaseTTL to be longer
+// than MaxWait: a unit renews its lease between fetches, so a fetch that
+// may wait longer than the lease lasts would lose it every time.
 type Source struct {
 	Name  string `json:"name"`  // unique, [a-z0-9_-]+
 	Type  string `json:"type"`  // kafka | kinesis | sqs | pubsub | nats | memory

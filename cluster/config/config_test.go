@@ -232,6 +232,7 @@ func TestErrors(t *testing.T) {
 		yaml string
 		want []string // every error, exactly
 	}{
+		{"two documents", src + "---\nnode: {}\n", []string{"(root): the file must hold one YAML document, not several"}},
 		{"no sources", "node: {name: a}\n", []string{"sources: required: at least one source"}},
 		{"yaml syntax", "a: [\n", nil}, // checked below: (root) prefix
 		{"root not mapping", "- 1\n", []string{"(root): must be a mapping, not a list", "sources: required: at least one source"}},

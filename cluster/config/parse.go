@@ -1,7 +1,10 @@
 package config
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
+	"io"
 	"math"
 	"regexp"
 	"strconv"
@@ -24,7 +27,15 @@ import (
 func Parse(data []byte, opts Options) (*Config, error) {
 	r := &reader{opts: opts.withDefaults()}
 	var root any
-	if err := yaml.UnmarshalWithOptions(data, &root, yaml.UseOrderedMap()); err != nil {
+	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.UseOrderedMap())
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, Errors{{Path: "(root)", Msg: "invalid YAML: " + strings.TrimSpace(yaml.FormatError(err, false, false))}}
+	}
+	var more any
+	switch err := dec.Decode(&more); {
+	case err == nil:
+		return nil, Errors{{Path: "(root)", Msg: "the file must hold one YAML document, not several"}}
+	case !errors.Is(err, io.EOF):
 		return nil, Errors{{Path: "(root)", Msg: "invalid YAML: " + strings.TrimSpace(yaml.FormatError(err, false, false))}}
 	}
 	c := r.config(root)
