@@ -60,7 +60,7 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	for i, op := range b.Ops {
 		switch op.Kind {
 		case persistence.OpUpsert:
-			if _, err := decodeJSON(op.Doc); err != nil {
+			if err := persistence.CheckJSON(op.Doc); err != nil {
 				return nil, applied, fmt.Errorf("apply %s: upsert %q: %w", b.Unit, op.Key, err)
 			}
 			hasRecords = true
@@ -178,7 +178,7 @@ func (s *Store) commit(t *tx) {
 			if old, ok := rows[key]; ok {
 				// A handler may write a document back to its stored value
 				// within one transaction: that is not a change either.
-				if same, err := jsonEqual(old.Doc, w.doc); err == nil && same {
+				if same, err := persistence.JSONEqual(old.Doc, w.doc); err == nil && same {
 					continue
 				}
 			}
@@ -275,14 +275,14 @@ func (t *tx) current(table, key string) ([]byte, bool) {
 // sameAsStored validates doc and reports whether it equals what the
 // transaction sees under key.
 func (t *tx) sameAsStored(table, key string, doc []byte) (bool, error) {
-	if _, err := decodeJSON(doc); err != nil {
+	if err := persistence.CheckJSON(doc); err != nil {
 		return false, err
 	}
 	old, ok := t.current(table, key)
 	if !ok {
 		return false, nil
 	}
-	return jsonEqual(old, doc)
+	return persistence.JSONEqual(old, doc)
 }
 
 // finish closes the transaction to the handler.

@@ -251,7 +251,7 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 			continue
 		}
 		if old, ok := stored[op.Key]; ok {
-			same, err := jsonEqual(old, op.Doc)
+			same, err := persistence.JSONEqual(old, op.Doc)
 			if err != nil {
 				return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, err)
 			}
@@ -390,7 +390,7 @@ func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) erro
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if ok {
-		if same, err := jsonEqual(old, doc); err == nil && same {
+		if same, err := persistence.JSONEqual(old, doc); err == nil && same {
 			return nil
 		}
 	}

@@ -1,4 +1,4 @@
-package memory
+package persistence
 
 import "testing"
 
@@ -25,17 +25,17 @@ func TestJSONEqual(t *testing.T) {
 		{`{"a":{"b":1}}`, `{"a":{"b":1,"c":1}}`, false},
 	}
 	for _, c := range cases {
-		got, err := jsonEqual([]byte(c.a), []byte(c.b))
+		got, err := JSONEqual([]byte(c.a), []byte(c.b))
 		if err != nil {
-			t.Fatalf("jsonEqual(%s, %s): %v", c.a, c.b, err)
+			t.Fatalf("JSONEqual(%s, %s): %v", c.a, c.b, err)
 		}
 		if got != c.want {
-			t.Errorf("jsonEqual(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
+			t.Errorf("JSONEqual(%s, %s) = %v, want %v", c.a, c.b, got, c.want)
 		}
 	}
 	for _, bad := range []string{`{"a":`, `{} {}`, ``, `{"a":1}x`} {
-		if _, err := jsonEqual([]byte(bad), []byte(`{}`)); err == nil {
-			t.Errorf("jsonEqual(%q, {}): no error", bad)
+		if _, err := JSONEqual([]byte(bad), []byte(`{}`)); err == nil {
+			t.Errorf("JSONEqual(%q, {}): no error", bad)
 		}
 	}
 }

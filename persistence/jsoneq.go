@@ -1,4 +1,4 @@
-package memory
+package persistence
 
 import (
 	"bytes"
@@ -8,11 +8,11 @@ import (
 	"strings"
 )
 
-// jsonEqual reports whether two JSON texts are the same value the way
+// JSONEqual reports whether two JSON texts are the same value the way
 // PostgreSQL's jsonb compares them: object key order and whitespace do not
 // matter, a repeated object key keeps its last value, and numbers compare by
 // value (1, 1.0 and 1e0 are equal). Both texts must be valid JSON.
-func jsonEqual(a, b []byte) (bool, error) {
+func JSONEqual(a, b []byte) (bool, error) {
 	if bytes.Equal(a, b) {
 		return true, nil
 	}
@@ -130,4 +130,11 @@ func normalNumber(s string) (decimal, bool) {
 		return decimal{}, true // zero, whatever its sign and exponent
 	}
 	return d, true
+}
+
+// CheckJSON reports whether doc is one valid JSON value, as a store must
+// before writing it.
+func CheckJSON(doc []byte) error {
+	_, err := decodeJSON(doc)
+	return err
 }
