@@ -40,6 +40,14 @@
 // message went to someone else is ignored, as the dedupe table makes it
 // harmless.
 //
+// # Clients
+//
+// A Stream or Queue is the broker; NewClient returns one client's view of it
+// (a brokers.Stream or brokers.Queue) whose Close releases only what was
+// opened through it, as a node that stops or crashes closes its connection
+// while the broker goes on for the others. The Stream and Queue also
+// implement the interfaces themselves; their Close closes everything.
+//
 // # Fault injection
 //
 // FailNext makes the next n calls of an operation fail, Delay makes each call

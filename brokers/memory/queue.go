@@ -215,16 +215,26 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
+	return q.openReceiver(ctx, nil, slot)
+}
+
+func (q *Queue) openReceiver(ctx context.Context, owner *QueueClient, slot string) (*Receiver, error) {
 	if err := q.enter(ctx, OpOpen, nil); err != nil {
 		return nil, err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if owner != nil && owner.closed {
+		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
+	}
 	if err := q.checkLocked(OpOpen, nil); err != nil {
 		return nil, err
 	}
-	r := &Receiver{q: q, slot: slot}
+	r := &Receiver{q: q, slot: slot, owner: owner}
 	q.receivers[r] = struct{}{}
+	if owner != nil {
+		owner.receivers[r] = struct{}{}
+	}
 	return r, nil
 }
 
@@ -261,7 +271,7 @@ func (q *Queue) enter(ctx context.Context, op string, r *Receiver) error {
 }
 
 func (q *Queue) closedLocked(op string, r *Receiver) error {
-	if q.closed || (r != nil && r.closed) {
+	if q.closed || (r != nil && (r.closed || (r.owner != nil && r.owner.closed))) {
 		return &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
 	return nil
@@ -279,8 +289,9 @@ func (q *Queue) checkLocked(op string, r *Receiver) error {
 // Receiver is one consumer of a Queue. It implements brokers.Receiver and
 // brokers.Extender.
 type Receiver struct {
-	q    *Queue
-	slot string
+	q     *Queue
+	slot  string
+	owner *QueueClient // nil when opened on the Queue itself
 	// closed is guarded by q.mu.
 	closed bool
 }
@@ -516,6 +527,54 @@ func (r *Receiver) Close() error {
 	defer r.q.mu.Unlock()
 	r.closed = true
 	delete(r.q.receivers, r)
+	if r.owner != nil {
+		delete(r.owner.receivers, r)
+	}
 	r.q.notifyLocked()
+	return nil
+}
+
+// QueueClient is one client's view of a Queue, as a node connected to a
+// real broker would have: Close releases only the receivers opened through
+// it (their messages stay in flight until their deadline), and the queue
+// goes on for everyone else. It implements brokers.Queue.
+type QueueClient struct {
+	q *Queue
+	// Guarded by q.mu.
+	receivers map[*Receiver]struct{}
+	closed    bool
+}
+
+var _ brokers.Queue = (*QueueClient)(nil)
+
+// NewClient returns a new client of q.
+func (q *Queue) NewClient() *QueueClient {
+	return &QueueClient{q: q, receivers: make(map[*Receiver]struct{})}
+}
+
+// Open is Queue.Open; the receiver is closed with the client.
+func (c *QueueClient) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
+	r, err := c.q.openReceiver(ctx, c, slot)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close closes the client and its receivers; waiting receives return
+// brokers.ErrClosed. Closing twice is harmless.
+func (c *QueueClient) Close() error {
+	c.q.mu.Lock()
+	defer c.q.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for r := range c.receivers {
+		r.closed = true
+		delete(c.q.receivers, r)
+	}
+	clear(c.receivers)
+	c.q.notifyLocked()
 	return nil
 }

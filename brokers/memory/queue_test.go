@@ -472,3 +472,38 @@ func TestQueueDeterminism(t *testing.T) {
 		t.Fatalf("script did not exercise faults and redelivery:\n%s", a)
 	}
 }
+
+func TestQueueClientCloseLeavesBroker(t *testing.T) {
+	ctx := context.Background()
+	q, c := newTestQueue(t, time.Minute)
+	sendN(q, 2)
+	c1, c2 := q.NewClient(), q.NewClient()
+	r1, err := c1.Open(ctx, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Open(ctx, "b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := r1.Receive(ctx, 1, 0); err != nil || len(res.Messages) != 1 {
+		t.Fatalf("receive = %+v, %v", res, err)
+	}
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r1.Receive(ctx, 1, 0); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("receiver of a closed client: %v", err)
+	}
+	if _, err := c1.Open(ctx, "a"); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("open on a closed client: %v", err)
+	}
+	// The closed client's message stays in flight until its deadline.
+	if got := queueCounts(q); got != (counts{1, 1, 0}) {
+		t.Fatalf("counts = %+v", got)
+	}
+	c.Advance(time.Minute)
+	if res, err := r2.Receive(ctx, 5, 0); err != nil || len(res.Messages) != 2 {
+		t.Fatalf("other client's receiver = %+v, %v", res, err)
+	}
+}

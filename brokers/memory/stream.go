@@ -303,6 +303,10 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 
 // OpenReader is Open returning the concrete type.
 func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers.Start) (*Reader, error) {
+	return s.openReader(ctx, nil, partition, start)
+}
+
+func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition string, start brokers.Start) (*Reader, error) {
 	var after int64 = -1
 	if start.After != "" {
 		var err error
@@ -315,6 +319,9 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if owner != nil && owner.closed {
+		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
+	}
 	if err := s.checkLocked(OpOpen); err != nil {
 		return nil, err
 	}
@@ -322,7 +329,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	if !ok {
 		return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
 	}
-	r := &Reader{s: s, p: p}
+	r := &Reader{s: s, p: p, owner: owner}
 	switch {
 	case start.After != "":
 		r.next = after + 1
@@ -335,6 +342,9 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 		r.next = p.base
 	}
 	s.readers[r] = struct{}{}
+	if owner != nil {
+		owner.readers[r] = struct{}{}
+	}
 	return r, nil
 }
 
@@ -359,8 +369,9 @@ func (s *Stream) Close() error {
 
 // Reader reads one partition of a Stream. It implements brokers.Reader.
 type Reader struct {
-	s *Stream
-	p *partition
+	s     *Stream
+	p     *partition
+	owner *StreamClient // nil when opened on the Stream itself
 	// Guarded by s.mu.
 	next   int64 // offset of the next message to return
 	closed bool
@@ -431,7 +442,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 }
 
 func (r *Reader) checkLocked() error {
-	if r.closed || r.s.closed {
+	if r.closed || r.s.closed || (r.owner != nil && r.owner.closed) {
 		return &brokers.Error{Op: OpFetch, Err: brokers.ErrClosed}
 	}
 	return nil
@@ -466,6 +477,9 @@ func (r *Reader) Close() error {
 	defer r.s.mu.Unlock()
 	r.closed = true
 	delete(r.s.readers, r)
+	if r.owner != nil {
+		delete(r.owner.readers, r)
+	}
 	r.p.notify()
 	return nil
 }
@@ -506,4 +520,60 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(b)), b...)
+}
+
+// StreamClient is one client's view of a Stream, as a node connected to a
+// real broker would have: Close releases only the readers opened through
+// it, and the stream goes on for everyone else. It implements
+// brokers.Stream; faults injected on the Stream apply to it.
+type StreamClient struct {
+	s *Stream
+	// Guarded by s.mu.
+	readers map[*Reader]struct{}
+	closed  bool
+}
+
+var _ brokers.Stream = (*StreamClient)(nil)
+
+// NewClient returns a new client of s.
+func (s *Stream) NewClient() *StreamClient {
+	return &StreamClient{s: s, readers: make(map[*Reader]struct{})}
+}
+
+// Partitions is Stream.Partitions.
+func (c *StreamClient) Partitions(ctx context.Context) ([]brokers.Partition, error) {
+	c.s.mu.Lock()
+	closed := c.closed
+	c.s.mu.Unlock()
+	if closed {
+		return nil, &brokers.Error{Op: OpPartitions, Err: brokers.ErrClosed}
+	}
+	return c.s.Partitions(ctx)
+}
+
+// Open is Stream.Open; the reader is closed with the client.
+func (c *StreamClient) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
+	r, err := c.s.openReader(ctx, c, partition, start)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Close closes the client and its readers; waiting fetches return
+// brokers.ErrClosed. Closing twice is harmless.
+func (c *StreamClient) Close() error {
+	c.s.mu.Lock()
+	defer c.s.mu.Unlock()
+	if c.closed {
+		return nil
+	}
+	c.closed = true
+	for r := range c.readers {
+		r.closed = true
+		delete(c.s.readers, r)
+		r.p.notify()
+	}
+	clear(c.readers)
+	return nil
 }

@@ -519,3 +519,33 @@ func TestStreamDeterminism(t *testing.T) {
 		t.Fatalf("script did not exercise faults and resharding:\n%s", a)
 	}
 }
+
+func TestStreamClientCloseLeavesBroker(t *testing.T) {
+	ctx := context.Background()
+	s, _ := newTestStream(t, 1)
+	c1, c2 := s.NewClient(), s.NewClient()
+	r1, err := c1.Open(ctx, "0", brokers.Start{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2, err := c2.Open(ctx, "0", brokers.Start{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r1.Fetch(ctx, 1, 0); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("reader of a closed client: %v", err)
+	}
+	if _, err := c1.Open(ctx, "0", brokers.Start{}); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("open on a closed client: %v", err)
+	}
+	if _, err := c1.Partitions(ctx); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("partitions on a closed client: %v", err)
+	}
+	produceN(t, s, "0", 1)
+	if res, err := r2.Fetch(ctx, 1, 0); err != nil || len(res.Messages) != 1 {
+		t.Fatalf("other client's reader = %+v, %v", res, err)
+	}
+}
