@@ -1,0 +1,258 @@
+package metrics
+
+import (
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+)
+
+// The helpers below stand in for prometheus/testutil, whose diff dependency
+// (github.com/kylelemons/godebug) is not in go.mod.
+
+func gather(t *testing.T, reg *prometheus.Registry) []*dto.MetricFamily {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatalf("gather: %v", err)
+	}
+	return mfs
+}
+
+// compare renders the named families of reg (all when none are named) in
+// the text format and compares them with want.
+func compare(t *testing.T, reg *prometheus.Registry, want string, names ...string) {
+	t.Helper()
+	var b strings.Builder
+	for _, mf := range gather(t, reg) {
+		if len(names) > 0 && !slices.Contains(names, mf.GetName()) {
+			continue
+		}
+		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+			t.Fatalf("render %s: %v", mf.GetName(), err)
+		}
+	}
+	want = strings.TrimLeft(want, "\n")
+	if b.String() != want {
+		t.Fatalf("exposition:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// value is the value of family name's series with the given source and
+// unit labels; ok is false when there is none.
+func value(t *testing.T, reg *prometheus.Registry, name, source, unit string) (v float64, ok bool) {
+	t.Helper()
+	for _, mf := range gather(t, reg) {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if label(m, "source") != source || label(m, "unit") != unit {
+				continue
+			}
+			if m.Counter != nil {
+				return m.Counter.GetValue(), true
+			}
+			return m.Gauge.GetValue(), true
+		}
+	}
+	return 0, false
+}
+
+func mustValue(t *testing.T, reg *prometheus.Registry, name, source, unit string, want float64) {
+	t.Helper()
+	got, ok := value(t, reg, name, source, unit)
+	if !ok {
+		t.Fatalf("%s{source=%q,unit=%q}: no such series", name, source, unit)
+	}
+	if got != want {
+		t.Fatalf("%s{source=%q,unit=%q} = %v, want %v", name, source, unit, got, want)
+	}
+}
+
+// series counts the series of each family.
+func series(t *testing.T, reg *prometheus.Registry) map[string]int {
+	t.Helper()
+	out := map[string]int{}
+	for _, mf := range gather(t, reg) {
+		out[mf.GetName()] = len(mf.GetMetric())
+	}
+	return out
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+var unitFamilies = []string{
+	"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
+	"drover_unit_dead_lettered_total", "drover_unit_acked_total", "drover_unit_lag",
+	"drover_unit_restarts_total", "drover_unit_lease_changes_total",
+}
+
+func TestMetricsExposeEveryCounterWithNodeSourceAndUnit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "node-1")
+	m.Received("orders", "orders/0", 10, 5)
+	m.Received("orders", "orders/0", 3, 2) // lag is the latest value, not a sum
+	m.Applied("orders", "orders/0", 11, 1, 1)
+	m.Acked("jobs", "jobs/slot-0", 4)
+	m.Restarted("orders", "orders/0")
+	m.Restarted("orders", "orders/0")
+	m.LeaseChanged("orders", "orders/0")
+	m.SetMembers(3)
+
+	compare(t, reg, `
+# HELP drover_cluster_members Members (alive or leaving, this node included) in this node's membership view.
+# TYPE drover_cluster_members gauge
+drover_cluster_members{node="node-1"} 3
+# HELP drover_unit_acked_total Queue messages the unit acknowledged after the store committed.
+# TYPE drover_unit_acked_total counter
+drover_unit_acked_total{node="node-1",source="jobs",unit="jobs/slot-0"} 4
+# HELP drover_unit_applied_total Records (upserts and deletions) the unit applied to the store.
+# TYPE drover_unit_applied_total counter
+drover_unit_applied_total{node="node-1",source="orders",unit="orders/0"} 11
+# HELP drover_unit_dead_lettered_total Messages the unit dead-lettered.
+# TYPE drover_unit_dead_lettered_total counter
+drover_unit_dead_lettered_total{node="node-1",source="orders",unit="orders/0"} 1
+# HELP drover_unit_lag Messages between the unit's last fetched position and the end of the partition, as of the last fetch.
+# TYPE drover_unit_lag gauge
+drover_unit_lag{node="node-1",source="orders",unit="orders/0"} 2
+# HELP drover_unit_lease_changes_total Changes of the unit's lease on this node (acquired, lost, released).
+# TYPE drover_unit_lease_changes_total counter
+drover_unit_lease_changes_total{node="node-1",source="orders",unit="orders/0"} 1
+# HELP drover_unit_received_total Messages fetched from the broker by the unit.
+# TYPE drover_unit_received_total counter
+drover_unit_received_total{node="node-1",source="orders",unit="orders/0"} 13
+# HELP drover_unit_rejected_total Messages the unit's decoder rejected.
+# TYPE drover_unit_rejected_total counter
+drover_unit_rejected_total{node="node-1",source="orders",unit="orders/0"} 1
+# HELP drover_unit_restarts_total Restarts of the unit actor after it failed.
+# TYPE drover_unit_restarts_total counter
+drover_unit_restarts_total{node="node-1",source="orders",unit="orders/0"} 2
+`)
+	problems, err := promlint.NewWithMetricFamilies(gather(t, reg)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		t.Errorf("promlint %s: %s", p.Metric, p.Text)
+	}
+}
+
+func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n")
+	m.Received("s", "s/0", -5, -1)
+	m.Applied("s", "s/0", -1, -2, -3)
+	m.Acked("s", "s/0", -4)
+	m.Received("s", "s/\xff", 1, 1) // not UTF-8: dropped, no panic
+	mustValue(t, reg, "drover_unit_lag", "s", "s/0", 0)
+	n := series(t, reg)
+	for _, f := range []string{"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
+		"drover_unit_dead_lettered_total", "drover_unit_acked_total"} {
+		if n[f] != 0 {
+			t.Errorf("%s has %d series after negative counts, want 0", f, n[f])
+		}
+	}
+	if n["drover_unit_lag"] != 1 {
+		t.Errorf("drover_unit_lag has %d series, want 1 (the invalid label must be dropped)", n["drover_unit_lag"])
+	}
+}
+
+func TestMetricsForgetRemovesOnlyThatUnit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n")
+	for _, u := range []string{"s/0", "s/1"} {
+		m.Received("s", u, 1, 1)
+		m.Applied("s", u, 1, 1, 1)
+		m.Acked("s", u, 1)
+		m.Restarted("s", u)
+		m.LeaseChanged("s", u)
+	}
+	m.SetMembers(2)
+	m.Forget("s", "s/0")
+	n := series(t, reg)
+	for _, f := range unitFamilies {
+		if n[f] != 1 {
+			t.Errorf("%s has %d series after Forget, want 1", f, n[f])
+		}
+		if _, ok := value(t, reg, f, "s", "s/0"); ok {
+			t.Errorf("%s still has s/0 after Forget", f)
+		}
+	}
+	mustValue(t, reg, "drover_unit_received_total", "s", "s/1", 1)
+	compare(t, reg, `
+# HELP drover_cluster_members Members (alive or leaving, this node included) in this node's membership view.
+# TYPE drover_cluster_members gauge
+drover_cluster_members{node="n"} 2
+`, "drover_cluster_members")
+}
+
+func TestMetricsAreSafeForConcurrentUse(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n")
+	const workers, per = 8, 500
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < per; i++ {
+				m.Received("s", "s/0", 2, int64(i))
+				m.Applied("s", "s/0", 1, 0, 1)
+				m.Restarted("s", "s/0")
+				m.SetMembers(i)
+			}
+		}()
+	}
+	// Scrape while writing: the race detector checks the reads too.
+	for i := 0; i < 20; i++ {
+		gather(t, reg)
+	}
+	wg.Wait()
+	mustValue(t, reg, "drover_unit_received_total", "s", "s/0", 2*workers*per)
+	mustValue(t, reg, "drover_unit_applied_total", "s", "s/0", workers*per)
+	mustValue(t, reg, "drover_unit_dead_lettered_total", "s", "s/0", workers*per)
+	mustValue(t, reg, "drover_unit_restarts_total", "s", "s/0", workers*per)
+}
+
+func TestTwoNodesShareARegistryButOneNodeCannotRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, b := New(reg, "a"), New(reg, "b")
+	a.Restarted("s", "s/0")
+	b.Restarted("s", "s/0")
+	b.Restarted("s", "s/0")
+	compare(t, reg, `
+# HELP drover_unit_restarts_total Restarts of the unit actor after it failed.
+# TYPE drover_unit_restarts_total counter
+drover_unit_restarts_total{node="a",source="s",unit="s/0"} 1
+drover_unit_restarts_total{node="b",source="s",unit="s/0"} 2
+`, "drover_unit_restarts_total")
+	defer func() {
+		if recover() == nil {
+			t.Fatal("registering node a twice did not panic")
+		}
+	}()
+	New(reg, "a")
+}
+
+func TestNewWithoutRegistryWorks(t *testing.T) {
+	m := New(nil, "n")
+	m.Acked("s", "s/0", 2)
+	// The collectors work without a scraper; look at one through a registry
+	// of the test's own.
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.acked)
+	mustValue(t, reg, "drover_unit_acked_total", "s", "s/0", 2)
+}
