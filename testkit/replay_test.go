@@ -1,0 +1,77 @@
+package testkit_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/testkit"
+)
+
+// A dead letter replayed after the config was fixed is applied, fenced by
+// the unit's current token, and marked replayed; one that still fails stays
+// pending with one more attempt.
+func TestReplayDeadLetter(t *testing.T) {
+	c := newCluster(t, testkit.Config{Seed: 29, Nodes: 2})
+	spec := actors.SourceSpec{Name: "people", KeyField: "id", MaxMessageBytes: 64}
+	must(c.AddStream(spec, 1))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"id":"big","bio":"` + strings.Repeat(".", 64) + `"}`
+	must(c.Publish("people", "0",
+		brokers.Message{Value: []byte(`{"id":"a","n":1}`)},
+		brokers.Message{Value: []byte(big)},
+		brokers.Message{Value: []byte(`not json`)},
+	))
+	if !c.Settle(time.Minute) {
+		t.Fatal("did not settle")
+	}
+	ctx := context.Background()
+	store := c.Store()
+	dls := deadLetters(t, store, "people")
+	if len(dls) != 2 {
+		t.Fatalf("%d dead letters, want 2", len(dls))
+	}
+	var bigID, junkID int64
+	for _, dl := range dls {
+		if dl.Position == "1" {
+			bigID = dl.ID
+		} else {
+			junkID = dl.ID
+		}
+	}
+	// a node holds the unit's lease; the replay runs under its current
+	// token, with the fix (a larger limit)
+	fixed := spec
+	fixed.MaxMessageBytes = 1 << 20
+	res, err := actors.Replay(ctx, store, fixed, bigID)
+	if err != nil || !res.Applied {
+		t.Fatalf("replay of the oversize message: %+v %v", res, err)
+	}
+	if got := records(t, store, "people")["big"]; got == "" {
+		t.Fatal("replayed message not in the table")
+	}
+	dl, _ := store.DeadLetter(ctx, bigID)
+	if dl.Status != persistence.DeadLetterReplayed {
+		t.Fatalf("status %s after replay", dl.Status)
+	}
+	// replaying it again is refused: it is no longer pending
+	if _, err := actors.Replay(ctx, store, fixed, bigID); err == nil {
+		t.Fatal("second replay of a replayed dead letter accepted")
+	}
+	// the junk stays junk: pending, one more attempt
+	res, err = actors.Replay(ctx, store, fixed, junkID)
+	if err != nil || res.Applied || res.Reason == "" {
+		t.Fatalf("replay of junk: %+v %v", res, err)
+	}
+	dl, _ = store.DeadLetter(ctx, junkID)
+	if dl.Status != persistence.DeadLetterPending || dl.Attempts != 2 {
+		t.Fatalf("junk after replay: status %s attempts %d", dl.Status, dl.Attempts)
+	}
+	checkReport(t, c)
+}
