@@ -1,0 +1,167 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/cluster"
+	memstore "github.com/drover-dev/drover/persistence/memory"
+)
+
+func TestBackoffIsFullJitterUnderACappedExponential(t *testing.T) {
+	r := NewRand(1)
+	for n := 1; n <= 12; n++ {
+		limit := time.Second << (n - 1)
+		if limit > time.Minute || n > 7 {
+			limit = time.Minute
+		}
+		var max time.Duration
+		for i := 0; i < 2000; i++ {
+			d := backoff(r, n, time.Second, time.Minute)
+			if d < 0 || d > limit {
+				t.Fatalf("n=%d: %s outside [0, %s]", n, d, limit)
+			}
+			if d > max {
+				max = d
+			}
+		}
+		if max < limit*8/10 {
+			t.Errorf("n=%d: largest of 2000 draws %s, expected near %s (jitter too narrow)", n, max, limit)
+		}
+	}
+}
+
+func TestSpecDefaultsAndErrors(t *testing.T) {
+	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 1})
+	q, _ := memory.NewQueue(memory.QueueConfig{})
+	s, err := SourceSpec{Name: "a", Stream: st}.withDefaults()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Table != "a" || s.BatchSize != 500 || s.MaxWait != time.Second || s.MaxConsecutiveFailures != 5 ||
+		s.LeaseTTL != 10*time.Second || s.Discovery != 30*time.Second || s.Slots != 1 || s.MaxMessageBytes != 1<<20 {
+		t.Fatalf("defaults: %+v", s)
+	}
+	for _, c := range []struct {
+		spec SourceSpec
+		want string
+	}{
+		{SourceSpec{Stream: st}, "source: name required"},
+		{SourceSpec{Name: "a"}, "source a: exactly one of stream and queue must be set"},
+		{SourceSpec{Name: "a", Stream: st, Queue: q}, "source a: exactly one of stream and queue must be set"},
+		{SourceSpec{Name: "a", Stream: st, Table: "drop table"}, `source a: table name "drop table"`},
+		{SourceSpec{Name: "a", Stream: st, Schema: "id:whatever"}, "source a: schema:"},
+		{SourceSpec{Name: "a", Stream: st, KeyField: "a..b"}, "source a: decode: key field"},
+	} {
+		_, err := c.spec.withDefaults()
+		if err == nil || len(err.Error()) < len(c.want) || err.Error()[:len(c.want)] != c.want {
+			t.Errorf("%+v: error %v, want prefix %q", c.spec, err, c.want)
+		}
+	}
+}
+
+func TestUnitOrderIsNatural(t *testing.T) {
+	units := []string{"s/10", "s/2", "s/1", "q/slot-10", "q/slot-9", "s/shardId-2"}
+	sort.Slice(units, func(i, j int) bool { return unitLess(units[i], units[j]) })
+	want := []string{"q/slot-9", "q/slot-10", "s/1", "s/2", "s/10", "s/shardId-2"}
+	if fmt.Sprint(units) != fmt.Sprint(want) {
+		t.Fatalf("%v, want %v", units, want)
+	}
+}
+
+// static is a membership view that never changes.
+type static struct{ members []cluster.Member }
+
+func (s static) Local() cluster.Member                            { return s.members[0] }
+func (s static) Members() []cluster.Member                        { return append([]cluster.Member(nil), s.members...) }
+func (static) Watch(func()) func()                                { return func() {} }
+func (static) SetState(context.Context, cluster.MemberState) error { return nil }
+func (static) Leave(context.Context) error                        { return nil }
+
+// The production wiring: protoactor's goroutine dispatcher, one goroutine
+// per job, the wall clock — under the race detector.
+func TestRealGoroutinesApplyEverythingAndDrain(t *testing.T) {
+	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 4})
+	q, _ := memory.NewQueue(memory.QueueConfig{AckDeadline: 5 * time.Second})
+	store := memstore.New(memstore.Config{})
+	ex := &exec.Goroutines{}
+	env := Env{
+		Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
+		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}},
+	}
+	n, err := Start(env, []SourceSpec{
+		{Name: "s", Stream: st, KeyField: "id", BatchSize: 50, MaxWait: 20 * time.Millisecond},
+		{Name: "q", Queue: q, KeyField: "id", Slots: 3, BatchSize: 20, MaxWait: 20 * time.Millisecond},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for p := 0; p < 4; p++ {
+		wg.Add(1)
+		go func(p int) {
+			defer wg.Done()
+			for i := 0; i < 250; i++ {
+				_, _ = st.Produce(fmt.Sprint(p), brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d-%d"}`, p, i))})
+			}
+		}(p)
+	}
+	for i := 0; i < 300; i++ {
+		q.Send(brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"q%d"}`, i))})
+	}
+	wg.Wait()
+	applied := func() (s, q int64) {
+		for _, src := range n.Tree().Sources {
+			for _, u := range src.Units {
+				if src.Name == "s" {
+					s += u.Applied
+				} else {
+					q += u.Applied
+				}
+			}
+		}
+		return
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s, qa := applied()
+		if s == 1000 && qa == 300 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("applied stream %d/1000 queue %d/300 after 20 s; tree %+v", s, qa, n.Tree())
+		}
+		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
+	}
+	select {
+	case <-n.Drain():
+	case <-time.After(10 * time.Second):
+		t.Fatal("drain did not finish in 10 s")
+	}
+	n.Close()
+	ex.Wait()
+	leases, _ := store.List(context.Background())
+	if len(leases) != 7 {
+		t.Fatalf("%d leases, want 7", len(leases))
+	}
+	for _, l := range leases {
+		if l.Owner != "" {
+			t.Errorf("lease %s still held by %s after drain", l.Unit, l.Owner)
+		}
+	}
+	if q.Pending() != 0 || q.InFlight() != 0 || q.Acked() != 300 {
+		t.Errorf("queue pending %d in flight %d acked %d", q.Pending(), q.InFlight(), q.Acked())
+	}
+	recs, _ := store.Records(context.Background(), "s", "", 0)
+	if len(recs) != 1000 {
+		t.Errorf("%d records in s, want 1000", len(recs))
+	}
+}
