@@ -1,0 +1,76 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Error is an error PostgreSQL returned, translated from the driver's so
+// that no pgx type leaves this package. Callers that write SQL through
+// Tx.Exec can branch on Code.
+type Error struct {
+	Code    string // SQLSTATE, e.g. "23505" for a unique violation
+	Message string
+	Detail  string
+}
+
+func (e *Error) Error() string {
+	s := e.Message + " (SQLSTATE " + e.Code + ")"
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// SQLSTATE codes this package acts on.
+const (
+	codeUndefinedTable = "42P01"
+)
+
+// driverError is any other driver failure (connection refused, broken
+// pipe, closed pool) reduced to its text. It unwraps to the context's
+// error when the failure came from a cancelled or expired context, so
+// errors.Is(err, context.Canceled) still holds.
+type driverError struct {
+	msg string
+	ctx error
+}
+
+func (e *driverError) Error() string { return e.msg }
+func (e *driverError) Unwrap() error { return e.ctx }
+
+// dbErr translates a driver error at the package boundary; nil stays nil.
+// Errors of package persistence pass through unchanged.
+func dbErr(err error) error {
+	if err == nil {
+		return nil
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return &Error{Code: pe.Code, Message: pe.Message, Detail: pe.Detail}
+	}
+	for _, ce := range []error{context.Canceled, context.DeadlineExceeded} {
+		if errors.Is(err, ce) {
+			return &driverError{msg: err.Error(), ctx: ce}
+		}
+	}
+	return &driverError{msg: err.Error()}
+}
+
+// isCode reports whether err is a PostgreSQL error with this SQLSTATE.
+func isCode(err error, code string) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code == code
+	}
+	var e *Error
+	return errors.As(err, &e) && e.Code == code
+}
+
+// wrapf wraps a driver error once, translated: "op: text".
+func wrapf(err error, format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, dbErr(err))...)
+}

@@ -1,0 +1,174 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+func scanCheckpoint(row pgx.Row) (persistence.Checkpoint, error) {
+	var c persistence.Checkpoint
+	err := row.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &c.UpdatedAt)
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c, err
+}
+
+// Checkpoint implements persistence.Checkpoints.
+func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
+	c, err := scanCheckpoint(s.pool.QueryRow(ctx, s.sql.getCheckpoint, unit))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return persistence.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", unit, persistence.ErrNotFound)
+	}
+	if err != nil {
+		return persistence.Checkpoint{}, wrapf(err, "checkpoint %s", unit)
+	}
+	return c, nil
+}
+
+// Checkpoints implements persistence.Checkpoints.
+func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
+	rows, err := s.pool.Query(ctx, s.sql.listCheckpoints, source)
+	if err != nil {
+		return nil, wrapf(err, "checkpoints of %s", source)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.Checkpoint, error) { return scanCheckpoint(row) })
+	if err != nil {
+		return nil, wrapf(err, "checkpoints of %s", source)
+	}
+	return out, nil
+}
+
+func scanDeadLetter(row pgx.Row) (persistence.DeadLetter, error) {
+	var d persistence.DeadLetter
+	var status string
+	err := row.Scan(&d.ID, &d.Source, &d.Unit, &d.Position, &d.MsgKey, &d.Payload, &d.Reason,
+		&d.Attempts, &status, &d.FirstFailedAt, &d.LastFailedAt)
+	d.Status = persistence.DeadLetterStatus(status)
+	d.FirstFailedAt, d.LastFailedAt = d.FirstFailedAt.UTC(), d.LastFailedAt.UTC()
+	return d, err
+}
+
+// DeadLetters implements persistence.DeadLetters.
+func (s *Store) DeadLetters(ctx context.Context, f persistence.DeadLetterFilter) ([]persistence.DeadLetter, error) {
+	q := s.sql.listDeadLetters
+	args := []any{f.AfterID}
+	if f.Source != "" {
+		args = append(args, f.Source)
+		q += " AND source = $" + strconv.Itoa(len(args))
+	}
+	if f.Status != "" {
+		args = append(args, string(f.Status))
+		q += " AND status = $" + strconv.Itoa(len(args))
+	}
+	q += " ORDER BY id"
+	if f.Limit > 0 {
+		args = append(args, f.Limit)
+		q += " LIMIT $" + strconv.Itoa(len(args))
+	}
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, wrapf(err, "dead letters")
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.DeadLetter, error) { return scanDeadLetter(row) })
+	if err != nil {
+		return nil, wrapf(err, "dead letters")
+	}
+	return out, nil
+}
+
+// DeadLetter implements persistence.DeadLetters.
+func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLetter, error) {
+	d, err := scanDeadLetter(s.pool.QueryRow(ctx, s.sql.getDeadLetter, id))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return persistence.DeadLetter{}, fmt.Errorf("dead letter %d: %w", id, persistence.ErrNotFound)
+	}
+	if err != nil {
+		return persistence.DeadLetter{}, wrapf(err, "dead letter %d", id)
+	}
+	return d, nil
+}
+
+// SetDeadLetterStatus implements persistence.DeadLetters.
+func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistence.DeadLetterStatus) error {
+	switch st {
+	case persistence.DeadLetterPending, persistence.DeadLetterReplayed, persistence.DeadLetterResolved:
+	default:
+		return fmt.Errorf("set dead letter %d: unknown dead letter status %q", id, st)
+	}
+	tag, err := s.pool.Exec(ctx, s.sql.setStatus, id, string(st))
+	if err != nil {
+		return wrapf(err, "set dead letter %d %s", id, st)
+	}
+	if tag.RowsAffected() == 0 {
+		return fmt.Errorf("set dead letter %d %s: %w", id, st, persistence.ErrNotFound)
+	}
+	return nil
+}
+
+// WriteQuality implements persistence.Quality; w.ID is ignored and the new
+// id returned.
+func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
+	fields, err := json.Marshal(w.Fields)
+	if err != nil {
+		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
+	}
+	drift, err := json.Marshal(w.Drift)
+	if err != nil {
+		return 0, fmt.Errorf("write quality of %s: drift: %w", w.Source, err)
+	}
+	var id int64
+	if err := s.pool.QueryRow(ctx, s.sql.writeQuality, w.Source, w.Node, w.WindowStart, w.WindowEnd,
+		w.RowsRead, w.RowsFailed, fields, drift, w.Status).Scan(&id); err != nil {
+		return 0, wrapf(err, "write quality of %s", w.Source)
+	}
+	return id, nil
+}
+
+// QualityWindows implements persistence.Quality: newest (last written)
+// first.
+func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([]persistence.QualityWindow, error) {
+	var lim *int
+	if limit > 0 {
+		lim = &limit
+	}
+	rows, err := s.pool.Query(ctx, s.sql.listQuality, source, lim)
+	if err != nil {
+		return nil, wrapf(err, "quality windows of %s", source)
+	}
+	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.QualityWindow, error) {
+		var w persistence.QualityWindow
+		var fields, drift []byte
+		if err := row.Scan(&w.ID, &w.Source, &w.Node, &w.WindowStart, &w.WindowEnd, &w.RowsRead,
+			&w.RowsFailed, &fields, &drift, &w.Status); err != nil {
+			return w, err
+		}
+		w.WindowStart, w.WindowEnd = w.WindowStart.UTC(), w.WindowEnd.UTC()
+		if err := json.Unmarshal(fields, &w.Fields); err != nil {
+			return w, fmt.Errorf("window %d: fields: %w", w.ID, err)
+		}
+		if err := json.Unmarshal(drift, &w.Drift); err != nil {
+			return w, fmt.Errorf("window %d: drift: %w", w.ID, err)
+		}
+		return w, nil
+	})
+	if err != nil {
+		return nil, wrapf(err, "quality windows of %s", source)
+	}
+	return out, nil
+}
+
+// PruneDedupe implements persistence.Dedupe.
+func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
+	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before)
+	if err != nil {
+		return 0, wrapf(err, "prune dedupe")
+	}
+	return tag.RowsAffected(), nil
+}

@@ -1,0 +1,118 @@
+package postgres
+
+import "fmt"
+
+// statements are the SQL texts of the drover_ tables, built once per Store
+// with its schema-qualified names.
+type statements struct {
+	acquire, holder, renew, release, listLeases string
+
+	fence, dedupe, deadLetters, checkpoint string
+
+	getCheckpoint, listCheckpoints string
+	getDeadLetter, setStatus       string
+	listDeadLetters                string // + filters, ORDER BY, LIMIT
+	writeQuality, listQuality      string
+	pruneDedupe                    string
+}
+
+const leaseCols = "unit, owner, token, expires_at, acquired_at"
+
+func newStatements(name func(string) string) statements {
+	leases := name("drover_leases")
+	checkpoints := name("drover_checkpoints")
+	deadLetters := name("drover_dead_letters")
+	dedupe := name("drover_dedupe")
+	quality := name("drover_quality")
+	return statements{
+		// One statement, so that concurrent acquirers serialise on the row
+		// lock ON CONFLICT takes: the second re-checks the WHERE against
+		// the first one's row and finds it held. Expiry is judged by the
+		// server's now().
+		acquire: `INSERT INTO ` + leases + ` AS l (` + leaseCols + `)
+			VALUES ($1, $2, 1, now() + $3::interval, now())
+			ON CONFLICT (unit) DO UPDATE SET
+				owner = excluded.owner,
+				token = l.token + 1,
+				expires_at = excluded.expires_at,
+				acquired_at = excluded.acquired_at
+			WHERE l.owner = '' OR l.expires_at <= now() OR l.owner = excluded.owner
+				OR NOT (l.owner = ANY ($4::text[]))
+			RETURNING ` + leaseCols,
+		holder:     `SELECT ` + leaseCols + ` FROM ` + leases + ` WHERE unit = $1`,
+		renew: `UPDATE ` + leases + ` SET expires_at = now() + $4::interval
+			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3
+			RETURNING ` + leaseCols,
+		release: `UPDATE ` + leases + ` SET owner = '', expires_at = now()
+			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3`,
+		listLeases: `SELECT ` + leaseCols + ` FROM ` + leases + ` ORDER BY unit`,
+
+		// Locks the lease row until the batch commits: an Acquire that
+		// would change the token waits, so a batch commits only under the
+		// token it read.
+		fence: `SELECT token FROM ` + leases + ` WHERE unit = $1 FOR UPDATE`,
+		dedupe: `INSERT INTO ` + dedupe + ` (source, message_id, applied_at)
+			SELECT $1, id, now() FROM unnest($2::text[]) AS u(id)
+			ON CONFLICT DO NOTHING
+			RETURNING message_id`,
+		deadLetters: `INSERT INTO ` + deadLetters + ` AS d (source, unit, position, msg_key, payload, reason,
+				attempts, status, first_failed_at, last_failed_at)
+			SELECT $1, $2, u.position, u.msg_key, u.payload, u.reason, u.n, 'pending', now(), now()
+			FROM unnest($3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[])
+				AS u(position, msg_key, payload, reason, n)
+			ON CONFLICT (source, unit, position) DO UPDATE SET
+				attempts = d.attempts + excluded.attempts,
+				last_failed_at = excluded.last_failed_at,
+				msg_key = excluded.msg_key,
+				payload = excluded.payload,
+				reason = excluded.reason,
+				status = 'pending'`,
+		// A checkpoint moves only forward, in the order of
+		// brokers.ComparePositions; Finished is sticky and marks the
+		// position even when it does not move.
+		checkpoint: `INSERT INTO ` + checkpoints + ` AS c (unit, source, position, token, finished, updated_at)
+			VALUES ($1, $2, $3, $4, $5, now())
+			ON CONFLICT (unit) DO UPDATE SET
+				position = CASE WHEN ` + positionAfter("excluded.position", "c.position") + `
+					THEN excluded.position ELSE c.position END,
+				source = excluded.source,
+				token = excluded.token,
+				finished = c.finished OR excluded.finished,
+				updated_at = excluded.updated_at
+			WHERE ` + positionAfter("excluded.position", "c.position") + `
+				OR (excluded.finished AND NOT c.finished)`,
+
+		getCheckpoint:   `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE unit = $1`,
+		listCheckpoints: `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE source = $1 ORDER BY unit`,
+
+		getDeadLetter:   `SELECT ` + deadLetterCols + ` FROM ` + deadLetters + ` WHERE id = $1`,
+		listDeadLetters: `SELECT ` + deadLetterCols + ` FROM ` + deadLetters + ` WHERE id > $1`,
+		setStatus:       `UPDATE ` + deadLetters + ` SET status = $2 WHERE id = $1`,
+
+		writeQuality: `INSERT INTO ` + quality + ` (source, node, window_start, window_end, rows_read,
+				rows_failed, fields, drift, status)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING id`,
+		listQuality: `SELECT id, source, node, window_start, window_end, rows_read, rows_failed,
+				fields, drift, status FROM ` + quality + ` WHERE ($1 = '' OR source = $1)
+			ORDER BY id DESC LIMIT $2`,
+
+		pruneDedupe: `DELETE FROM ` + dedupe + ` WHERE applied_at < $1`,
+	}
+}
+
+const deadLetterCols = `id, source, unit, position, msg_key, payload, reason, attempts, status,
+	first_failed_at, last_failed_at`
+
+// positionAfter is SQL true when position a is after position b in the
+// order of brokers.ComparePositions: the empty position first, then
+// unsigned decimals by value (leading zeros ignored, then by length, then
+// by digits), then other strings bytewise.
+func positionAfter(a, b string) string {
+	return positionKey(a) + " > " + positionKey(b)
+}
+
+func positionKey(p string) string {
+	return fmt.Sprintf(`(CASE WHEN %[1]s = '' THEN 0 WHEN %[1]s ~ '^[0-9]+$' THEN 1 ELSE 2 END,
+		CASE WHEN %[1]s ~ '^[0-9]+$' THEN length(ltrim(%[1]s, '0')) ELSE 0 END,
+		(CASE WHEN %[1]s ~ '^[0-9]+$' THEN ltrim(%[1]s, '0') ELSE %[1]s END) COLLATE "C")`, p)
+}

@@ -1,0 +1,100 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Store is a persistence.Store on a PostgreSQL connection pool. Create it
+// with Open; it is safe for concurrent use.
+type Store struct {
+	pool   *pgxpool.Pool
+	log    *slog.Logger
+	schema string // every table lives in this schema
+	sql    statements
+
+	mu     sync.Mutex             // guards tables
+	tables map[string]*recordsSQL // records tables known to exist
+}
+
+var _ persistence.Store = (*Store)(nil)
+
+// Open connects to the database at url (a postgres:// or postgresql:// URL
+// or a libpq key=value string), runs the embedded migrations and returns
+// the Store. It fails with an error wrapping persistence.ErrSchemaTooNew
+// when the database was migrated by a newer drover.
+func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	pc, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// The driver's message may quote the URL, password included.
+		return nil, fmt.Errorf("open postgres store: cannot parse the URL (want postgres://user@host:port/db)")
+	}
+	if cfg.MaxConns > 0 {
+		pc.MaxConns = cfg.MaxConns
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, wrapf(err, "open postgres store")
+	}
+	s := &Store{
+		pool:   pool,
+		log:    log,
+		schema: cfg.Schema,
+		tables: make(map[string]*recordsSQL),
+	}
+	if err := s.open(ctx, cfg.Schema != ""); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
+	return s, nil
+}
+
+// open settles the schema and migrates it.
+func (s *Store) open(ctx context.Context, createSchema bool) error {
+	if s.schema == "" {
+		// Qualify every name with the schema the search_path gives now,
+		// so that no later statement depends on the search_path.
+		var cur *string
+		if err := s.pool.QueryRow(ctx, "SELECT current_schema()").Scan(&cur); err != nil {
+			return wrapf(err, "connect")
+		}
+		if cur == nil {
+			return fmt.Errorf("the search_path names no existing schema: set Config.Schema")
+		}
+		s.schema = *cur
+	}
+	s.sql = newStatements(s.name)
+	return s.migrate(ctx, createSchema)
+}
+
+// Close closes the pool, waiting for connections in use to be returned.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// name returns the quoted, schema-qualified name of a table.
+func (s *Store) name(table string) string {
+	return pgx.Identifier{s.schema, table}.Sanitize()
+}
+
+// lockKey is the text whose hash (hashtext) names the advisory lock that
+// serialises one kind of DDL on one object of this store's schema.
+func (s *Store) lockKey(what, object string) string {
+	return "drover." + what + ":" + s.schema + "." + object
+}
