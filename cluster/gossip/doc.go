@@ -28,5 +28,7 @@
 // channel and calls the Watch callbacks, so a burst of changes becomes one
 // call or two. SetState broadcasts from a goroutine the Membership owns.
 // Leave stops memberlist and waits for every goroutine the Membership
-// started; after it returns no callback runs.
+// started; after it returns no Watch callback runs. memberlist's own
+// goroutines end shortly after its Shutdown, which does not wait for them:
+// one may still write a line to the Logger just after Leave returns.
 package gossip

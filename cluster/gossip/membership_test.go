@@ -55,7 +55,7 @@ func withDefaults(t *testing.T, cfg Config) Config {
 		cfg.Profile = ProfileFast
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(testHandler{t: t, level: slog.LevelWarn})
+		cfg.Logger = slog.New(newTestHandler(t, slog.LevelWarn))
 	}
 	return cfg
 }
@@ -110,18 +110,42 @@ func sees(m *Membership, want ...string) func() bool {
 	return func() bool { return slices.Equal(names(m.Members()), want) }
 }
 
-// testHandler sends records at or above level to t.Log.
+// testHandler sends records at or above level to t.Log until the test's
+// cleanups have run. memberlist's Shutdown does not wait for its own
+// goroutines, so one may still log just after Leave returned: that line is
+// dropped rather than logged into a finished test.
 type testHandler struct {
 	t     *testing.T
 	level slog.Level
 	attrs []slog.Attr
+	done  *testDone
+}
+
+type testDone struct {
+	mu   sync.Mutex
+	over bool
+}
+
+func newTestHandler(t *testing.T, level slog.Level) testHandler {
+	d := &testDone{}
+	// Registered before the nodes' Leave cleanups, so it runs after them.
+	t.Cleanup(func() {
+		d.mu.Lock()
+		d.over = true
+		d.mu.Unlock()
+	})
+	return testHandler{t: t, level: level, done: d}
 }
 
 func (h testHandler) Enabled(_ context.Context, l slog.Level) bool { return l >= h.level }
 func (h testHandler) Handle(_ context.Context, r slog.Record) error {
 	attrs := slices.Clone(h.attrs)
 	r.Attrs(func(a slog.Attr) bool { attrs = append(attrs, a); return true })
-	h.t.Logf("%s %s %v", r.Level, r.Message, attrs)
+	h.done.mu.Lock()
+	defer h.done.mu.Unlock()
+	if !h.done.over {
+		h.t.Logf("%s %s %v", r.Level, r.Message, attrs)
+	}
 	return nil
 }
 func (h testHandler) WithAttrs(as []slog.Attr) slog.Handler {
