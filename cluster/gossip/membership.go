@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
+	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,7 +93,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	}
 	logger := cfg.Logger
 	if logger == nil {
-		logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+		logger = slog.New(slog.DiscardHandler)
 	}
 	m := &Membership{
 		log:      logger,
@@ -113,7 +114,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 
 	ml, err := memberlist.Create(mc)
 	if err != nil {
-		return nil, fmt.Errorf("start memberlist on %s: %w", mc.BindAddr, err)
+		return nil, fmt.Errorf("start memberlist on %s: %w", net.JoinHostPort(mc.BindAddr, strconv.Itoa(mc.BindPort)), err)
 	}
 	m.ml = ml
 	self := ml.LocalNode().Address()
