@@ -1,0 +1,144 @@
+package kafka
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+// Reader reads one partition with a client of its own. It implements
+// brokers.Reader; one goroutine uses it at a time, while Stream.Close may
+// close it from another.
+type Reader struct {
+	s         *Stream
+	cl        *kgo.Client
+	partition int32
+
+	// Used only by the goroutine calling Fetch.
+	next int64 // offset of the next record to return; -1 until known
+	hwm  int64 // last high watermark seen; -1 until known
+
+	closed    atomic.Bool
+	closeOnce sync.Once
+}
+
+var _ brokers.Reader = (*Reader)(nil)
+
+// Fetch returns up to max records. With none buffered it waits up to wait
+// for the client's background fetch to bring some, returning as soon as it
+// does. wait 0 returns only what is already buffered.
+func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
+	const op = "fetch"
+	if max <= 0 {
+		return brokers.Result{}, &brokers.Error{Op: op, Err: fmt.Errorf("max %d must be positive", max)}
+	}
+	if r.closed.Load() {
+		return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+	if err := ctx.Err(); err != nil {
+		return brokers.Result{}, err
+	}
+	var fetches kgo.Fetches
+	if wait <= 0 {
+		fetches = r.cl.PollRecords(nil, max) //nolint:staticcheck // nil: only what is buffered
+	} else {
+		pctx, cancel := context.WithTimeout(ctx, wait)
+		fetches = r.cl.PollRecords(pctx, max)
+		cancel()
+	}
+	if r.closed.Load() {
+		return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+
+	var (
+		msgs     []brokers.Message
+		fetchErr error
+	)
+	fetches.EachError(func(_ string, _ int32, err error) {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return // our wait ended: nothing arrived in time
+		}
+		if fetchErr == nil {
+			fetchErr = err
+		}
+	})
+	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
+		if fp.Partition != r.partition {
+			return
+		}
+		if fp.HighWatermark >= 0 {
+			r.hwm = fp.HighWatermark
+		}
+		for _, rec := range fp.Records {
+			if r.next >= 0 && rec.Offset < r.next {
+				continue // already returned
+			}
+			msgs = append(msgs, message(rec))
+			r.next = rec.Offset + 1
+		}
+	})
+	if len(msgs) == 0 && fetchErr != nil {
+		if err := ctx.Err(); err != nil {
+			return brokers.Result{}, err
+		}
+		return brokers.Result{}, translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, fetchErr))
+	}
+	if fetchErr != nil {
+		r.s.log.Debug("kafka fetch returned records and an error", "partition", r.partition, "err", fetchErr)
+	}
+	lag := int64(-1)
+	if r.hwm >= 0 && r.next >= 0 {
+		lag = max64(r.hwm-r.next, 0)
+	}
+	return brokers.Result{Messages: msgs, Lag: lag}, nil
+}
+
+// message converts a record. The record's slices are handed over: the
+// client does not reuse them.
+func message(rec *kgo.Record) brokers.Message {
+	m := brokers.Message{
+		Position:  strconv.FormatInt(rec.Offset, 10),
+		Key:       rec.Key,
+		Value:     rec.Value,
+		Tombstone: rec.Key != nil && rec.Value == nil,
+		Time:      rec.Timestamp,
+	}
+	if len(rec.Headers) > 0 {
+		m.Headers = make([]brokers.Header, len(rec.Headers))
+		for i, h := range rec.Headers {
+			m.Headers[i] = brokers.Header{Key: h.Key, Value: h.Value}
+		}
+	}
+	return m
+}
+
+// Close closes the reader's client. Closing twice is harmless.
+func (r *Reader) Close() error {
+	r.s.mu.Lock()
+	delete(r.s.readers, r)
+	r.s.mu.Unlock()
+	r.close()
+	return nil
+}
+
+func (r *Reader) close() {
+	r.closeOnce.Do(func() {
+		r.closed.Store(true)
+		r.cl.Close()
+	})
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
