@@ -1,0 +1,159 @@
+package debug
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/cluster"
+)
+
+// maxTreeBytes bounds the body of another member's tree.
+const maxTreeBytes = 32 << 20
+
+// ClusterTree is the JSON of GET /debug/tree?scope=cluster (DESIGN §10):
+// {"nodes": [<tree>, …]}, sorted by node name.
+type ClusterTree struct {
+	Nodes []NodeTree `json:"nodes"`
+}
+
+// NodeTree is one node of a ClusterTree: the node's tree in the Contract
+// shape, plus Error when the node did not answer. A node with an Error has
+// its name and empty members and sources.
+type NodeTree struct {
+	actors.Tree
+	Error string `json:"error,omitempty"`
+}
+
+// normalize makes nil slices empty so the JSON has [] where the Contract
+// shows a list, never null.
+func normalize(t actors.Tree) actors.Tree {
+	if t.Members == nil {
+		t.Members = []actors.MemberStatus{}
+	}
+	if t.Sources == nil {
+		t.Sources = []actors.SourceStatus{}
+	}
+	for i := range t.Sources {
+		if t.Sources[i].Units == nil {
+			t.Sources[i].Units = []actors.UnitStatus{}
+		}
+	}
+	return t
+}
+
+func failed(name string, err error) NodeTree {
+	return NodeTree{Tree: normalize(actors.Tree{Node: name}), Error: err.Error()}
+}
+
+// clusterTree is this node's tree and every other live member's, asked
+// concurrently; it returns when every member answered or failed.
+func (s *Server) clusterTree(ctx context.Context) ClusterTree {
+	local := normalize(s.cfg.Node.Tree())
+	var others []cluster.Member
+	seen := map[string]bool{local.Node: true}
+	for _, m := range s.cfg.Node.Members() {
+		if !seen[m.Name] {
+			seen[m.Name] = true
+			others = append(others, m)
+		}
+	}
+	nodes := make([]NodeTree, len(others)+1)
+	nodes[0] = NodeTree{Tree: local}
+	var wg sync.WaitGroup
+	for i, m := range others {
+		wg.Go(func() {
+			t, err := s.memberTree(ctx, m)
+			if err != nil {
+				s.cfg.Logger.Debug("debug: member tree", "member", m.Name, "err", err)
+				nodes[i+1] = failed(m.Name, err)
+				return
+			}
+			nodes[i+1] = NodeTree{Tree: t}
+		})
+	}
+	wg.Wait()
+	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
+	return ClusterTree{Nodes: nodes}
+}
+
+// memberTree asks member m for its own tree.
+func (s *Server) memberTree(ctx context.Context, m cluster.Member) (actors.Tree, error) {
+	u, err := treeURL(m)
+	if err != nil {
+		return actors.Tree{}, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return actors.Tree{}, fmt.Errorf("GET %s: %w", u, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if s.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return actors.Tree{}, err // names the method and URL already
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTreeBytes+1))
+	if err != nil {
+		return actors.Tree{}, fmt.Errorf("GET %s: read body: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return actors.Tree{}, fmt.Errorf("GET %s: %s: %s", u, resp.Status, snippet(body))
+	}
+	if len(body) > maxTreeBytes {
+		return actors.Tree{}, fmt.Errorf("GET %s: tree larger than %d bytes", u, maxTreeBytes)
+	}
+	var t actors.Tree
+	if err := json.Unmarshal(body, &t); err != nil {
+		return actors.Tree{}, fmt.Errorf("GET %s: not a tree: %w", u, err)
+	}
+	if t.Node != m.Name {
+		return actors.Tree{}, fmt.Errorf("GET %s: answered as node %q, not %q", u, t.Node, m.Name)
+	}
+	return normalize(t), nil
+}
+
+// treeURL is the URL of a member's own tree. A debug address without a
+// host, or with an unspecified one (0.0.0.0, ::), means "every interface"
+// of that member: the host of its gossip address reaches it.
+func treeURL(m cluster.Member) (string, error) {
+	if m.DebugAddr == "" {
+		return "", fmt.Errorf("member %s gossips no debug address", m.Name)
+	}
+	host, port, err := net.SplitHostPort(m.DebugAddr)
+	if err != nil {
+		return "", fmt.Errorf("member %s: debug address %q: %w", m.Name, m.DebugAddr, err)
+	}
+	if ip := net.ParseIP(host); host == "" || (ip != nil && ip.IsUnspecified()) {
+		gh, _, err := net.SplitHostPort(m.Addr)
+		if err != nil || gh == "" {
+			return "", fmt.Errorf("member %s: debug address %q has no host and its gossip address %q gives none", m.Name, m.DebugAddr, m.Addr)
+		}
+		host = gh
+	}
+	return "http://" + net.JoinHostPort(host, port) + "/debug/tree", nil
+}
+
+// snippet is the start of an error body, on one line.
+func snippet(b []byte) string {
+	s := strings.Join(strings.Fields(string(b)), " ")
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200]) + "…"
+	}
+	if s == "" {
+		s = "(empty body)"
+	}
+	return s
+}
