@@ -1,0 +1,230 @@
+package sqs
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/logging"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+// Operation names in the errors of this package (brokers.Error.Op).
+const (
+	OpOpen    = "open queue"
+	OpReceive = "receive"
+	OpAck     = "ack"
+	OpNack    = "nack"
+	OpExtend  = "extend"
+)
+
+// Queue is one SQS queue read by competing receivers. It implements
+// brokers.Queue and is safe for concurrent use.
+type Queue struct {
+	cfg       Config
+	client    *awssqs.Client
+	transport *http.Transport
+	url       string
+	fifo      bool
+
+	// ctx is cancelled by Close: every call in flight runs under a context
+	// that ends with it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	calls  sync.WaitGroup
+
+	mu        sync.Mutex
+	closed    bool
+	receivers map[*Receiver]struct{}
+}
+
+var _ brokers.Queue = (*Queue)(nil)
+
+// NewQueue connects to the queue cfg names: it builds the client, resolves
+// QueueName to a URL when needed, and checks that the queue exists (a
+// *brokers.Error wrapping ErrQueueNotFound when it does not).
+func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+
+	opts := []func(*awsconfig.LoadOptions) error{
+		awsconfig.WithHTTPClient(awshttp.NewBuildableClient()),
+		awsconfig.WithLogger(logging.Nop{}),
+	}
+	if cfg.Region != "" {
+		opts = append(opts, awsconfig.WithRegion(cfg.Region))
+	}
+	creds := "default chain"
+	if cfg.AccessKeyID != "" {
+		creds = "static"
+		opts = append(opts, awsconfig.WithCredentialsProvider(
+			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sqs: load AWS config: %w", flatten(err))
+	}
+	tr := ownTransport(awsCfg.HTTPClient)
+	awsCfg.HTTPClient = &http.Client{Transport: tr}
+	if awsCfg.Region == "" {
+		awsCfg.Region = regionFromURL(cfg.QueueURL)
+	}
+	if awsCfg.Region == "" {
+		return nil, errors.New("sqs: Region: required (set it, AWS_REGION, or a region in the shared config)")
+	}
+	client := awssqs.NewFromConfig(awsCfg, func(o *awssqs.Options) {
+		if cfg.Endpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.Endpoint)
+		}
+	})
+
+	q := &Queue{cfg: cfg, client: client, transport: tr, receivers: map[*Receiver]struct{}{}}
+	q.ctx, q.cancel = context.WithCancel(context.Background())
+	q.url = cfg.QueueURL
+	if q.url == "" {
+		in := &awssqs.GetQueueUrlInput{QueueName: aws.String(cfg.QueueName)}
+		if cfg.QueueOwner != "" {
+			in.QueueOwnerAWSAccountId = aws.String(cfg.QueueOwner)
+		}
+		out, err := client.GetQueueUrl(ctx, in)
+		if err != nil {
+			q.shutdown()
+			return nil, fmt.Errorf("sqs: resolve queue %q: %w", cfg.QueueName, translate(OpOpen, err))
+		}
+		q.url = aws.ToString(out.QueueUrl)
+	}
+	attrs, err := client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(q.url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameFifoQueue},
+	})
+	if err != nil {
+		q.shutdown()
+		return nil, fmt.Errorf("sqs: queue %s: %w", q.url, translate(OpOpen, err))
+	}
+	q.fifo = attrs.Attributes[string(sqstypes.QueueAttributeNameFifoQueue)] == "true" || strings.HasSuffix(q.url, ".fifo")
+	cfg.Logger.Info("sqs queue opened", "queue_url", q.url, "fifo", q.fifo, "region", awsCfg.Region,
+		"endpoint", cfg.Endpoint, "credentials", creds)
+	return q, nil
+}
+
+// URL is the queue's URL.
+func (q *Queue) URL() string { return q.url }
+
+// FIFO reports whether the queue is a FIFO queue.
+func (q *Queue) FIFO() bool { return q.fifo }
+
+// Open returns a receiver for slot. Receivers compete for the queue's
+// messages; SQS does not know slots, the name is only for drover.
+func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
+	r, err := q.OpenReceiver(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenReceiver is Open returning the concrete type.
+func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
+	}
+	r := &Receiver{q: q, slot: slot}
+	r.ctx, r.cancel = context.WithCancel(q.ctx)
+	q.receivers[r] = struct{}{}
+	return r, nil
+}
+
+// Close closes the queue and every receiver: calls in flight (a long poll)
+// are cancelled and return brokers.ErrClosed, and Close waits for them and
+// closes idle connections. Messages received and not acknowledged come
+// back after their visibility timeout. Closing twice is harmless.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	for r := range q.receivers {
+		r.closed = true
+	}
+	clear(q.receivers)
+	q.mu.Unlock()
+	q.shutdown()
+	return nil
+}
+
+func (q *Queue) shutdown() {
+	q.cancel()
+	q.calls.Wait()
+	q.transport.CloseIdleConnections()
+}
+
+// begin starts a call of r: it fails when the queue or r is closed, and
+// otherwise returns a context that ends with ctx or when either closes, and
+// the function that ends the call.
+func (r *Receiver) begin(ctx context.Context, op string) (context.Context, func(), error) {
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err
+	}
+	q := r.q
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed || r.closed {
+		return nil, nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+	q.calls.Add(1)
+	cctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(r.ctx, cancel)
+	return cctx, func() {
+		stop()
+		cancel()
+		q.calls.Done()
+	}, nil
+}
+
+// newAttemptID returns a ReceiveRequestAttemptId for a FIFO receive.
+func newAttemptID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// ownTransport returns a transport of our own (so that Close can close
+// its idle connections) with the settings the SDK's config loading gave
+// its client, such as the root CAs of AWS_CA_BUNDLE. No response header
+// may take longer than the longest long poll plus a margin.
+func ownTransport(c aws.HTTPClient) *http.Transport {
+	var tr *http.Transport
+	if bc, ok := c.(*awshttp.BuildableClient); ok {
+		tr = bc.GetTransport()
+	} else {
+		tr = http.DefaultTransport.(*http.Transport).Clone()
+	}
+	tr.MaxIdleConnsPerHost = 64
+	tr.ResponseHeaderTimeout = DefaultWaitTime + 15*time.Second
+	return tr
+}
+
+// flatten keeps an error's text and drops its SDK types.
+func flatten(err error) error { return &apiError{msg: err.Error()} }
