@@ -30,6 +30,11 @@ import (
 // wrapped once with the unit.
 func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
 	applied, err := s.apply(ctx, b)
+	if isCode(err, codeUndefinedTable) {
+		// A table we created is gone (dropped, or a restore): create it
+		// again next time.
+		s.forget(b.Table)
+	}
 	var he *handlerError
 	switch {
 	case errors.As(err, &he):

@@ -87,6 +87,13 @@ func (s *Store) created(table string, r *recordsSQL) {
 	}
 }
 
+// forget drops table from the tables known to exist.
+func (s *Store) forget(table string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.tables, table)
+}
+
 // queueCreate queues the creation of a records table into a transaction's
 // batch. The advisory lock, held to the end of the transaction, keeps two
 // creators of one table from racing in the catalog; the table appears only

@@ -40,6 +40,11 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		// The driver's message may quote the URL, password included.
 		return nil, fmt.Errorf("open postgres store: cannot parse the URL (want postgres://user@host:port/db)")
 	}
+	return open(ctx, pc, cfg)
+}
+
+// open is Open after parsing; tests give it a pool config with a tracer.
+func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
@@ -57,15 +62,15 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 		schema: cfg.Schema,
 		tables: make(map[string]*recordsSQL),
 	}
-	if err := s.open(ctx, cfg.Schema != ""); err != nil {
+	if err := s.setup(ctx, cfg.Schema != ""); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("open postgres store: %w", err)
 	}
 	return s, nil
 }
 
-// open settles the schema and migrates it.
-func (s *Store) open(ctx context.Context, createSchema bool) error {
+// setup settles the schema and migrates it.
+func (s *Store) setup(ctx context.Context, createSchema bool) error {
 	if s.schema == "" {
 		// Qualify every name with the schema the search_path gives now,
 		// so that no later statement depends on the search_path.

@@ -9,7 +9,8 @@
 //     binaries (DROVER_TEST_POSTGRES_BIN, else the newest
 //     /usr/lib/postgresql/*/bin, else initdb on PATH): initdb and pg_ctl in
 //     a temporary directory, listening on a free loopback port, its socket
-//     in that directory, trust authentication, fsync off. When the process
+//     in that directory, trust authentication, fsync off (an immediate stop
+//     loses no committed transaction: the OS keeps what was written). When the process
 //     runs as root the binaries run as the postgres user through runuser,
 //     since initdb refuses root. The cluster starts on the first URL call
 //     of a test binary and is stopped (pg_ctl -m immediate stop) and
@@ -17,9 +18,10 @@
 //   - When neither is available the test is skipped with the reason, or
 //     fails when the environment has CI=true.
 //
-// Stop and Start stop and restart a throwaway server on the same port and
-// data directory, so a test can simulate a store outage; with an external
-// server they return ErrExternal.
+// NewLocal always starts a throwaway cluster, even when the variable is set,
+// for tests that must stop their server. Stop and Start stop and restart a
+// throwaway server on the same port and data directory, so a test can
+// simulate a store outage; with an external server they return ErrExternal.
 //
 // # Goroutines
 //

@@ -45,6 +45,7 @@ type Server struct {
 	err      error  // a server should exist but could not be started
 	adminURL string // URL of the maintenance database
 	external bool
+	local    bool   // never use EnvURL
 	bin      string // directory of initdb and pg_ctl
 	dir      string // the throwaway cluster's directory
 	port     int
@@ -57,8 +58,14 @@ type Server struct {
 	closed  bool
 }
 
-// New returns a Server that starts on first use.
+// New returns a Server that starts on first use: the one EnvURL names,
+// else a throwaway cluster.
 func New() *Server { return &Server{} }
+
+// NewLocal returns a Server that is always a throwaway cluster, even when
+// EnvURL is set: for tests that must stop and restart their server. Close
+// it when done (t.Cleanup).
+func NewLocal() *Server { return &Server{local: true} }
 
 // Main runs the tests and then closes s; use it as
 //
@@ -212,7 +219,7 @@ func (s *Server) admin(ctx context.Context, sql string) error {
 }
 
 func (s *Server) setup() {
-	if u := os.Getenv(EnvURL); u != "" {
+	if u := os.Getenv(EnvURL); u != "" && !s.local {
 		s.external = true
 		s.adminURL = u
 		return
@@ -334,7 +341,7 @@ func (s *Server) initCluster() error {
 func (s *Server) startLocked() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=300", s.port, s.dir)
+	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=300", s.port, s.dir)
 	logFile := filepath.Join(s.dir, "pg.log")
 	if out, err := s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-l", logFile, "-w", "-t", "60", "-o", opts, "start"); err != nil {
 		log, _ := os.ReadFile(logFile)

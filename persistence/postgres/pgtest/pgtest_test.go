@@ -54,20 +54,36 @@ func TestURLGivesEachTestItsOwnDatabase(t *testing.T) {
 	}
 }
 
-func TestStopStart(t *testing.T) {
-	url := pg.URL(t)
-	if !pg.Throwaway() {
+func TestModeFollowsEnv(t *testing.T) {
+	pg.URL(t)
+	external := os.Getenv(EnvURL) != ""
+	if pg.Throwaway() == external {
+		t.Fatalf("Throwaway() = %v with %s=%q", pg.Throwaway(), EnvURL, os.Getenv(EnvURL))
+	}
+	if external {
 		if err := pg.Stop(); !errors.Is(err, ErrExternal) {
 			t.Fatalf("Stop of an external server: got %v, want ErrExternal", err)
 		}
 		if err := pg.Start(); !errors.Is(err, ErrExternal) {
 			t.Fatalf("Start of an external server: got %v, want ErrExternal", err)
 		}
-		return
+	}
+}
+
+func TestStopStart(t *testing.T) {
+	srv := NewLocal()
+	t.Cleanup(func() {
+		if err := srv.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	url := srv.URL(t)
+	if !srv.Throwaway() {
+		t.Fatal("NewLocal gave a server it cannot stop")
 	}
 	c := connect(t, url)
 	ctx := context.Background()
-	if err := pg.Stop(); err != nil {
+	if err := srv.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := c.Exec(ctx, "SELECT 1"); err == nil {
@@ -79,7 +95,7 @@ func TestStopStart(t *testing.T) {
 		c2.Close(ctx)
 		t.Fatal("connected while the server was stopped")
 	}
-	if err := pg.Start(); err != nil {
+	if err := srv.Start(); err != nil {
 		t.Fatal(err)
 	}
 	c3 := connect(t, url)
