@@ -49,7 +49,8 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 		Example: `  drover tree
   drover tree --addr 127.0.0.1:7071 --cluster
   DROVER_DEBUG_TOKEN=… drover tree --addr http://10.0.0.5:7070 --cluster --json | jq .`,
-		Args: cobra.NoArgs,
+		Args:                  cobra.NoArgs,
+		DisableFlagsInUseLine: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if timeout <= 0 {
 				return &exitError{2, fmt.Errorf("--timeout %v: must be positive", timeout)}
