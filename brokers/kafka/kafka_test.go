@@ -22,7 +22,9 @@ import (
 )
 
 func TestConfigValidate(t *testing.T) {
-	good := func() kafka.Config { return kafka.Config{Brokers: []string{"127.0.0.1:9092", "kafka-1.example:9093", "[::1]:9092"}, Topic: "t"} }
+	good := func() kafka.Config {
+		return kafka.Config{Brokers: []string{"127.0.0.1:9092", "kafka-1.example:9093", "[::1]:9092"}, Topic: "t"}
+	}
 	tests := []struct {
 		name   string
 		modify func(*kafka.Config)

@@ -70,6 +70,15 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 			fetchErr = err
 		}
 	})
+	var ends []int // where each message's position ends in digits
+	if n := fetches.NumRecords(); n > 0 {
+		msgs = make([]brokers.Message, 0, n)
+		ends = make([]int, 0, n)
+	}
+	// All positions of the batch are written into one buffer and sliced
+	// out of one string: one allocation per fetch instead of one per
+	// record.
+	var digits []byte
 	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
 		if fp.Partition != r.partition {
 			return
@@ -77,14 +86,24 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		if fp.HighWatermark >= 0 {
 			r.hwm = fp.HighWatermark
 		}
+		if digits == nil {
+			digits = make([]byte, 0, len(fp.Records)*8)
+		}
 		for _, rec := range fp.Records {
 			if r.next >= 0 && rec.Offset < r.next {
 				continue // already returned
 			}
 			msgs = append(msgs, message(rec))
+			digits = strconv.AppendInt(digits, rec.Offset, 10)
+			ends = append(ends, len(digits))
 			r.next = rec.Offset + 1
 		}
 	})
+	all, from := string(digits), 0
+	for i, end := range ends {
+		msgs[i].Position = all[from:end]
+		from = end
+	}
 	if len(msgs) == 0 && fetchErr != nil {
 		if err := ctx.Err(); err != nil {
 			return brokers.Result{}, err
@@ -101,11 +120,10 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	return brokers.Result{Messages: msgs, Lag: lag}, nil
 }
 
-// message converts a record. The record's slices are handed over: the
+// message converts a record, all but its Position. The record's slices are handed over: the
 // client does not reuse them.
 func message(rec *kgo.Record) brokers.Message {
 	m := brokers.Message{
-		Position:  strconv.FormatInt(rec.Offset, 10),
 		Key:       rec.Key,
 		Value:     rec.Value,
 		Tombstone: rec.Key != nil && rec.Value == nil,
