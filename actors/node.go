@@ -22,6 +22,8 @@ type Metrics interface {
 	Acked(source, unit string, n int64)
 	Restarted(source, unit string)
 	LeaseChanged(source, unit string)
+	// Forget drops a unit's series: it no longer runs on this node.
+	Forget(source, unit string)
 }
 
 type metricsSink struct{ m Metrics }
@@ -44,6 +46,11 @@ func (s metricsSink) acked(src, u string, n int64) {
 func (s metricsSink) restart(src, u string) {
 	if s.m != nil {
 		s.m.Restarted(src, u)
+	}
+}
+func (s metricsSink) forget(src, u string) {
+	if s.m != nil {
+		s.m.Forget(src, u)
 	}
 }
 func (s metricsSink) leaseChange(src, u string) {

@@ -297,6 +297,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 		c.restartT.Stop()
 	}
 	s.ne.reg.removeUnit(s.spec.Name, c.unit)
+	s.ne.metrics.forget(s.spec.Name, c.unit)
 	s.ne.env.trace("unit-stopped", c.unit, "")
 	if s.checkDrained(ctx) {
 		return

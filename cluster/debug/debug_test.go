@@ -337,14 +337,17 @@ func TestClusterScopeGivesUpOnAMemberThatHangs(t *testing.T) {
 	}
 }
 
-func TestTokenGuardsEveryRouteButHealthz(t *testing.T) {
+func TestTokenGuardsEveryRouteButProbes(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	s := start(t, Config{Token: "s3cret", Node: &fakeNode{trees: []actors.Tree{sampleTree("n", "orders/0")}}, Registry: reg})
 	base := "http://" + s.Addr()
 	if r := get(t, base+"/healthz"); r.code != 200 || r.body != "ok\n" {
 		t.Fatalf("healthz without token: %d %q", r.code, r.body)
 	}
-	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/readyz", "/nope"} {
+	if r := get(t, base+"/readyz"); r.code != 200 || r.body != "ready\n" {
+		t.Fatalf("readyz without token: %d %q", r.code, r.body)
+	}
+	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/nope"} {
 		for _, h := range [][]string{
 			nil,
 			{"Authorization", "Bearer wrong"},
@@ -561,5 +564,18 @@ func TestStartNamesTheAddressItCannotBind(t *testing.T) {
 	}
 	if err := s.Start(); err == nil || !strings.Contains(err.Error(), "listen on "+a.Addr()) {
 		t.Fatalf("Start on a busy address: %v", err)
+	}
+}
+
+// Probes need no token, but only a caller with the token learns why the
+// node is not ready.
+func TestReadyzWithATokenHidesTheReason(t *testing.T) {
+	n := &fakeNode{trees: []actors.Tree{{Node: "n"}}, ready: errors.New("store: dial tcp 10.0.0.9:5432: connection refused")}
+	s := start(t, Config{Token: "s3cret", Node: n})
+	if r := get(t, "http://"+s.Addr()+"/readyz"); r.code != 503 || r.body != "not ready\n" {
+		t.Fatalf("readyz without token: %d %q", r.code, r.body)
+	}
+	if r := get(t, "http://"+s.Addr()+"/readyz", "Authorization", "Bearer s3cret"); r.code != 503 || !strings.Contains(r.body, "10.0.0.9") {
+		t.Fatalf("readyz with token: %d %q", r.code, r.body)
 	}
 }

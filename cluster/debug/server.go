@@ -132,7 +132,7 @@ func (s *Server) routes() http.Handler {
 }
 
 // auth lets a request through when no token is configured, when it asks
-// for /healthz, or when it carries the token: in the Authorization header
+// for /healthz or /readyz (probes), or when it carries the token: in the Authorization header
 // (Bearer), or — for the HTML page only, which a browser opens without
 // headers — in a token query parameter. The page sends the header itself
 // when it polls.
@@ -141,7 +141,7 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || s.authorized(r) {
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || s.authorized(r) {
 			next.ServeHTTP(w, r)
 			return
 		}
@@ -170,8 +170,15 @@ func (s *Server) authorized(r *http.Request) bool {
 	return subtle.ConstantTimeCompare(sum[:], s.tokenSum[:]) == 1
 }
 
-func (s *Server) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz answers without the token, as orchestrators' probes cannot carry
+// a secret header; the reason it is not ready (which may name hosts) is
+// told only to callers with the token.
+func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 	if err := s.cfg.Node.Ready(); err != nil {
+		if s.cfg.Token != "" && !s.authorized(r) {
+			text(w, http.StatusServiceUnavailable, "not ready")
+			return
+		}
 		text(w, http.StatusServiceUnavailable, "not ready: "+err.Error())
 		return
 	}
