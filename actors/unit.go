@@ -58,6 +58,7 @@ type unitActor struct {
 	renewT    clock.Timer
 
 	note            bool // LastError holds a waiting note, not an error
+	committedAt     time.Time
 	decoder         decode.Config
 	started         time.Time
 	reportedHealthy bool
@@ -730,6 +731,9 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		ctx.Send(u.sup, &qualitySample{stats: sample})
 	}
 	u.healthy(ctx)
+	if b.Checkpoint != "" {
+		u.commitToBroker(ctx, b.Checkpoint)
+	}
 	if b.Finished {
 		u.finished(ctx)
 		return
@@ -739,6 +743,25 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		return
 	}
 	u.fetch(ctx)
+}
+
+// commitToBroker tells a stream that records positions in the broker
+// (brokers.Committer) where the unit is, at most once a second, in the
+// background; a failure is only logged: the store's checkpoint is the truth.
+func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
+	c, ok := u.spec.Stream.(brokers.Committer)
+	now := u.ne.env.Clock.Now()
+	if !ok || now.Sub(u.committedAt) < time.Second {
+		return
+	}
+	u.committedAt = now
+	part, log := u.part.ID, u.ne.env.logger()
+	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
+		if err := c.Committed(c2, part, pos); err != nil && c2.Err() == nil {
+			log.Warn("record position in the broker", "unit", u.id, "position", pos, "error", err)
+		}
+		return nil
+	}, func(any) {})
 }
 
 // deadLetter turns the op a handler refused into a dead letter; false when

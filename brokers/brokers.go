@@ -136,3 +136,12 @@ type Receiver interface {
 type Extender interface {
 	Extend(ctx context.Context, msgs []Message, d time.Duration) error
 }
+
+// Committer is implemented by streams that can also record drover's
+// position in the broker (Kafka's commit_to_group), so that broker-side lag
+// tools see drover's progress. drover calls it after the store committed,
+// at most about once a second per partition, and never reads it back: the
+// store's checkpoint stays the truth.
+type Committer interface {
+	Committed(ctx context.Context, partition, position string) error
+}
