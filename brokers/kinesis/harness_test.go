@@ -1,0 +1,252 @@
+package kinesis_test
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"os"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"go.uber.org/goleak"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/awstest"
+	"github.com/drover-dev/drover/brokers/brokertest"
+	"github.com/drover-dev/drover/brokers/kinesis"
+)
+
+var server = awstest.Kinesis()
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m, server)) }
+
+var streamSeq atomic.Int64
+
+// harness makes fresh streams on the emulator for brokertest and the
+// focused tests. The adapter under test reaches the emulator through a
+// proxy of its own (to stop it or cut its connections); the fixture's
+// client goes direct.
+type harness struct{ endpoint string }
+
+func newHarness(t *testing.T) harness {
+	t.Helper()
+	return harness{endpoint: server.Endpoint(t)}
+}
+
+func (h harness) IgnoreGoroutines() []goleak.Option { return awstest.IgnoreGoroutines() }
+
+func (h harness) NewStream(t *testing.T, partitions int) brokertest.StreamFixture {
+	return h.newFixture(t, partitions)
+}
+
+type fixture struct {
+	client *awskinesis.Client
+	proxy  *awstest.Proxy
+	name   string
+}
+
+func (h harness) newFixture(t *testing.T, shards int) *fixture {
+	t.Helper()
+	name := fmt.Sprintf("drover-%d-%d", os.Getpid(), streamSeq.Add(1))
+	c := awstest.KinesisClient(h.endpoint, false)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(shards))}); err != nil {
+		t.Fatalf("create stream %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if _, err := c.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(name)}); err != nil {
+			t.Logf("delete stream %s: %v", name, err)
+		}
+	})
+	f := &fixture{client: c, name: name}
+	if err := f.waitActive(ctx); err != nil {
+		t.Fatal(err)
+	}
+	p, err := awstest.NewProxy(h.endpoint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	f.proxy = p
+	return f
+}
+
+func (f *fixture) waitActive(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		out, err := f.client.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(f.name)})
+		if err != nil {
+			return fmt.Errorf("describe stream %s: %w", f.name, err)
+		}
+		if out.StreamDescriptionSummary.StreamStatus == kintypes.StreamStatusActive {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s not active: %w", f.name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// config is the adapter's config for this stream, through the proxy.
+func (f *fixture) config() kinesis.Config {
+	return kinesis.Config{
+		StreamName:      f.name,
+		Region:          awstest.Region,
+		Endpoint:        f.proxy.Endpoint(),
+		AccessKeyID:     awstest.AccessKeyID,
+		SecretAccessKey: awstest.SecretAccessKey,
+	}
+}
+
+func (f *fixture) Open(t *testing.T) brokers.Stream { return f.open(t, f.config()) }
+
+func (f *fixture) open(t testing.TB, cfg kinesis.Config) *kinesis.Stream {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	s, err := kinesis.NewStream(ctx, cfg)
+	if err != nil {
+		t.Fatalf("kinesis.NewStream: %v", err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+func (f *fixture) shards(ctx context.Context) ([]kintypes.Shard, error) {
+	out, err := f.client.ListShards(ctx, &awskinesis.ListShardsInput{StreamName: aws.String(f.name)})
+	if err != nil {
+		return nil, err
+	}
+	return out.Shards, nil
+}
+
+func (f *fixture) shard(ctx context.Context, id string) (kintypes.Shard, error) {
+	shards, err := f.shards(ctx)
+	if err != nil {
+		return kintypes.Shard{}, err
+	}
+	for _, s := range shards {
+		if aws.ToString(s.ShardId) == id {
+			return s, nil
+		}
+	}
+	return kintypes.Shard{}, fmt.Errorf("no shard %s in %s", id, f.name)
+}
+
+// Produce writes msgs to shard partition in one PutRecords, each with the
+// shard's starting hash key as explicit hash key, and its key (or "-") as
+// partition key.
+func (f *fixture) Produce(ctx context.Context, partition string, msgs ...brokers.Message) ([]string, error) {
+	sh, err := f.shard(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	hash := aws.ToString(sh.HashKeyRange.StartingHashKey)
+	var seqs []string
+	for start := 0; start < len(msgs); start += 500 {
+		chunk := msgs[start:min(start+500, len(msgs))]
+		entries := make([]kintypes.PutRecordsRequestEntry, len(chunk))
+		for i, m := range chunk {
+			pk := string(m.Key)
+			if pk == "" {
+				pk = "-"
+			}
+			entries[i] = kintypes.PutRecordsRequestEntry{Data: m.Value, PartitionKey: aws.String(pk), ExplicitHashKey: aws.String(hash)}
+		}
+		out, err := f.client.PutRecords(ctx, &awskinesis.PutRecordsInput{StreamName: aws.String(f.name), Records: entries})
+		if err != nil {
+			return seqs, err
+		}
+		if n := aws.ToInt32(out.FailedRecordCount); n > 0 {
+			return seqs, fmt.Errorf("put records: %d failed", n)
+		}
+		for _, r := range out.Records {
+			if aws.ToString(r.ShardId) != partition {
+				return seqs, fmt.Errorf("record went to %s, not %s", aws.ToString(r.ShardId), partition)
+			}
+			seqs = append(seqs, aws.ToString(r.SequenceNumber))
+		}
+	}
+	return seqs, nil
+}
+
+// Split splits partition in the middle of its hash range and returns the
+// two children.
+func (f *fixture) Split(ctx context.Context, partition string) ([]string, error) {
+	sh, err := f.shard(ctx, partition)
+	if err != nil {
+		return nil, err
+	}
+	lo, _ := new(big.Int).SetString(aws.ToString(sh.HashKeyRange.StartingHashKey), 10)
+	hi, _ := new(big.Int).SetString(aws.ToString(sh.HashKeyRange.EndingHashKey), 10)
+	mid := new(big.Int).Rsh(new(big.Int).Add(lo, hi), 1)
+	mid.Add(mid, big.NewInt(1))
+	if _, err := f.client.SplitShard(ctx, &awskinesis.SplitShardInput{
+		StreamName: aws.String(f.name), ShardToSplit: aws.String(partition), NewStartingHashKey: aws.String(mid.String()),
+	}); err != nil {
+		return nil, err
+	}
+	if err := f.waitActive(ctx); err != nil {
+		return nil, err
+	}
+	return f.children(ctx, partition)
+}
+
+// Merge merges two adjacent shards and returns the child.
+func (f *fixture) Merge(ctx context.Context, a, b string) (string, error) {
+	if _, err := f.client.MergeShards(ctx, &awskinesis.MergeShardsInput{
+		StreamName: aws.String(f.name), ShardToMerge: aws.String(a), AdjacentShardToMerge: aws.String(b),
+	}); err != nil {
+		return "", err
+	}
+	if err := f.waitActive(ctx); err != nil {
+		return "", err
+	}
+	kids, err := f.children(ctx, a)
+	if err != nil || len(kids) != 1 {
+		return "", fmt.Errorf("merge children %v: %v", kids, err)
+	}
+	return kids[0], nil
+}
+
+func (f *fixture) children(ctx context.Context, parent string) ([]string, error) {
+	shards, err := f.shards(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var kids []string
+	for _, s := range shards {
+		if aws.ToString(s.ParentShardId) == parent || aws.ToString(s.AdjacentParentShardId) == parent {
+			kids = append(kids, aws.ToString(s.ShardId))
+		}
+	}
+	return kids, nil
+}
+
+func (f *fixture) StopServer(t *testing.T) { f.proxy.Stop() }
+
+func (f *fixture) StartServer(t *testing.T) {
+	if err := f.proxy.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fixture) CutConnections(t *testing.T) { f.proxy.Cut() }
+
+var (
+	_ brokertest.StreamHarness    = harness{}
+	_ brokertest.LeakIgnorer      = harness{}
+	_ brokertest.Resharder        = (*fixture)(nil)
+	_ brokertest.ServerRestarter  = (*fixture)(nil)
+	_ brokertest.ConnectionCutter = (*fixture)(nil)
+)

@@ -1,0 +1,247 @@
+package kinesis
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/brokers"
+)
+
+// Reader reads one shard in sequence-number order. It implements
+// brokers.Reader. A Reader is used by one goroutine at a time; Close may
+// come from another.
+type Reader struct {
+	s      *Stream
+	shard  string
+	mode   brokers.StartMode
+	opened time.Time
+
+	// ctx is cancelled by Close (or the stream's Close).
+	ctx    context.Context
+	cancel context.CancelFunc
+	// closed is guarded by s.mu.
+	closed bool
+
+	// Owned by the goroutine that calls Fetch.
+	iter     string        // shard iterator for the next GetRecords; "" to acquire one
+	acquired bool          // an iterator was acquired once (at Open)
+	last     string        // sequence number of the last record returned, or Start.After
+	verify   string        // the first record must be this one (and is dropped), else the position is gone
+	next     time.Time     // no GetRecords before this (pacing, throttling)
+	backoff  time.Duration // current pause after a throughput refusal
+	throttle error         // the last GetRecords was refused for throughput
+	lag      int64         // MillisBehindLatest of the last GetRecords, -1 unknown
+	ended    bool          // the shard is closed and every record was returned
+	gone     error         // the position to read after is no longer held
+}
+
+var _ brokers.Reader = (*Reader)(nil)
+
+// acquire gets a shard iterator for where the reader is:
+//
+//   - after a sequence number (Start.After, or the last record returned):
+//     AT_SEQUENCE_NUMBER that number, whose record the next GetRecords
+//     must return first (it is dropped). When it returns a later record
+//     instead, the position was trimmed: brokers.ErrPositionGone. This is
+//     how the reader tells a trimmed position from a live one; an
+//     AFTER_SEQUENCE_NUMBER iterator would silently start at the trim
+//     horizon.
+//   - Earliest: TRIM_HORIZON.
+//   - Latest: LATEST at Open; when an iterator expires before any record
+//     came, AT_TIMESTAMP of the Open, so that records that arrived since
+//     are not skipped.
+func (r *Reader) acquire(ctx context.Context) error {
+	in := &awskinesis.GetShardIteratorInput{ShardId: aws.String(r.shard)}
+	r.s.name(&in.StreamName, &in.StreamARN)
+	verify := ""
+	switch {
+	case r.last != "":
+		in.ShardIteratorType = kintypes.ShardIteratorTypeAtSequenceNumber
+		in.StartingSequenceNumber = aws.String(r.last)
+		verify = r.last
+	case r.mode == brokers.Latest && !r.acquired:
+		in.ShardIteratorType = kintypes.ShardIteratorTypeLatest
+	case r.mode == brokers.Latest:
+		in.ShardIteratorType = kintypes.ShardIteratorTypeAtTimestamp
+		in.Timestamp = aws.Time(r.opened)
+	default:
+		in.ShardIteratorType = kintypes.ShardIteratorTypeTrimHorizon
+	}
+	out, err := r.s.client.GetShardIterator(ctx, in)
+	if err != nil {
+		return err
+	}
+	r.iter = aws.ToString(out.ShardIterator)
+	r.verify = verify
+	r.acquired = true
+	return nil
+}
+
+// Fetch returns up to max records after the reader's position. GetRecords
+// answers at once, so Fetch polls, at most once per Config.PollInterval
+// (waiting through exec.Wait), until records arrive or wait has passed; it
+// makes at least one call when the interval allows. Result.Lag is
+// MillisBehindLatest: milliseconds, not records. When the shard is closed
+// (split or merged) and its last records were returned, Result.End is set,
+// with those records; later fetches return End at once.
+//
+// A ProvisionedThroughputExceededException pauses the reader (1 s, doubling
+// up to 10 s) and is retried within the wait; when the wait ends first,
+// Fetch returns it as a retryable *brokers.Error. An expired iterator is
+// replaced inside the reader, from the last record returned.
+func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
+	if max <= 0 {
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("max %d must be positive", max)}
+	}
+	cctx, end, err := r.s.begin(ctx, OpFetch, r)
+	if err != nil {
+		return brokers.Result{}, err
+	}
+	defer end()
+	if r.gone != nil {
+		return brokers.Result{}, r.gone
+	}
+	if r.ended {
+		return brokers.Result{End: true}, nil
+	}
+	cfg := r.s.cfg
+	start := time.Now()
+	var paused time.Duration // waited through exec.Wait (counts under a virtual clock too)
+	left := func() time.Duration { return wait - maxDuration(time.Since(start), paused) }
+	expired := 0
+	for {
+		if d := time.Until(r.next); d > 0 {
+			if l := left(); d > l {
+				// No call fits in what is left of the wait.
+				if l > 0 {
+					if err := exec.Wait(cctx, l, nil); err != nil {
+						return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+					}
+				}
+				if r.throttle != nil {
+					return brokers.Result{}, r.throttle
+				}
+				return brokers.Result{Lag: r.lag}, nil
+			}
+			if err := exec.Wait(cctx, d, nil); err != nil {
+				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+			}
+			paused += d
+		}
+		if r.iter == "" {
+			if err := r.acquire(cctx); err != nil {
+				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+			}
+		}
+		limit := min(max, cfg.MaxRecords)
+		if r.verify != "" {
+			limit = min(max+1, cfg.MaxRecords)
+		}
+		r.next = time.Now().Add(cfg.PollInterval)
+		out, err := r.s.client.GetRecords(cctx, &awskinesis.GetRecordsInput{ShardIterator: aws.String(r.iter), Limit: aws.Int32(int32(limit))})
+		if err != nil {
+			if ctx.Err() != nil || r.ctx.Err() != nil {
+				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+			}
+			switch codeOf(err) {
+			case codeExpired:
+				expired++
+				if expired > 1 {
+					return brokers.Result{}, translate(OpFetch, err)
+				}
+				cfg.Logger.Info("kinesis shard iterator expired; acquiring a new one", "shard", r.shard, "after", r.last)
+				r.iter = ""
+				continue
+			case codeThroughput, codeKMSThrottle:
+				r.backoff = min(maxDuration(2*r.backoff, cfg.ThrottleBackoff), MaxThrottleBackoff)
+				r.next = time.Now().Add(r.backoff)
+				r.throttle = translate(OpFetch, err)
+				continue
+			}
+			return brokers.Result{}, translate(OpFetch, err)
+		}
+		r.backoff, r.throttle = 0, nil
+		res, err := r.take(out)
+		if err != nil || len(res.Messages) > 0 || res.End || left() <= 0 {
+			return res, err
+		}
+	}
+}
+
+// take turns a GetRecords answer into a Result and moves the reader on.
+func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) {
+	r.lag = -1
+	if out.MillisBehindLatest != nil {
+		r.lag = *out.MillisBehindLatest
+	}
+	var msgs []brokers.Message
+	for _, rec := range out.Records {
+		seq := aws.ToString(rec.SequenceNumber)
+		if r.verify != "" {
+			switch c := brokers.ComparePositions(seq, r.verify); {
+			case c < 0:
+				continue // before the position: already applied
+			case c == 0:
+				r.verify = ""
+				continue // the position itself: already applied
+			default:
+				return brokers.Result{}, r.positionGone(seq)
+			}
+		}
+		m := brokers.Message{Position: seq, Key: []byte(aws.ToString(rec.PartitionKey)), Value: rec.Data}
+		if rec.ApproximateArrivalTimestamp != nil {
+			m.Time = *rec.ApproximateArrivalTimestamp
+		}
+		msgs = append(msgs, m)
+		r.last = seq
+	}
+	res := brokers.Result{Messages: msgs, Lag: r.lag}
+	if aws.ToString(out.NextShardIterator) == "" {
+		// Closed shard, read to its end.
+		if r.verify != "" {
+			return brokers.Result{}, r.positionGone("")
+		}
+		r.iter, r.ended = "", true
+		res.End, res.Lag = true, 0
+		return res, nil
+	}
+	r.iter = aws.ToString(out.NextShardIterator)
+	return res, nil
+}
+
+// positionGone records and returns that the record the reader must start
+// after is no longer in the shard: records after it may have been trimmed
+// before drover read them.
+func (r *Reader) positionGone(oldest string) error {
+	held := "no record"
+	if oldest != "" {
+		held = "the oldest held is " + oldest
+	}
+	r.gone = &brokers.Error{Op: OpFetch, Err: fmt.Errorf("shard %s: the record at %s is no longer held (%s): %w", r.shard, r.verify, held, brokers.ErrPositionGone)}
+	r.iter = ""
+	return r.gone
+}
+
+// Close releases the reader and cancels its fetch in flight. Closing twice
+// is harmless.
+func (r *Reader) Close() error {
+	r.s.mu.Lock()
+	r.closed = true
+	delete(r.s.readers, r)
+	r.s.mu.Unlock()
+	r.cancel()
+	return nil
+}
+
+func maxDuration(a, b time.Duration) time.Duration {
+	if a > b {
+		return a
+	}
+	return b
+}
