@@ -1,0 +1,94 @@
+// Package nats reads NATS JetStream in both of drover's shapes, on nats.go's
+// jetstream package. No nats.go type is visible outside it: client errors
+// become *brokers.Error (Retryable set for connection loss, timeouts and
+// server 5xx answers) or the brokers sentinels, and messages become
+// brokers.Message.
+//
+// # Queue: a durable pull consumer
+//
+// NewQueue binds to the durable consumer QueueConfig.Durable on
+// QueueConfig.Stream, creating it when missing (explicit acks, AckWait,
+// MaxAckPending, FilterSubjects, no delivery cap) or updating those settings
+// when they differ; BindOnly leaves a consumer managed elsewhere alone.
+// Every slot's Receiver pulls from that one consumer, so the server hands
+// each message to one receiver at a time.
+//
+//   - Message.ID = Position = "<stream>:<stream sequence>", stable across
+//     redeliveries: the dedupe id. Deliveries = the server's delivery
+//     count, Time = the time the stream stored the message, Handle = the
+//     jetstream.Msg.
+//   - Ack sends explicit acks and returns once the server has received them
+//     (a flush), or, with DoubleAck, once it confirmed each one. The runtime
+//     acks only after the store committed. An ack that is lost makes the
+//     message come back; the dedupe table refuses it.
+//   - Nack(delay) is a NAK with that delay (0: at once). Extend(d) is an
+//     in-progress ack, which restarts AckWait; for d beyond AckWait the
+//     receiver repeats it every AckWait/3 on its own goroutine until d has
+//     passed or the message is acked or nacked.
+//   - Lag is the consumer's count of messages not yet delivered (from the
+//     last message's metadata; after an empty receive, from consumer info).
+//
+// # Stream: ordered reads with drover keeping the position
+//
+// A partition is a subject filter: StreamConfig.Subjects when set,
+// otherwise the stream's own subjects as the server lists them at each
+// Partitions call (a subject added to the stream is a new partition; a
+// stream without subjects, such as a mirror, is one partition ">"). The
+// subjects of one stream never overlap (the server refuses that), so each
+// message belongs to one partition. The partition ID is the filter itself:
+// "orders.eu" gives the unit "<source>/orders.eu".
+//
+// Positions are stream sequences in decimal, increasing within a partition
+// (with gaps where other subjects' messages are). Open after a position
+// reads from the next sequence; Earliest from the oldest message held;
+// Latest from the stream's last sequence + 1 at Open.
+//
+// A Reader reads through an ephemeral pull consumer of its own (no acks,
+// kept in server memory, removed by the server after InactiveThreshold
+// without fetches if the process dies). The Reader, not the consumer, owns
+// the position: whenever a delivery may have gone astray (an error, a
+// cancelled or abandoned wait, a reconnect, a server restart that dropped
+// the consumer) it deletes the consumer and makes a new one that starts at
+// its next sequence, and it drops any message below that sequence. So a
+// reader goes on without loss or duplicates across connection loss and
+// server restarts.
+//
+// ErrPositionGone: when the partition is the whole stream (its only
+// subject, or ">"), the stream's sequences have no gaps except deleted
+// messages, and the reader reports ErrPositionGone exactly: at Open when
+// the stream's first sequence is past After+1, and in Fetch when the next
+// message skips sequences that retention or a purge deleted before they
+// were read. For one subject of a stream with several, JetStream does not
+// say which subjects deleted messages belonged to; a gap is then taken as
+// other subjects' messages and loss through retention is NOT detected. Give
+// a source whose retention may overtake its readers a stream of its own.
+//
+// # Fetch and Receive: max and wait
+//
+// Both pull in up to three requests: a no-wait request for max messages,
+// which answers at once with what the consumer has; when that is empty and
+// wait > 0, a request for one message that the server holds until one
+// arrives or about 90% of wait has passed (so a call returns a little
+// before wait when nothing comes); when one arrives, a no-wait request for
+// the rest. A call returns as soon as messages are there, with ctx.Err()
+// at once when ctx ends, with a retryable error when the connection drops
+// during the wait, and with brokers.ErrClosed when the queue, stream,
+// receiver or reader is closed.
+//
+// # Connection
+//
+// One NATS connection per Queue or Stream, shared by its receivers or
+// readers. nats.go reconnects on its own (ReconnectWait, MaxReconnects, 0:
+// forever); while it is down, calls fail at once with a retryable
+// *brokers.Error, and after it is back they work again. Credentials are
+// User/Password, Token or CredsFile; they never appear in logs or errors
+// (ConnConfig's LogValue and String redact them, and URLs with credentials
+// are refused).
+//
+// # Goroutines
+//
+// nats.go runs its connection goroutines (reader, flusher, callbacks) and
+// one goroutine per pull request; Close closes the connection, which ends
+// them. A Receiver that extends a message beyond AckWait runs one goroutine
+// that it stops and waits for in Close. Nothing else starts goroutines.
+package nats

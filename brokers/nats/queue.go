@@ -1,0 +1,393 @@
+package nats
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+// Queue is a JetStream durable pull consumer read by competing receivers.
+// It implements brokers.Queue and is safe for concurrent use.
+type Queue struct {
+	c    *conn
+	cfg  QueueConfig
+	cons jetstream.Consumer
+
+	mu        sync.Mutex
+	closed    bool
+	receivers map[*Receiver]struct{}
+}
+
+var _ brokers.Queue = (*Queue)(nil)
+
+// NewQueue connects to NATS and binds to the durable consumer cfg.Durable
+// on cfg.Stream, creating it when it does not exist (unless BindOnly) and
+// updating its AckWait, MaxAckPending and FilterSubjects when they differ
+// from cfg. The stream must exist.
+func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	c, err := dial(ctx, cfg.Conn)
+	if err != nil {
+		return nil, err
+	}
+	cons, err := bindConsumer(ctx, c, cfg)
+	if err != nil {
+		c.close()
+		return nil, err
+	}
+	return &Queue{c: c, cfg: cfg, cons: cons, receivers: make(map[*Receiver]struct{})}, nil
+}
+
+// bindConsumer finds or makes the durable consumer.
+func bindConsumer(ctx context.Context, c *conn, cfg QueueConfig) (jetstream.Consumer, error) {
+	const op = "bind consumer"
+	rctx, cancel := context.WithTimeout(ctx, cfg.Conn.RequestTimeout)
+	defer cancel()
+	for attempt := 0; ; attempt++ {
+		cons, err := c.js.Consumer(rctx, cfg.Stream, cfg.Durable)
+		switch {
+		case err == nil && cfg.BindOnly:
+			return cons, nil
+		case err == nil:
+			return updateConsumer(rctx, c, cfg, cons)
+		case errors.Is(err, jetstream.ErrStreamNotFound):
+			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("stream %q not found", cfg.Stream)}
+		case !errors.Is(err, jetstream.ErrConsumerNotFound):
+			return nil, translate(op, fmt.Errorf("consumer %q on stream %q: %w", cfg.Durable, cfg.Stream, err))
+		case cfg.BindOnly:
+			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("consumer %q not found on stream %q (BindOnly)", cfg.Durable, cfg.Stream)}
+		}
+		cons, err = c.js.CreateConsumer(rctx, cfg.Stream, consumerConfig(cfg))
+		if err == nil {
+			cfg.Conn.Logger.Info("nats: created durable consumer", "stream", cfg.Stream, "durable", cfg.Durable)
+			return cons, nil
+		}
+		// Another node created it first: bind to it.
+		if attempt == 0 && errors.Is(err, jetstream.ErrConsumerExists) {
+			continue
+		}
+		return nil, translate(op, fmt.Errorf("create consumer %q on stream %q: %w", cfg.Durable, cfg.Stream, err))
+	}
+}
+
+func consumerConfig(cfg QueueConfig) jetstream.ConsumerConfig {
+	cc := jetstream.ConsumerConfig{
+		Durable:       cfg.Durable,
+		AckPolicy:     jetstream.AckExplicitPolicy,
+		AckWait:       cfg.AckWait,
+		MaxAckPending: cfg.MaxAckPending,
+		MaxDeliver:    -1,
+		DeliverPolicy: jetstream.DeliverAllPolicy,
+	}
+	if cfg.Start == brokers.Latest {
+		cc.DeliverPolicy = jetstream.DeliverNewPolicy
+	}
+	setFilter(&cc, cfg.FilterSubjects)
+	return cc
+}
+
+// setFilter uses FilterSubject for one subject so that servers older than
+// 2.10 (no FilterSubjects) work too.
+func setFilter(cc *jetstream.ConsumerConfig, subjects []string) {
+	switch len(subjects) {
+	case 0:
+	case 1:
+		cc.FilterSubject = subjects[0]
+	default:
+		cc.FilterSubjects = slices.Clone(subjects)
+	}
+}
+
+func filters(cc jetstream.ConsumerConfig) []string {
+	if cc.FilterSubject != "" {
+		return []string{cc.FilterSubject}
+	}
+	return cc.FilterSubjects
+}
+
+// updateConsumer brings the editable settings of an existing consumer to
+// cfg's.
+func updateConsumer(ctx context.Context, c *conn, cfg QueueConfig, cons jetstream.Consumer) (jetstream.Consumer, error) {
+	cur := cons.CachedInfo().Config
+	if cur.AckPolicy != jetstream.AckExplicitPolicy {
+		return nil, &brokers.Error{Op: "bind consumer", Err: fmt.Errorf("consumer %q on stream %q has ack policy %s, want explicit", cfg.Durable, cfg.Stream, cur.AckPolicy)}
+	}
+	if cur.AckWait == cfg.AckWait && cur.MaxAckPending == cfg.MaxAckPending && slices.Equal(filters(cur), cfg.FilterSubjects) {
+		return cons, nil
+	}
+	next := cur
+	next.AckWait, next.MaxAckPending = cfg.AckWait, cfg.MaxAckPending
+	next.FilterSubject, next.FilterSubjects = "", nil
+	setFilter(&next, cfg.FilterSubjects)
+	updated, err := c.js.UpdateConsumer(ctx, cfg.Stream, next)
+	if err != nil {
+		return nil, translate("bind consumer", fmt.Errorf("update consumer %q on stream %q: %w", cfg.Durable, cfg.Stream, err))
+	}
+	cfg.Conn.Logger.Info("nats: updated durable consumer", "stream", cfg.Stream, "durable", cfg.Durable,
+		"ack_wait", cfg.AckWait, "max_ack_pending", cfg.MaxAckPending, "filter_subjects", cfg.FilterSubjects)
+	return updated, nil
+}
+
+// Open returns a receiver for slot. Every receiver pulls from the same
+// durable consumer; the server hands each message to one of them.
+func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
+	r, err := q.OpenReceiver(ctx, slot)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// OpenReceiver is Open returning the concrete type.
+func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, closedErr("open")
+	}
+	r := &Receiver{q: q, slot: slot, life: newLife(q.c.life.ctx)}
+	q.receivers[r] = struct{}{}
+	return r, nil
+}
+
+// Close closes every receiver and the connection. Receives in flight
+// return brokers.ErrClosed; messages not acked come back after AckWait.
+// Closing twice is harmless.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	rs := make([]*Receiver, 0, len(q.receivers))
+	for r := range q.receivers {
+		rs = append(rs, r)
+	}
+	clear(q.receivers)
+	q.mu.Unlock()
+	q.c.life.cancel()
+	for _, r := range rs {
+		r.stop()
+	}
+	q.c.close()
+	return nil
+}
+
+// Receiver is one consumer slot of a Queue. It implements brokers.Receiver
+// and brokers.Extender.
+type Receiver struct {
+	q    *Queue
+	slot string
+	life life
+
+	keepMu sync.Mutex
+	keep   *keeper // started by the first Extend beyond AckWait
+}
+
+var (
+	_ brokers.Receiver = (*Receiver)(nil)
+	_ brokers.Extender = (*Receiver)(nil)
+)
+
+// Receive returns up to max messages, waiting up to wait for the first
+// (see the package doc for how the wait is done). Each message stays in
+// flight for AckWait. Lag is the consumer's count of messages not yet
+// delivered.
+func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
+	const op = "receive"
+	if max <= 0 {
+		return brokers.Result{}, maxErr(op, max)
+	}
+	if r.life.closed() {
+		return brokers.Result{}, closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return brokers.Result{}, err
+	}
+	octx, done := r.life.op(ctx)
+	defer done()
+	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait)
+	if err != nil {
+		return brokers.Result{}, r.life.finish(ctx, op, err)
+	}
+	res := brokers.Result{Lag: -1}
+	for _, m := range p.msgs {
+		cm, err := convert(m, r.q.cfg.Key, true)
+		if err != nil {
+			// Not a JetStream message: nothing to ack, nothing to apply.
+			r.q.cfg.Conn.Logger.Warn("nats: dropped a message without JetStream metadata", "slot", r.slot, "err", err)
+			continue
+		}
+		res.Messages = append(res.Messages, cm.msg)
+		res.Lag = int64(cm.pending)
+	}
+	if len(res.Messages) == 0 {
+		res.Lag = r.lag(octx)
+	}
+	return res, nil
+}
+
+// lag asks the server how many messages the consumer has not delivered,
+// -1 when it cannot say. It runs only after an empty receive.
+func (r *Receiver) lag(ctx context.Context) int64 {
+	if r.q.c.ready("lag") != nil {
+		return -1
+	}
+	ictx, cancel := context.WithTimeout(ctx, r.q.cfg.Conn.RequestTimeout)
+	defer cancel()
+	info, err := r.q.cons.Info(ictx)
+	if err != nil {
+		return -1
+	}
+	return int64(info.NumPending)
+}
+
+// handles returns the jetstream messages of msgs, failing for one that did
+// not come from a Receiver of this package.
+func handles(op string, msgs []brokers.Message) ([]jetstream.Msg, error) {
+	out := make([]jetstream.Msg, len(msgs))
+	for i, m := range msgs {
+		jm, ok := m.Handle.(jetstream.Msg)
+		if !ok {
+			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("message %q was not received from a nats queue", m.ID)}
+		}
+		out[i] = jm
+	}
+	return out, nil
+}
+
+// settle runs one acknowledgement kind on msgs, then waits until the server
+// has received them (flush), so that a nil error means they left this
+// process. A message already acked or nacked through its handle is
+// skipped: only its latest delivery counts, as the dedupe table makes a
+// late ack harmless.
+func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, each func(context.Context, jetstream.Msg) error) error {
+	if r.life.closed() {
+		return closedErr(op)
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	hs, err := handles(op, msgs)
+	if err != nil {
+		return err
+	}
+	if len(hs) == 0 {
+		return nil
+	}
+	if err := r.q.c.ready(op); err != nil {
+		return err
+	}
+	octx, done := r.life.op(ctx)
+	defer done()
+	for _, h := range hs {
+		if err := each(octx, h); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+			return r.life.finish(ctx, op, err)
+		}
+	}
+	if err := r.q.c.nc.FlushWithContext(octx); err != nil {
+		return r.life.finish(ctx, op, err)
+	}
+	return nil
+}
+
+// Ack acknowledges msgs. With QueueConfig.DoubleAck each ack waits for the
+// server's confirmation; otherwise Ack returns once the server received the
+// acks.
+func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
+	r.forget(msgs)
+	return r.settle(ctx, "ack", msgs, func(ctx context.Context, m jetstream.Msg) error {
+		if r.q.cfg.DoubleAck {
+			return m.DoubleAck(ctx)
+		}
+		return m.Ack()
+	})
+}
+
+// Nack gives msgs back (NAK): the server delivers them again after delay,
+// at once for 0.
+func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.Duration) error {
+	r.forget(msgs)
+	return r.settle(ctx, "nack", msgs, func(_ context.Context, m jetstream.Msg) error {
+		if delay > 0 {
+			return m.NakWithDelay(delay)
+		}
+		return m.Nak()
+	})
+}
+
+// Extend keeps msgs in flight for at least d from now. JetStream can only
+// restart a message's AckWait (an in-progress ack), so Extend sends one at
+// once and, when d is longer than AckWait, the receiver keeps sending them
+// every AckWait/3 on a goroutine of its own until d has passed, or until
+// the message is acked or nacked through this receiver, or the receiver
+// closes.
+func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Duration) error {
+	err := r.settle(ctx, "extend", msgs, func(_ context.Context, m jetstream.Msg) error { return m.InProgress() })
+	if err != nil || d <= r.q.cfg.AckWait {
+		return err
+	}
+	hs, _ := handles("extend", msgs) // checked by settle
+	until := time.Now().Add(d - r.q.cfg.AckWait)
+	r.keepMu.Lock()
+	defer r.keepMu.Unlock()
+	if r.life.closed() {
+		return closedErr("extend")
+	}
+	if r.keep == nil {
+		r.keep = startKeeper(r.q.c, r.q.cfg.AckWait/3, r.q.cfg.Conn.Logger)
+	}
+	r.keep.add(hs, until)
+	return nil
+}
+
+// forget stops keeping msgs in progress.
+func (r *Receiver) forget(msgs []brokers.Message) {
+	r.keepMu.Lock()
+	k := r.keep
+	r.keepMu.Unlock()
+	if k == nil {
+		return
+	}
+	for _, m := range msgs {
+		if jm, ok := m.Handle.(jetstream.Msg); ok {
+			k.remove(jm)
+		}
+	}
+}
+
+// Close releases the receiver: a receive in flight returns ErrClosed, and
+// its unacknowledged messages come back after AckWait. Closing twice is
+// harmless.
+func (r *Receiver) Close() error {
+	r.q.mu.Lock()
+	delete(r.q.receivers, r)
+	r.q.mu.Unlock()
+	r.stop()
+	return nil
+}
+
+func (r *Receiver) stop() {
+	r.life.cancel()
+	r.keepMu.Lock()
+	k := r.keep
+	r.keep = nil
+	r.keepMu.Unlock()
+	if k != nil {
+		k.stop()
+	}
+}
