@@ -10,24 +10,31 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-// Apply implements persistence.Applier.
+// Apply implements persistence.Applier: one transaction, fenced by the
+// lease token, with one statement per table for the whole batch (unnest
+// arrays, key = ANY), pipelined.
 //
-// One transaction, and one statement per table for the whole batch:
+// The fence is drover_fence(unit, token) (see the migrations): it locks
+// the unit's lease row (SELECT token ... FOR UPDATE) until the transaction
+// ends, so an Acquire that would change the token waits, and raises
+// SQLSTATE DR001 when the token is not the unit's current one, which
+// rolls the transaction back: ErrLeaseLost, nothing written. Because the
+// fence fails by raising, it can ride in the same pipeline as the writes.
 //
-//  1. First round trip: lock the lease row (SELECT token ... FOR UPDATE)
-//     and, with b.Dedupe, insert the batch's message ids, learning which
-//     are fresh. Without dedupe the writes of step 2 ride in this round
-//     trip too: should the token not match, they are rolled back.
-//  2. Second round trip (dedupe only): the records upsert (unnest arrays;
-//     an unchanged document is not rewritten), the deletions (key = ANY),
-//     the dead letters and the checkpoint.
-//  3. b.Handle, with the fresh OpMessage ops, through a Tx on the same
-//     transaction: it sees the batch's records.
-//  4. Commit.
+// A stream batch (no dedupe, no handler, a table this Store knows) is
+// one round trip: [fence, upsert, delete, dead letters, checkpoint] sent
+// together as one implicit transaction that commits at its end.
 //
-// A token other than the unit's current one returns ErrLeaseLost with
-// nothing written. Handle's error is returned as is; every other error is
-// wrapped once with the unit.
+// Otherwise Apply opens a transaction: begin; [fence, dedupe insert]
+// (learning which message ids are fresh); [the writes of the fresh ops];
+// b.Handle with the fresh OpMessage ops, through a Tx on the transaction
+// (it sees the batch's records); commit. A records table this Store has
+// not seen yet is created first in that transaction, in its own round
+// trip: the driver prepares every statement of a pipeline before running
+// any, so the upsert cannot share one with the CREATE TABLE.
+//
+// Handle's error is returned as is; every other error is wrapped once
+// with the unit.
 func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
 	applied, err := s.apply(ctx, b)
 	if isCode(err, codeUndefinedTable) {
@@ -57,10 +64,8 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 		}
 	}
 	a := newApplyPlan(b)
-	// Without dedupe every op is fresh: fold now, and send the writes with
-	// the fence.
-	writesFirst := !b.Dedupe
-	if writesFirst {
+	if !b.Dedupe {
+		// Every op is fresh: fold now.
 		a.fold(nil)
 		if err := a.check(); err != nil {
 			return persistence.Applied{}, err
@@ -74,17 +79,41 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 		}
 		rec, tableKnown = s.records(b.Table)
 	}
+	if !b.Dedupe && len(a.msgs) == 0 && tableKnown {
+		return s.applyPipelined(ctx, a, rec)
+	}
+	return s.applyTx(ctx, a, rec, tableKnown)
+}
 
+// applyPipelined writes a folded stream batch in one round trip.
+func (s *Store) applyPipelined(ctx context.Context, a *applyPlan, rec *recordsSQL) (persistence.Applied, error) {
+	q := &pgx.Batch{}
+	q.Queue(s.sql.fence, a.b.Unit, a.b.Lease.Token)
+	a.queueWrites(q, s, rec)
+	br := s.pool.SendBatch(ctx, q)
+	err := a.readFence(br)
+	if err == nil {
+		err = a.readWrites(br)
+	}
+	if cerr := br.Close(); err == nil && cerr != nil {
+		err = wrapf(cerr, "commit")
+	}
+	if err != nil {
+		return persistence.Applied{}, err
+	}
+	return a.applied, nil
+}
+
+// applyTx writes a batch through an interactive transaction: dedupe,
+// handlers, new tables.
+func (s *Store) applyTx(ctx context.Context, a *applyPlan, rec *recordsSQL, tableKnown bool) (persistence.Applied, error) {
+	b := a.b
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return persistence.Applied{}, wrapf(err, "begin")
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
 
-	// A records table this Store has not seen is created first, in its
-	// own round trip: the driver prepares every statement of a batch
-	// before running any, so the upsert cannot share a batch with the
-	// CREATE TABLE it depends on.
 	if !tableKnown {
 		q := &pgx.Batch{}
 		s.queueCreate(q, b.Table, rec)
@@ -93,32 +122,28 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 		}
 	}
 
-	// Round trip 1: the fence, then dedupe or, without dedupe, the writes.
+	// The fence, then dedupe or, without dedupe, the writes.
 	first := &pgx.Batch{}
-	first.Queue(s.sql.fence, b.Unit)
+	first.Queue(s.sql.fence, b.Unit, b.Lease.Token)
 	dedupe := b.Dedupe && len(a.ids) > 0
 	if dedupe {
 		first.Queue(s.sql.dedupe, b.Source, a.ids)
 	}
-	if writesFirst {
+	if !b.Dedupe {
 		a.queueWrites(first, s, rec)
 	}
 	var fresh map[string]bool
 	err = sendBatch(ctx, tx, first, func(br pgx.BatchResults) error {
-		var token int64
-		err := br.QueryRow().Scan(&token)
-		if errors.Is(err, pgx.ErrNoRows) || (err == nil && token != b.Lease.Token) {
-			return fmt.Errorf("token %d: %w", b.Lease.Token, persistence.ErrLeaseLost)
-		}
-		if err != nil {
-			return wrapf(err, "lock lease")
+		if err := a.readFence(br); err != nil {
+			return err
 		}
 		if dedupe {
+			var err error
 			if fresh, err = readFresh(br); err != nil {
 				return wrapf(err, "dedupe")
 			}
 		}
-		if writesFirst {
+		if !b.Dedupe {
 			return a.readWrites(br)
 		}
 		return nil
@@ -127,8 +152,8 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 		return persistence.Applied{}, err
 	}
 
-	// Round trip 2: the writes of what dedupe let through.
-	if !writesFirst {
+	// The writes of what dedupe let through.
+	if b.Dedupe {
 		a.fold(fresh)
 		if err := a.check(); err != nil {
 			return persistence.Applied{}, err
@@ -163,6 +188,18 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 		s.created(table, r)
 	}
 	return a.applied, nil
+}
+
+// readFence reads the fence's result: DR001 is a lost lease.
+func (a *applyPlan) readFence(br pgx.BatchResults) error {
+	_, err := br.Exec()
+	if isCode(err, codeLeaseLost) {
+		return fmt.Errorf("token %d: %w", a.b.Lease.Token, persistence.ErrLeaseLost)
+	}
+	if err != nil {
+		return wrapf(err, "lock lease")
+	}
+	return nil
 }
 
 // sendBatch sends q in one round trip, reads its results with read, and

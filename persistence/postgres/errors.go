@@ -28,6 +28,7 @@ func (e *Error) Error() string {
 // SQLSTATE codes this package acts on.
 const (
 	codeUndefinedTable = "42P01"
+	codeLeaseLost      = "DR001" // raised by drover_fence
 )
 
 // driverError is any other driver failure (connection refused, broken

@@ -47,10 +47,10 @@ func newStatements(name func(string) string) statements {
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3`,
 		listLeases: `SELECT ` + leaseCols + ` FROM ` + leases + ` ORDER BY unit`,
 
-		// Locks the lease row until the batch commits: an Acquire that
+		// Locks the lease row until the batch commits (an Acquire that
 		// would change the token waits, so a batch commits only under the
-		// token it read.
-		fence: `SELECT token FROM ` + leases + ` WHERE unit = $1 FOR UPDATE`,
+		// token it checked) and raises DR001 on another token.
+		fence: `SELECT ` + name("drover_fence") + `($1, $2)`,
 		dedupe: `INSERT INTO ` + dedupe + ` (source, message_id, applied_at)
 			SELECT $1, id, now() FROM unnest($2::text[]) AS u(id)
 			ON CONFLICT DO NOTHING

@@ -346,9 +346,9 @@ func TestApplyRoundTrips(t *testing.T) {
 		batch                  *persistence.Batch
 		queries, batches, stmt int64
 	}{
-		// begin, [fence, upsert, delete, dead letters, checkpoint], commit
-		{"stream of 1", stream(1, "3"), 2, 1, 5},
-		{"stream of 2000", stream(2000, "4"), 2, 1, 5},
+		// [fence, upsert, delete, dead letters, checkpoint]
+		{"stream of 1", stream(1, "3"), 0, 1, 5},
+		{"stream of 2000", stream(2000, "4"), 0, 1, 5},
 		// begin, [fence, dedupe], [upsert, delete, dead letters], commit
 		{"queue of 2000", queue(2000, "5"), 2, 2, 5},
 	} {
@@ -457,5 +457,69 @@ func TestApplyLargeBatchOddKeys(t *testing.T) {
 	}
 	if rs, err := s.Records(t.Context(), "mixed_case", "", 0); err != nil || len(rs) != 0 {
 		t.Errorf("table names are case-sensitive (quoted): mixed_case has %d rows, %v", len(rs), err)
+	}
+}
+
+// A stream batch (one pipelined implicit transaction) is all or nothing
+// and fenced, like the transactional path storetest exercises through
+// dedupe batches.
+func TestStreamBatchAtomic(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(t *testing.T, s *Store, b *persistence.Batch)
+		want  error
+	}{
+		{"stale token", func(t *testing.T, s *Store, b *persistence.Batch) {
+			if _, err := s.Acquire(t.Context(), persistence.AcquireRequest{Unit: b.Unit, Owner: "node-2", TTL: time.Hour, Live: []string{"node-2"}}); err != nil {
+				t.Fatal(err)
+			}
+		}, persistence.ErrLeaseLost},
+		{"no lease row", func(t *testing.T, s *Store, b *persistence.Batch) {
+			b.Unit = "orders/9"
+			b.Lease.Unit = "orders/9"
+		}, persistence.ErrLeaseLost},
+		{"invalid document last", func(t *testing.T, s *Store, b *persistence.Batch) {
+			b.Ops = append(b.Ops, persistence.Op{Kind: persistence.OpUpsert, Key: "z", Doc: []byte(`{"broken":`), Position: "9"})
+		}, nil},
+		{"failure at the checkpoint", func(t *testing.T, s *Store, b *persistence.Batch) {
+			failMidTx(t, s)
+		}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := openTest(t, pg.URL(t), Config{})
+			l := acquire(t, s, "orders/0", "node-1")
+			seed := &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Table: "orders",
+				Ops: upserts(3, "k", "1"), Checkpoint: "1"}
+			if _, err := s.Apply(t.Context(), seed); err != nil {
+				t.Fatal(err)
+			}
+			before, err := s.Records(t.Context(), "orders", "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Table: "orders",
+				Ops: append(upserts(3, "k", "5"),
+					persistence.Op{Kind: persistence.OpDelete, Key: "k000001", Position: "6"},
+					persistence.Op{Kind: persistence.OpDeadLetter, Position: "7", Reason: "bad"}),
+				Checkpoint: "8"}
+			tc.setup(t, s, b)
+			_, err = s.Apply(t.Context(), b)
+			if err == nil || (tc.want != nil && !errors.Is(err, tc.want)) {
+				t.Fatalf("apply: %v, want failure %v", err, tc.want)
+			}
+			after, err := s.Records(t.Context(), "orders", "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fmt.Sprint(after) != fmt.Sprint(before) {
+				t.Errorf("records changed:\n%v\nwas\n%v", after, before)
+			}
+			if c, err := s.Checkpoint(t.Context(), "orders/0"); err != nil || c.Position != "1" {
+				t.Errorf("checkpoint = %+v, %v; want 1", c, err)
+			}
+			if ds, err := s.DeadLetters(t.Context(), persistence.DeadLetterFilter{}); err != nil || len(ds) != 0 {
+				t.Errorf("dead letters = %v, %v; want none", ds, err)
+			}
+		})
 	}
 }

@@ -57,3 +57,22 @@ CREATE TABLE drover_quality (
     status       text NOT NULL
 );
 CREATE INDEX drover_quality_source ON drover_quality (source, id);
+
+-- The fence of a batch: lock the unit's lease row until the transaction
+-- ends and raise DR001 unless p_token is its token. Raising (rather than
+-- returning the token for the caller to compare) lets the fence share one
+-- pipelined implicit transaction with the batch's writes: a stale token
+-- rolls them all back. search_path is pinned to this schema.
+CREATE FUNCTION drover_fence(p_unit text, p_token bigint) RETURNS bigint
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+DECLARE
+    cur bigint;
+BEGIN
+    SELECT token INTO cur FROM drover_leases WHERE unit = p_unit FOR UPDATE;
+    IF cur IS DISTINCT FROM p_token THEN
+        RAISE EXCEPTION 'lease of % lost: token %, current %', p_unit, p_token, coalesce(cur::text, 'none')
+            USING ERRCODE = 'DR001';
+    END IF;
+    RETURN cur;
+END
+$$;
