@@ -144,7 +144,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 			limit = min(max+1, cfg.MaxRecords)
 		}
 		r.next = time.Now().Add(cfg.PollInterval)
-		out, err := r.s.client.GetRecords(cctx, &awskinesis.GetRecordsInput{ShardIterator: aws.String(r.iter), Limit: aws.Int32(int32(limit))})
+		out, err := r.s.client.GetRecords(cctx, &awskinesis.GetRecordsInput{ShardIterator: aws.String(r.iter), Limit: aws.Int32(int32(limit))}, noRetries)
 		if err != nil {
 			if ctx.Err() != nil || r.ctx.Err() != nil {
 				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
@@ -173,6 +173,11 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		}
 	}
 }
+
+// noRetries turns the SDK's own retries off for GetRecords: the reader
+// paces its calls and backs off from throttling itself, and a lost
+// connection is a retryable error for drover to retry.
+func noRetries(o *awskinesis.Options) { o.RetryMaxAttempts = 1 }
 
 // take turns a GetRecords answer into a Result and moves the reader on.
 func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) {
