@@ -1,0 +1,115 @@
+package sqs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/smithy-go"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+func TestConfigValidate(t *testing.T) {
+	ok := Config{QueueURL: "http://127.0.0.1:4566/000000000000/q"}
+	for _, tc := range []struct {
+		name  string
+		edit  func(*Config)
+		field string // "" = valid
+	}{
+		{"url", func(*Config) {}, ""},
+		{"name", func(c *Config) { c.QueueURL, c.QueueName = "", "jobs" }, ""},
+		{"none", func(c *Config) { c.QueueURL = "" }, "QueueURL"},
+		{"bad url", func(c *Config) { c.QueueURL = "ftp://x/q" }, "QueueURL"},
+		{"endpoint scheme", func(c *Config) { c.Endpoint = "127.0.0.1:4566" }, "Endpoint"},
+		{"endpoint ok", func(c *Config) { c.Endpoint = "https://sqs.eu-west-1.amazonaws.com" }, ""},
+		{"secret alone", func(c *Config) { c.SecretAccessKey = "s" }, "AccessKeyID"},
+		{"key alone", func(c *Config) { c.AccessKeyID = "a" }, "SecretAccessKey"},
+		{"token alone", func(c *Config) { c.SessionToken = "t" }, "SessionToken"},
+		{"wait", func(c *Config) { c.WaitTime = 21e9 }, "WaitTime"},
+		{"visibility", func(c *Config) { c.VisibilityTimeout = -1 }, "VisibilityTimeout"},
+		{"max", func(c *Config) { c.MaxMessages = 11 }, "MaxMessages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := ok
+			tc.edit(&c)
+			err := c.Validate()
+			if tc.field == "" {
+				if err != nil {
+					t.Fatalf("valid config: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), "sqs: "+tc.field+":") {
+				t.Fatalf("error %v, want one naming %s", err, tc.field)
+			}
+		})
+	}
+	d := ok.withDefaults()
+	if d.WaitTime != DefaultWaitTime || d.MaxMessages != 10 || d.KeyAttribute != "key" || d.Logger == nil {
+		t.Fatalf("defaults %+v", d)
+	}
+}
+
+func TestConfigNeverShowsSecret(t *testing.T) {
+	c := Config{QueueURL: "http://h/q", AccessKeyID: "AKIDVISIBLE", SecretAccessKey: "s3cr3t-value", SessionToken: "tok3n-value"}
+	var logged bytes.Buffer
+	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", c)
+	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), logged.String()} {
+		if strings.Contains(out, "s3cr3t") || strings.Contains(out, "tok3n") {
+			t.Fatalf("secret shown: %s", out)
+		}
+		if !strings.Contains(out, "AKIDVISIBLE") {
+			t.Fatalf("access key id missing: %s", out)
+		}
+	}
+}
+
+func TestRegionFromURL(t *testing.T) {
+	for url, want := range map[string]string{
+		"https://sqs.eu-west-1.amazonaws.com/123/q":   "eu-west-1",
+		"https://us-east-2.queue.amazonaws.com/123/q": "us-east-2",
+		"http://127.0.0.1:4566/000000000000/q":        "",
+	} {
+		if got := regionFromURL(url); got != want {
+			t.Errorf("regionFromURL(%s) = %q, want %q", url, got, want)
+		}
+	}
+}
+
+// TestTranslate: SDK errors become *brokers.Error with the right
+// retryability, and no SDK type is reachable through the chain.
+func TestTranslate(t *testing.T) {
+	for _, tc := range []struct {
+		err       error
+		retryable bool
+		notFound  bool
+	}{
+		{&smithy.GenericAPIError{Code: "QueueDoesNotExist", Fault: smithy.FaultClient}, false, true},
+		{&smithy.GenericAPIError{Code: "AWS.SimpleQueueService.NonExistentQueue", Fault: smithy.FaultClient}, false, true},
+		{&smithy.GenericAPIError{Code: "ReceiptHandleIsInvalid", Fault: smithy.FaultClient}, false, false},
+		{&smithy.GenericAPIError{Code: "RequestThrottled", Fault: smithy.FaultClient}, true, false},
+		{&smithy.GenericAPIError{Code: "InternalError", Fault: smithy.FaultServer}, true, false},
+		{&smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: errors.New("connection refused")}, true, false},
+	} {
+		err := translate(OpReceive, tc.err)
+		var be *brokers.Error
+		if !errors.As(err, &be) || be.Op != OpReceive || be.Retryable != tc.retryable || brokers.Retryable(err) != tc.retryable {
+			t.Errorf("%v: got %#v, want retryable %v", tc.err, err, tc.retryable)
+		}
+		if errors.Is(err, ErrQueueNotFound) != tc.notFound {
+			t.Errorf("%v: errors.Is(ErrQueueNotFound) = %v", tc.err, !tc.notFound)
+		}
+		var ae smithy.APIError
+		var oe *smithy.OperationError
+		if errors.As(err, &ae) || errors.As(err, &oe) {
+			t.Errorf("%v: an SDK type leaks through %v", tc.err, err)
+		}
+		if !strings.Contains(err.Error(), tc.err.Error()) {
+			t.Errorf("%v: text lost: %v", tc.err, err)
+		}
+	}
+}
