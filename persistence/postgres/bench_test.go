@@ -39,8 +39,8 @@ func benchApply(b *testing.B, n int) {
 		b.Fatal(err)
 	}
 	ceilingSQL := `INSERT INTO ` + ceiling.table + ` AS t (key, doc, source, unit, position, updated_at)
-		SELECT u.key, u.doc, $4, $5, u.position, now()
-		FROM unnest($1::text[], $2::jsonb[], $3::text[]) AS u(key, doc, position)
+		SELECT u.key, u.doc::jsonb, $4, $5, u.position, now()
+		FROM unnest($1::text[], $2::text[], $3::text[]) AS u(key, doc, position)
 		ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source,
 			unit = excluded.unit, position = excluded.position, updated_at = excluded.updated_at`
 
