@@ -1,0 +1,18 @@
+// Package stores opens a persistence.Store from the store URL of drover's
+// configuration (store.url):
+//
+//	postgres://user@host:5432/db     PostgreSQL (also postgresql://)
+//	sqlite:./drover.db               SQLite, a path relative to the working directory
+//	sqlite:/var/lib/drover/drover.db SQLite, an absolute path
+//	sqlite:///var/lib/drover/drover.db  the same, URL style
+//	memory:                          in memory, for tests and the demo
+//
+// A URL it cannot use is refused with an error that names what is wrong
+// (an unknown scheme with the accepted ones, an empty path, a host in a
+// sqlite URL, ...); a password in a postgres URL is never echoed.
+//
+// A PostgreSQL URL passes through to pgx, so its parameters apply (for
+// example sslmode, or search_path to pick an existing schema).
+//
+// Goroutines: Open starts none of its own; each store documents its own.
+package stores

@@ -1,0 +1,150 @@
+package stores
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/memory"
+	"github.com/drover-dev/drover/persistence/postgres"
+	"github.com/drover-dev/drover/persistence/sqlite"
+)
+
+// Options apply to whichever store the URL names. The zero value means the
+// defaults.
+type Options struct {
+	// Logger receives the store's messages (migrations); nil discards.
+	Logger *slog.Logger
+	// Clock is the time of the stores that keep their own (sqlite, memory);
+	// nil means the wall clock. PostgreSQL always uses the server's now().
+	Clock clock.Clock
+}
+
+// Kind is the store a URL names.
+type Kind string
+
+const (
+	Postgres Kind = "postgres"
+	SQLite   Kind = "sqlite"
+	Memory   Kind = "memory"
+)
+
+const accepted = "postgres://, postgresql://, sqlite:PATH or memory:"
+
+// Target is a parsed store URL.
+type Target struct {
+	Kind Kind
+	// Path is the SQLite file's path, or the whole PostgreSQL URL.
+	Path string
+}
+
+// Parse checks a store URL and says which store it names.
+func Parse(raw string) (Target, error) {
+	if strings.TrimSpace(raw) == "" {
+		return Target{}, fmt.Errorf("store URL is empty: want %s", accepted)
+	}
+	scheme, rest, ok := strings.Cut(raw, ":")
+	if !ok || scheme == "" || strings.ContainsAny(scheme, "/\\. ") {
+		return Target{}, fmt.Errorf("store URL %q has no scheme: want %s", raw, accepted)
+	}
+	switch strings.ToLower(scheme) {
+	case "postgres", "postgresql":
+		return parsePostgres(raw, rest)
+	case "sqlite":
+		return parseSQLite(raw, rest)
+	case "memory":
+		if rest != "" {
+			return Target{}, fmt.Errorf("store URL %q: memory: takes no path or options", raw)
+		}
+		return Target{Kind: Memory}, nil
+	}
+	return Target{}, fmt.Errorf("store URL: unknown scheme %q: want %s", scheme, accepted)
+}
+
+func parsePostgres(raw, rest string) (Target, error) {
+	if !strings.HasPrefix(rest, "//") {
+		return Target{}, fmt.Errorf("store URL %q: want postgres://[user[:password]@]host[:port]/database", redact(raw))
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		// url's error quotes the URL, password included.
+		return Target{}, fmt.Errorf("store URL %q: not a valid URL", redact(raw))
+	}
+	if u.Host == "" && u.Query().Get("host") == "" {
+		return Target{}, fmt.Errorf("store URL %q: no host", redact(raw))
+	}
+	if strings.Trim(u.Path, "/") == "" && u.Query().Get("dbname") == "" {
+		return Target{}, fmt.Errorf("store URL %q: no database name (postgres://host/DATABASE)", redact(raw))
+	}
+	return Target{Kind: Postgres, Path: raw}, nil
+}
+
+func parseSQLite(raw, rest string) (Target, error) {
+	path := rest
+	if strings.HasPrefix(rest, "//") {
+		// URL style: sqlite:///abs/path has an empty host.
+		if !strings.HasPrefix(rest, "///") {
+			return Target{}, fmt.Errorf("store URL %q: a sqlite URL has no host: want sqlite:///absolute/path or sqlite:relative/path", raw)
+		}
+		path = rest[2:]
+	}
+	switch {
+	case path == "":
+		return Target{}, fmt.Errorf("store URL %q: empty path: want sqlite:PATH, e.g. sqlite:./drover.db", raw)
+	case strings.ContainsAny(path, "?#"):
+		return Target{}, fmt.Errorf("store URL %q: sqlite takes no options ('?' or '#'); drover sets them", raw)
+	case strings.HasSuffix(path, "/"):
+		return Target{}, fmt.Errorf("store URL %q: the path names a directory; want a file", raw)
+	}
+	return Target{Kind: SQLite, Path: path}, nil
+}
+
+// redact hides the password of a URL that has one.
+func redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err == nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		q := u.Query()
+		if q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.String()
+	}
+	// Unparsable: cut everything between "://" and the last "@".
+	if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
+		return raw[:i+3] + "xxxxx" + raw[j:]
+	}
+	return raw
+}
+
+// Open opens the store the URL names (see Parse), migrating it when it is
+// a database.
+func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, error) {
+	t, err := Parse(rawURL)
+	if err != nil {
+		return nil, err
+	}
+	switch t.Kind {
+	case Postgres:
+		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	case SQLite:
+		s, err := sqlite.Open(ctx, t.Path, sqlite.Config{Clock: opts.Clock, Logger: opts.Logger})
+		if err != nil {
+			return nil, err
+		}
+		return s, nil
+	default:
+		return memory.New(memory.Config{Clock: opts.Clock}), nil
+	}
+}

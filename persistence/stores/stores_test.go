@@ -1,0 +1,152 @@
+package stores
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/memory"
+	"github.com/drover-dev/drover/persistence/postgres"
+	"github.com/drover-dev/drover/persistence/postgres/pgtest"
+	"github.com/drover-dev/drover/persistence/sqlite"
+)
+
+var pg = pgtest.New()
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, pg)) }
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		url  string
+		want Target
+		err  string // a substring of the error; "" for success
+	}{
+		{"postgres://u@h:5432/db", Target{Postgres, "postgres://u@h:5432/db"}, ""},
+		{"postgresql://u:p@h/db?sslmode=disable", Target{Postgres, "postgresql://u:p@h/db?sslmode=disable"}, ""},
+		{"POSTGRES://h/db", Target{Postgres, "POSTGRES://h/db"}, ""},
+		{"postgres:///db?host=/run/postgresql", Target{Postgres, "postgres:///db?host=/run/postgresql"}, ""},
+		{"sqlite:./drover.db", Target{SQLite, "./drover.db"}, ""},
+		{"sqlite:drover.db", Target{SQLite, "drover.db"}, ""},
+		{"sqlite:/var/lib/drover/drover.db", Target{SQLite, "/var/lib/drover/drover.db"}, ""},
+		{"sqlite:///var/lib/drover/drover.db", Target{SQLite, "/var/lib/drover/drover.db"}, ""},
+		{"memory:", Target{Kind: Memory}, ""},
+
+		{"", Target{}, "store URL is empty: want postgres://, postgresql://, sqlite:PATH or memory:"},
+		{"   ", Target{}, "store URL is empty"},
+		{"./drover.db", Target{}, `"./drover.db" has no scheme`},
+		{"/var/lib/drover.db", Target{}, "has no scheme"},
+		{"mysql://h/db", Target{}, `unknown scheme "mysql": want postgres://, postgresql://, sqlite:PATH or memory:`},
+		{"file:drover.db", Target{}, `unknown scheme "file"`},
+		{"sqlite:", Target{}, "empty path"},
+		{"sqlite://", Target{}, "a sqlite URL has no host"},
+		{"sqlite:///", Target{}, "names a directory"},
+		{"sqlite://host/x.db", Target{}, "a sqlite URL has no host"},
+		{"sqlite:./x.db?_pragma=foo", Target{}, "sqlite takes no options"},
+		{"memory:foo", Target{}, "memory: takes no path"},
+		{"postgres:db", Target{}, "want postgres://[user[:password]@]host[:port]/database"},
+		{"postgres://h", Target{}, "no database name"},
+		{"postgres://h/", Target{}, "no database name"},
+		{"postgres:///db", Target{}, "no host"},
+		{"postgres://u:s3cret@h", Target{}, `"postgres://u:xxxxx@h": no database name`},
+		{"postgres://u:s3cret@h:port/db", Target{}, "not a valid URL"},
+	} {
+		got, err := Parse(tc.url)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("Parse(%q): %v", tc.url, err)
+		case tc.err == "" && got != tc.want:
+			t.Errorf("Parse(%q) = %+v, want %+v", tc.url, got, tc.want)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("Parse(%q): err %v, want it to contain %q", tc.url, err, tc.err)
+		}
+		if err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("Parse(%q): the error shows the password: %v", tc.url, err)
+		}
+	}
+}
+
+// exercise writes through a store and reads back, proving it works.
+func exercise(t *testing.T, s persistence.Store) {
+	t.Helper()
+	ctx := t.Context()
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Table: "orders",
+		Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "a", Doc: []byte(`{"a":1}`), Position: "1"}}, Checkpoint: "1"}); err != nil {
+		t.Fatal(err)
+	}
+	rs, err := s.Records(ctx, "orders", "", 0)
+	if err != nil || len(rs) != 1 || rs[0].Key != "a" {
+		t.Fatalf("records = %v, %v; want key a", rs, err)
+	}
+}
+
+func TestOpen(t *testing.T) {
+	dir := t.TempDir()
+	abs := filepath.Join(dir, "abs.db")
+	for _, tc := range []struct {
+		name string
+		url  func(t *testing.T) string
+		file string // the sqlite file that must exist afterwards
+		is   func(persistence.Store) bool
+	}{
+		{"memory", func(*testing.T) string { return "memory:" }, "",
+			func(s persistence.Store) bool { _, ok := s.(*memory.Store); return ok }},
+		{"sqlite absolute", func(*testing.T) string { return "sqlite:" + abs }, abs,
+			func(s persistence.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
+		{"sqlite URL style", func(*testing.T) string { return "sqlite://" + filepath.Join(dir, "url.db") }, filepath.Join(dir, "url.db"),
+			func(s persistence.Store) bool { _, ok := s.(*sqlite.Store); return ok }},
+		{"postgres", func(t *testing.T) string { return pg.URL(t) }, "",
+			func(s persistence.Store) bool { _, ok := s.(*postgres.Store); return ok }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(t.Context(), tc.url(t), Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			if !tc.is(s) {
+				t.Fatalf("Open gave a %T", s)
+			}
+			exercise(t, s)
+			if tc.file != "" {
+				if _, err := os.Stat(tc.file); err != nil {
+					t.Errorf("the database file: %v", err)
+				}
+			}
+		})
+	}
+}
+
+func TestOpenSQLiteRelative(t *testing.T) {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	s, err := Open(t.Context(), "sqlite:./rel.db", Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	exercise(t, s)
+	if _, err := os.Stat(filepath.Join(dir, "rel.db")); err != nil {
+		t.Errorf("sqlite:./rel.db did not create rel.db in the working directory: %v", err)
+	}
+}
+
+func TestOpenFailureHidesPassword(t *testing.T) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	// Port 1 on loopback: nothing listens.
+	_, err := Open(ctx, "postgres://drover:s3cret@127.0.0.1:1/db?sslmode=disable&connect_timeout=5", Options{})
+	if err == nil {
+		t.Fatal("opened a store on a port nobody listens on")
+	}
+	if strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("the error shows the password: %v", err)
+	}
+}
