@@ -21,7 +21,9 @@ func TestConfigValidate(t *testing.T) {
 		field string
 	}{
 		{"name", func(*Config) {}, ""},
-		{"arn", func(c *Config) { c.StreamName, c.StreamARN = "", "arn:aws:kinesis:eu-west-1:123456789012:stream/events" }, ""},
+		{"arn", func(c *Config) {
+			c.StreamName, c.StreamARN = "", "arn:aws:kinesis:eu-west-1:123456789012:stream/events"
+		}, ""},
 		{"none", func(c *Config) { c.StreamName = "" }, "StreamName"},
 		{"bad arn", func(c *Config) { c.StreamARN = "arn:aws:sqs:eu-west-1:1:q" }, "StreamARN"},
 		{"endpoint", func(c *Config) { c.Endpoint = "localhost:4567" }, "Endpoint"},

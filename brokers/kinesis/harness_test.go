@@ -49,7 +49,7 @@ type fixture struct {
 	name   string
 }
 
-func (h harness) newFixture(t *testing.T, shards int) *fixture {
+func (h harness) newFixture(t testing.TB, shards int) *fixture {
 	t.Helper()
 	name := fmt.Sprintf("drover-%d-%d", os.Getpid(), streamSeq.Add(1))
 	c := awstest.KinesisClient(h.endpoint, false)

@@ -56,7 +56,7 @@ type fixture struct {
 	seq    atomic.Int64
 }
 
-func (h harness) newFixture(t *testing.T, ackDeadline time.Duration) *fixture {
+func (h harness) newFixture(t testing.TB, ackDeadline time.Duration) *fixture {
 	t.Helper()
 	vis := 30 * time.Second
 	if ackDeadline > 0 {
@@ -104,7 +104,7 @@ func (f *fixture) config() sqs.Config {
 
 func (f *fixture) Open(t *testing.T) brokers.Queue { return f.open(t, f.config()) }
 
-func (f *fixture) open(t *testing.T, cfg sqs.Config) *sqs.Queue {
+func (f *fixture) open(t testing.TB, cfg sqs.Config) *sqs.Queue {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
