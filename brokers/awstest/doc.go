@@ -32,7 +32,9 @@
 // killed. The emulator runs in its own process group; Close kills the group.
 // Its output is kept in a bounded buffer and shown only when it fails to
 // start. awstest then polls the port with an HTTP request until it answers
-// or a deadline passes.
+// or a deadline passes. The tests connect on 127.0.0.1 only; kinesalite
+// listens there only, while fauxqs 2.4.1 always binds 0.0.0.0 (its listen
+// address is not configurable).
 //
 // DROVER_TEST_SQS_ENDPOINT and DROVER_TEST_KINESIS_ENDPOINT point the tests
 // at servers that are already running instead (nothing is installed or
