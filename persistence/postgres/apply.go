@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
 
@@ -170,6 +172,9 @@ func (s *Store) applyTx(ctx context.Context, a *applyPlan, rec *recordsSQL, tabl
 	var created map[string]*recordsSQL
 	if len(a.msgs) > 0 {
 		htx := &handlerTx{s: s, tx: tx, source: b.Source, unit: b.Unit, position: a.lastPosition}
+		if !tableKnown {
+			htx.created = map[string]*recordsSQL{b.Table: rec} // not committed yet
+		}
 		err := b.Handle(ctx, htx, a.msgs)
 		created = htx.finish()
 		if err != nil {
@@ -330,21 +335,31 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 		case persistence.OpDeadLetter:
 			a.applied.DeadLettered++
 			if i, ok := at[op.Position]; ok {
-				a.dlKeys[i], a.dlPayloads[i], a.dlReasons[i] = op.MsgKey, op.Payload, op.Reason
+				a.dlKeys[i], a.dlPayloads[i], a.dlReasons[i] = pgText(op.MsgKey), op.Payload, pgText(op.Reason)
 				a.dlCounts[i]++
 				continue
 			}
 			at[op.Position] = len(a.dlPositions)
 			a.dlPositions = append(a.dlPositions, op.Position)
-			a.dlKeys = append(a.dlKeys, op.MsgKey)
+			a.dlKeys = append(a.dlKeys, pgText(op.MsgKey))
 			a.dlPayloads = append(a.dlPayloads, op.Payload)
-			a.dlReasons = append(a.dlReasons, op.Reason)
+			a.dlReasons = append(a.dlReasons, pgText(op.Reason))
 			a.dlCounts = append(a.dlCounts, 1)
 		case persistence.OpMessage:
 			a.msgs = append(a.msgs, op)
 		}
 	}
 	a.checkpoint = a.b.Checkpoint != "" || a.b.Finished
+}
+
+// pgText makes s storable in a text column: PostgreSQL refuses NUL bytes
+// and invalid UTF-8, and a dead letter must never fail its batch because
+// its message key is binary (the payload column keeps the raw bytes).
+func pgText(s string) string {
+	if utf8.ValidString(s) && !strings.Contains(s, "\x00") {
+		return s
+	}
+	return strings.ToValidUTF8(strings.ReplaceAll(s, "\x00", "\uFFFD"), "\uFFFD")
 }
 
 // check refuses a plan the store cannot write.

@@ -10,11 +10,12 @@
 //     lock, then find it held). Expiry is judged by the server's now().
 //     Every success increments the token; Release keeps it.
 //   - Apply is one transaction that first locks the unit's lease row
-//     (SELECT ... FOR UPDATE) and commits only under the token it read:
-//     a stale token gets persistence.ErrLeaseLost and nothing is written.
-//     It sends one statement per table for the whole batch (unnest arrays,
-//     key = ANY), pipelined, so a batch costs three round trips (four with
-//     dedupe) whatever its size, plus the handler's own.
+//     (drover_fence: SELECT ... FOR UPDATE) and commits only under the
+//     token it checked: a stale token gets persistence.ErrLeaseLost and
+//     nothing is written. It sends one statement per table for the whole
+//     batch (unnest arrays, key = ANY), pipelined: a stream batch is one
+//     round trip whatever its size; a queue batch (dedupe) or a handler
+//     batch is begin, two pipelines and commit, plus the handler's own.
 //   - An upsert whose document equals the stored one (jsonb equality: key
 //     order, whitespace and number spelling do not matter) leaves the row,
 //     its updated_at included, as it was and counts as Unchanged.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -52,20 +53,11 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 		if err != nil {
 			return persistence.Lease{}, wrapf(err, "acquire %s: read holder", req.Unit)
 		}
-		if holder.Owner != "" && holder.Owner != req.Owner && contains(req.Live, holder.Owner) {
+		if holder.Owner != "" && holder.Owner != req.Owner && slices.Contains(req.Live, holder.Owner) {
 			break // held by a live owner; expiry is the server's to judge
 		}
 	}
 	return persistence.Lease{}, &persistence.LeaseHeldError{Holder: holder}
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Renew implements persistence.Leases. A lease past its expiry that nobody

@@ -39,7 +39,7 @@ func newStatements(name func(string) string) statements {
 			WHERE l.owner = '' OR l.expires_at <= now() OR l.owner = excluded.owner
 				OR NOT (l.owner = ANY ($4::text[]))
 			RETURNING ` + leaseCols,
-		holder:     `SELECT ` + leaseCols + ` FROM ` + leases + ` WHERE unit = $1`,
+		holder: `SELECT ` + leaseCols + ` FROM ` + leases + ` WHERE unit = $1`,
 		renew: `UPDATE ` + leases + ` SET expires_at = now() + $4::interval
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3
 			RETURNING ` + leaseCols,

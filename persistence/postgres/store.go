@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 
@@ -50,7 +49,7 @@ func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
 	}
 	log := cfg.Logger
 	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+		log = slog.New(slog.DiscardHandler)
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, pc)
 	if err != nil {

@@ -523,3 +523,23 @@ func TestStreamBatchAtomic(t *testing.T) {
 		})
 	}
 }
+
+// A dead letter whose message key is binary (a Kafka key may be any bytes)
+// is stored, not allowed to fail its batch forever.
+func TestDeadLetterBinaryKey(t *testing.T) {
+	s := openTest(t, pg.URL(t), Config{})
+	l := acquire(t, s, "orders/0", "node-1")
+	payload := []byte{0, 0xff, 'x'}
+	_, err := s.Apply(t.Context(), &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l,
+		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "1", MsgKey: "k\x00\xff", Payload: payload, Reason: "not JSON"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := s.DeadLetters(t.Context(), persistence.DeadLetterFilter{})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("dead letters = %v, %v", ds, err)
+	}
+	if ds[0].MsgKey != "k\uFFFD\uFFFD" || string(ds[0].Payload) != string(payload) {
+		t.Errorf("dead letter key %q payload %q; want the key made valid text and the payload intact", ds[0].MsgKey, ds[0].Payload)
+	}
+}

@@ -125,7 +125,6 @@ func TestWithDatabase(t *testing.T) {
 	}
 }
 
-
 // fakeTB records a skip or a failure and ends the goroutine as testing does.
 type fakeTB struct {
 	testing.TB
