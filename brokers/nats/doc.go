@@ -18,9 +18,11 @@
 //     count, Time = the time the stream stored the message, Handle = the
 //     jetstream.Msg.
 //   - Ack sends explicit acks and returns once the server has received them
-//     (a flush), or, with DoubleAck, once it confirmed each one. The runtime
-//     acks only after the store committed. An ack that is lost makes the
-//     message come back; the dedupe table refuses it.
+//     (a flush: one round trip per batch), so an ack that returned nil is
+//     not lost with a connection that drops right after; with DoubleAck,
+//     once the server confirmed each one. The runtime acks only after the
+//     store committed. An ack that fails makes the message come back; the
+//     dedupe table refuses it.
 //   - Nack(delay) is a NAK with that delay (0: at once). Extend(d) is an
 //     in-progress ack, which restarts AckWait; for d beyond AckWait the
 //     receiver repeats it every AckWait/3 on its own goroutine until d has

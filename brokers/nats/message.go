@@ -14,6 +14,7 @@ import (
 // converted is one delivered message in drover's form with the metadata
 // the adapters need.
 type converted struct {
+	err     error // the message has no JetStream metadata
 	msg     brokers.Message
 	seq     uint64 // stream sequence
 	pending uint64 // messages of the consumer not yet delivered after this one
@@ -22,18 +23,14 @@ type converted struct {
 // convert turns a delivered JetStream message into a brokers.Message.
 // Queue messages get ID "<stream>:<sequence>" (= Position), Deliveries and
 // the jetstream.Msg as Handle; stream messages get Position "<sequence>".
-func convert(m jetstream.Msg, key KeyConfig, queue bool) (converted, error) {
+func convert(m jetstream.Msg, key KeyConfig, queue bool) converted {
 	meta, err := m.Metadata()
 	if err != nil {
-		return converted{}, fmt.Errorf("message on %q: %w", m.Subject(), err)
+		return converted{err: fmt.Errorf("message on %q: %w", m.Subject(), err)}
 	}
 	seq := strconv.FormatUint(meta.Sequence.Stream, 10)
-	out := brokers.Message{
-		Value:   m.Data(),
-		Headers: headers(m),
-		Time:    meta.Timestamp,
-	}
-	out.Key = messageKey(m, key)
+	out := brokers.Message{Value: m.Data(), Time: meta.Timestamp}
+	out.Headers, out.Key = headers(m, key)
 	if queue {
 		out.ID = meta.Stream + ":" + seq
 		out.Position = out.ID
@@ -42,36 +39,51 @@ func convert(m jetstream.Msg, key KeyConfig, queue bool) (converted, error) {
 	} else {
 		out.Position = seq
 	}
-	return converted{msg: out, seq: meta.Sequence.Stream, pending: meta.NumPending}, nil
+	return converted{msg: out, seq: meta.Sequence.Stream, pending: meta.NumPending}
 }
 
 // headers returns the message's headers sorted by name, the values of one
-// name in the order they came. nats.go decodes headers into a map, so the
-// order of different names as the producer wrote them is not known.
-func headers(m jetstream.Msg) []brokers.Header {
+// name in the order they came, and the key: the first value of the key
+// header, else (with KeyFromSubject) the subject's last token. nats.go
+// decodes headers into a map, so the order of different names as the
+// producer wrote them is not known.
+func headers(m jetstream.Msg, key KeyConfig) ([]brokers.Header, []byte) {
 	h := m.Headers()
-	if len(h) == 0 {
-		return nil
-	}
-	names := make([]string, 0, len(h))
-	n := 0
-	for k, vs := range h {
-		names = append(names, k)
+	var names []string
+	size, n := 0, 0
+	for name, vs := range h {
+		names = append(names, name)
 		n += len(vs)
-	}
-	slices.Sort(names)
-	out := make([]brokers.Header, 0, n)
-	for _, k := range names {
-		for _, v := range h[k] {
-			out = append(out, brokers.Header{Key: k, Value: []byte(v)})
+		for _, v := range vs {
+			size += len(v)
 		}
 	}
-	return out
-}
-
-func messageKey(m jetstream.Msg, key KeyConfig) []byte {
-	if vs := m.Headers()[key.KeyHeader]; len(vs) > 0 {
-		return []byte(vs[0])
+	keyVals := h[key.KeyHeader]
+	if len(keyVals) > 0 {
+		size += len(keyVals[0])
+	}
+	// One buffer holds every value and the key; each slice is capped so
+	// that appending to one cannot write into the next.
+	buf := make([]byte, 0, size)
+	take := func(v string) []byte {
+		from := len(buf)
+		buf = append(buf, v...)
+		return buf[from:len(buf):len(buf)]
+	}
+	var out []brokers.Header
+	if n > 0 {
+		if len(names) > 1 {
+			slices.Sort(names)
+		}
+		out = make([]brokers.Header, 0, n)
+		for _, name := range names {
+			for _, v := range h[name] {
+				out = append(out, brokers.Header{Key: name, Value: take(v)})
+			}
+		}
+	}
+	if len(keyVals) > 0 {
+		return out, take(keyVals[0])
 	}
 	if key.KeyFromSubject {
 		s := m.Subject()
@@ -79,8 +91,8 @@ func messageKey(m jetstream.Msg, key KeyConfig) []byte {
 			s = s[i+1:]
 		}
 		if s != "" {
-			return []byte(s)
+			return out, []byte(s)
 		}
 	}
-	return nil
+	return out, nil
 }

@@ -14,9 +14,10 @@ import (
 // errConnLost ends a wait when the connection drops.
 var errConnLost = errors.New("nats connection lost while waiting")
 
-// pulled is what one pull got.
+// pulled is what one pull got, converted as the messages arrived (so that
+// converting overlaps with the network).
 type pulled struct {
-	msgs []jetstream.Msg
+	msgs []converted
 	// abandoned is set when a pull request may still be open on the
 	// server: a message it delivers later goes nowhere (a queue gets it
 	// back after AckWait; a stream reader must reposition its consumer).
@@ -36,7 +37,7 @@ type pulled struct {
 //
 // ctx must end when the caller's context does or the adapter closes. The
 // error is the client's or ctx's, not yet translated.
-func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max int, wait time.Duration) (pulled, error) {
+func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max int, wait time.Duration, conv converter) (pulled, error) {
 	lost := c.lostCh()
 	if err := c.ready(op); err != nil {
 		return pulled{}, err
@@ -45,7 +46,7 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	if err != nil {
 		return pulled{}, err
 	}
-	msgs, complete, err := collect(ctx, b, lost, nil)
+	msgs, complete, err := collect(ctx, b, lost, conv, make([]converted, 0, max))
 	p := pulled{msgs: msgs, abandoned: !complete}
 	switch {
 	case ctx.Err() != nil:
@@ -67,7 +68,7 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	if err != nil {
 		return p, err
 	}
-	msgs, complete, err = collect(wctx, b, lost, nil)
+	msgs, complete, err = collect(wctx, b, lost, conv, make([]converted, 0, max))
 	p = pulled{msgs: msgs, abandoned: !complete}
 	switch {
 	case ctx.Err() != nil:
@@ -85,7 +86,7 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	if err != nil {
 		return p, nil // the one message stands; the rest come next time
 	}
-	more, complete, _ := collect(ctx, b, lost, nil)
+	more, complete, _ := collect(ctx, b, lost, conv, make([]converted, 0, max))
 	p.msgs = append(p.msgs, more...)
 	p.abandoned = !complete
 	if ctx.Err() != nil {
@@ -94,18 +95,32 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	return p, nil
 }
 
-// collect reads the batch until the client closes it, ctx ends or the
+// converter turns a delivered message into drover's form.
+type converter func(jetstream.Msg) converted
+
+// collect reads and converts the batch until the client closes it, ctx ends or the
 // connection drops. complete reports whether the request ended on the
 // server's word (batch full, no messages, expired) rather than ours.
-func collect(ctx context.Context, b jetstream.MessageBatch, lost <-chan struct{}, out []jetstream.Msg) (_ []jetstream.Msg, complete bool, _ error) {
+func collect(ctx context.Context, b jetstream.MessageBatch, lost <-chan struct{}, conv converter, out []converted) (_ []converted, complete bool, _ error) {
 	ch := b.Messages()
 	for {
+		// Take what is already there without the three-way select: a batch
+		// mostly arrives together.
 		select {
 		case m, ok := <-ch:
 			if !ok {
 				return out, true, b.Error()
 			}
-			out = append(out, m)
+			out = append(out, conv(m))
+			continue
+		default:
+		}
+		select {
+		case m, ok := <-ch:
+			if !ok {
+				return out, true, b.Error()
+			}
+			out = append(out, conv(m))
 		case <-ctx.Done():
 			return out, false, ctx.Err()
 		case <-lost:

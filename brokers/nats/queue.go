@@ -19,6 +19,7 @@ type Queue struct {
 	c    *conn
 	cfg  QueueConfig
 	cons jetstream.Consumer
+	conv converter
 
 	mu        sync.Mutex
 	closed    bool
@@ -45,7 +46,9 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 		c.close()
 		return nil, err
 	}
-	return &Queue{c: c, cfg: cfg, cons: cons, receivers: make(map[*Receiver]struct{})}, nil
+	q := &Queue{c: c, cfg: cfg, cons: cons, receivers: make(map[*Receiver]struct{})}
+	q.conv = func(m jetstream.Msg) converted { return convert(m, q.cfg.Key, true) }
+	return q, nil
 }
 
 // bindConsumer finds or makes the durable consumer.
@@ -220,16 +223,18 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait)
+	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait, r.q.conv)
 	if err != nil {
 		return brokers.Result{}, r.life.finish(ctx, op, err)
 	}
 	res := brokers.Result{Lag: -1}
-	for _, m := range p.msgs {
-		cm, err := convert(m, r.q.cfg.Key, true)
-		if err != nil {
+	if len(p.msgs) > 0 {
+		res.Messages = make([]brokers.Message, 0, len(p.msgs))
+	}
+	for _, cm := range p.msgs {
+		if cm.err != nil {
 			// Not a JetStream message: nothing to ack, nothing to apply.
-			r.q.cfg.Conn.Logger.Warn("nats: dropped a message without JetStream metadata", "slot", r.slot, "err", err)
+			r.q.cfg.Conn.Logger.Warn("nats: dropped a message without JetStream metadata", "slot", r.slot, "err", cm.err)
 			continue
 		}
 		res.Messages = append(res.Messages, cm.msg)
@@ -256,37 +261,26 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 	return int64(info.NumPending)
 }
 
-// handles returns the jetstream messages of msgs, failing for one that did
-// not come from a Receiver of this package.
-func handles(op string, msgs []brokers.Message) ([]jetstream.Msg, error) {
-	out := make([]jetstream.Msg, len(msgs))
-	for i, m := range msgs {
-		jm, ok := m.Handle.(jetstream.Msg)
-		if !ok {
-			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("message %q was not received from a nats queue", m.ID)}
-		}
-		out[i] = jm
-	}
-	return out, nil
-}
-
-// settle runs one acknowledgement kind on msgs, then waits until the server
-// has received them (flush), so that a nil error means they left this
-// process. A message already acked or nacked through its handle is
-// skipped: only its latest delivery counts, as the dedupe table makes a
-// late ack harmless.
-func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, each func(context.Context, jetstream.Msg) error) error {
+// settle runs one acknowledgement kind on msgs and returns once the server
+// has received them: after the acks it flushes the connection (one round
+// trip per batch), or, with DoubleAck, each ack waited for its
+// confirmation. So an ack that returned nil is not lost with a connection
+// that drops right after. A message already acked or nacked through its
+// handle is skipped: only its latest delivery counts, as the dedupe table
+// makes a late ack harmless.
+func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, confirmed bool, each func(context.Context, jetstream.Msg) error) error {
 	if r.life.closed() {
 		return closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	hs, err := handles(op, msgs)
-	if err != nil {
-		return err
+	for _, m := range msgs {
+		if _, ok := m.Handle.(jetstream.Msg); !ok {
+			return &brokers.Error{Op: op, Err: fmt.Errorf("message %q was not received from a nats queue", m.ID)}
+		}
 	}
-	if len(hs) == 0 {
+	if len(msgs) == 0 {
 		return nil
 	}
 	if err := r.q.c.ready(op); err != nil {
@@ -294,23 +288,28 @@ func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	for _, h := range hs {
-		if err := each(octx, h); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
+	// Flush and DoubleAck need a deadline; the caller's wins when earlier.
+	octx, cancel := context.WithTimeout(octx, r.q.cfg.Conn.RequestTimeout)
+	defer cancel()
+	for _, m := range msgs {
+		if err := each(octx, m.Handle.(jetstream.Msg)); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
 			return r.life.finish(ctx, op, err)
 		}
 	}
-	if err := r.q.c.nc.FlushWithContext(octx); err != nil {
-		return r.life.finish(ctx, op, err)
+	if !confirmed {
+		if err := r.q.c.nc.FlushWithContext(octx); err != nil {
+			return r.life.finish(ctx, op, err)
+		}
 	}
 	return nil
 }
 
 // Ack acknowledges msgs. With QueueConfig.DoubleAck each ack waits for the
-// server's confirmation; otherwise Ack returns once the server received the
-// acks.
+// server's confirmation; otherwise Ack returns once the server has received
+// the acks (a flush).
 func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
 	r.forget(msgs)
-	return r.settle(ctx, "ack", msgs, func(ctx context.Context, m jetstream.Msg) error {
+	return r.settle(ctx, "ack", msgs, r.q.cfg.DoubleAck, func(ctx context.Context, m jetstream.Msg) error {
 		if r.q.cfg.DoubleAck {
 			return m.DoubleAck(ctx)
 		}
@@ -322,7 +321,7 @@ func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
 // at once for 0.
 func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.Duration) error {
 	r.forget(msgs)
-	return r.settle(ctx, "nack", msgs, func(_ context.Context, m jetstream.Msg) error {
+	return r.settle(ctx, "nack", msgs, false, func(_ context.Context, m jetstream.Msg) error {
 		if delay > 0 {
 			return m.NakWithDelay(delay)
 		}
@@ -337,11 +336,14 @@ func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.
 // the message is acked or nacked through this receiver, or the receiver
 // closes.
 func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Duration) error {
-	err := r.settle(ctx, "extend", msgs, func(_ context.Context, m jetstream.Msg) error { return m.InProgress() })
+	err := r.settle(ctx, "extend", msgs, false, func(_ context.Context, m jetstream.Msg) error { return m.InProgress() })
 	if err != nil || d <= r.q.cfg.AckWait {
 		return err
 	}
-	hs, _ := handles("extend", msgs) // checked by settle
+	hs := make([]jetstream.Msg, len(msgs))
+	for i, m := range msgs {
+		hs[i] = m.Handle.(jetstream.Msg) // checked by settle
+	}
 	until := time.Now().Add(d - r.q.cfg.AckWait)
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()

@@ -20,7 +20,6 @@ import (
 // same store, and made to drop its connections), or the external server
 // DROVER_TEST_NATS_URL names.
 type testServer struct {
-	t        *testing.T
 	url      string
 	external bool
 
@@ -38,7 +37,7 @@ func uniqueName(prefix string) string {
 }
 
 // skipOrFail skips the test with reason, or fails it when CI=true.
-func skipOrFail(t *testing.T, reason string) {
+func skipOrFail(t testing.TB, reason string) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
 		t.Fatalf("CI=true: %s", reason)
@@ -47,12 +46,12 @@ func skipOrFail(t *testing.T, reason string) {
 }
 
 // startServer returns the test's server. It is shut down in t.Cleanup.
-func startServer(t *testing.T) *testServer {
+func startServer(t testing.TB) *testServer {
 	t.Helper()
 	if u := os.Getenv("DROVER_TEST_NATS_URL"); u != "" {
-		return &testServer{t: t, url: u, external: true}
+		return &testServer{url: u, external: true}
 	}
-	ts := &testServer{t: t, opts: server.Options{
+	ts := &testServer{opts: server.Options{
 		Host:      "127.0.0.1",
 		Port:      -1,
 		JetStream: true,
@@ -141,7 +140,7 @@ func (ts *testServer) CutConnections(t *testing.T) {
 }
 
 // client connects a plain client (the tests' producer and inspector).
-func (ts *testServer) client(t *testing.T) (*natsgo.Conn, jetstream.JetStream) {
+func (ts *testServer) client(t testing.TB) (*natsgo.Conn, jetstream.JetStream) {
 	t.Helper()
 	nc, err := natsgo.Connect(ts.url,
 		natsgo.Name("drover-test-producer"),

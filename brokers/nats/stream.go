@@ -22,8 +22,9 @@ const wholeStream = ">"
 // filter, with drover keeping the position. It implements brokers.Stream
 // and is safe for concurrent use.
 type Stream struct {
-	c   *conn
-	cfg StreamConfig
+	c    *conn
+	cfg  StreamConfig
+	conv converter
 
 	mu      sync.Mutex
 	closed  bool
@@ -43,6 +44,7 @@ func NewStream(ctx context.Context, cfg StreamConfig) (*Stream, error) {
 		return nil, err
 	}
 	s := &Stream{c: c, cfg: cfg, readers: make(map[*Reader]struct{})}
+	s.conv = func(m jetstream.Msg) converted { return convert(m, s.cfg.Key, false) }
 	if _, err := s.info(ctx, "open stream"); err != nil {
 		c.close()
 		return nil, err
@@ -309,7 +311,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	p, err := r.s.c.pull(octx, op, r.cons, max, wait)
+	p, err := r.s.c.pull(octx, op, r.cons, max, wait, r.s.conv)
 	if err != nil {
 		r.drop()
 		return brokers.Result{}, r.life.finish(ctx, op, err)
@@ -320,11 +322,13 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		defer r.drop()
 	}
 	res := brokers.Result{Lag: 0}
-	for i, m := range p.msgs {
-		cm, err := convert(m, r.s.cfg.Key, false)
-		if err != nil {
+	if len(p.msgs) > 0 {
+		res.Messages = make([]brokers.Message, 0, len(p.msgs))
+	}
+	for i, cm := range p.msgs {
+		if cm.err != nil {
 			r.drop()
-			return brokers.Result{}, translate(op, err)
+			return brokers.Result{}, translate(op, cm.err)
 		}
 		if cm.seq < r.next {
 			continue // delivered before by a consumer we replaced
