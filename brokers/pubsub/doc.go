@@ -35,8 +35,10 @@
 // Config.PollInterval (100 ms) — and pulls again. So a Receive returns
 // within one pause and one round trip of messages arriving, at most about
 // one round trip after wait when none do, and at once with ctx.Err() when
-// ctx ends. Under an executor that controls time, exec.Wait records each
-// pause and the total of the pauses bounds the loop, so it never spins.
+// ctx ends. Under an executor that controls time, exec.Wait records a
+// pause and returns at once; the receiver sees that, records the rest of
+// the wait in one more exec.Wait and pulls one last time, so it never
+// spins.
 // The real service discourages return_immediately for throughput; a
 // subscriber that is busy gets full Pulls and never pauses.
 //
