@@ -59,9 +59,17 @@ type Config struct {
 	Version   string
 	Capacity  float64
 
+	// JoinTimeout is how long Join keeps trying when no member in Join
+	// answers (they may be starting too); 0 means DefaultJoinTimeout, a
+	// negative value tries once.
+	JoinTimeout time.Duration
+
 	// Logger receives this package's logs and memberlist's. Nil discards.
 	Logger *slog.Logger
 }
+
+// DefaultJoinTimeout is how long Join retries by default.
+const DefaultJoinTimeout = 30 * time.Second
 
 // Validate reports every invalid field, each error naming its field.
 func (c Config) Validate() error {

@@ -127,7 +127,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	go m.dispatch()
 
 	if len(cfg.Join) > 0 {
-		if err := m.join(ctx, cfg.Join); err != nil {
+		if err := m.joinRetrying(ctx, cfg.Join); err != nil {
 			_ = m.stop(0) // the join error says what matters
 			return nil, err
 		}
@@ -141,6 +141,39 @@ func orDefault(s, def string) string {
 		return def
 	}
 	return s
+}
+
+// joinRetrying joins, trying again with a growing pause (100 ms to 2 s)
+// while no member answers or the name is still held by a copy of this node
+// that the others have not yet declared dead, for up to Config.JoinTimeout:
+// nodes started together find each other whatever their order. A wrong
+// gossip key fails at once.
+func (m *Membership) joinRetrying(ctx context.Context, addrs []string) error {
+	limit := m.cfg.JoinTimeout
+	if limit == 0 {
+		limit = DefaultJoinTimeout
+	}
+	deadline := time.Now().Add(limit)
+	pause := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		m.dup.Store(nil)
+		err := m.join(ctx, addrs)
+		if err == nil || errors.Is(err, ErrEncryption) || ctx.Err() != nil || limit < 0 || time.Now().Add(pause).After(deadline) {
+			if err != nil && attempt > 1 {
+				err = fmt.Errorf("%w (gave up after %d attempts in %s)", err, attempt, limit)
+			}
+			return err
+		}
+		m.log.Info("join failed; trying again", "attempt", attempt, "in", pause, "error", err)
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("join %s: %w", strings.Join(addrs, ","), context.Cause(ctx))
+		}
+		pause = min(pause*2, 2*time.Second)
+	}
 }
 
 // join runs memberlist's Join and turns its errors into ours.

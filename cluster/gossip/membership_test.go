@@ -9,6 +9,7 @@ import (
 	"log"
 	"log/slog"
 	"math"
+	"net"
 	"slices"
 	"strings"
 	"sync"
@@ -411,7 +412,7 @@ func TestDuplicateNameRefused(t *testing.T) {
 	waitUntil(t, 2*time.Second, "a and b see each other", func() bool { return sees(a, "a", "b")() && sees(b, "a", "b")() })
 
 	for _, via := range []*Membership{a, b} {
-		m, err := Join(t.Context(), withDefaults(t, Config{Name: "a", Join: []string{via.Local().Addr}}))
+		m, err := Join(t.Context(), withDefaults(t, Config{Name: "a", Join: []string{via.Local().Addr}, JoinTimeout: 300 * time.Millisecond}))
 		if err == nil {
 			_ = m.Leave(t.Context())
 			t.Fatalf("a second a joined through %s", via.cfg.Name)
@@ -454,8 +455,9 @@ func TestNameReusableAfterDeath(t *testing.T) {
 
 func TestJoinFailures(t *testing.T) {
 	// Nobody listens on port 1.
-	_, err := Join(t.Context(), withDefaults(t, Config{Name: "x", Join: []string{"127.0.0.1:1"}}))
-	if err == nil || errors.Is(err, ErrEncryption) || errors.Is(err, ErrDuplicateName) || !strings.Contains(err.Error(), "127.0.0.1:1") {
+	_, err := Join(t.Context(), withDefaults(t, Config{Name: "x", Join: []string{"127.0.0.1:1"}, JoinTimeout: 300 * time.Millisecond}))
+	if err == nil || errors.Is(err, ErrEncryption) || errors.Is(err, ErrDuplicateName) || !strings.Contains(err.Error(), "127.0.0.1:1") ||
+		!strings.Contains(err.Error(), "gave up after") {
 		t.Errorf("join of an unreachable address: %v", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
@@ -700,5 +702,36 @@ func TestNodeWithoutDroverMetadataIsLeftOut(t *testing.T) {
 	})
 	if got := names(a.Members()); !slices.Equal(got, []string{"a"}) {
 		t.Errorf("a lists %v, want the stranger left out", got)
+	}
+}
+
+// Nodes started together: one joins an address whose node is not up yet,
+// and keeps trying until it is.
+func TestJoinWaitsForAPeerStartingLater(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close() // free, and nobody listens yet
+	type result struct {
+		m   *Membership
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := Join(t.Context(), withDefaults(t, Config{Name: "early", Join: []string{addr}, JoinTimeout: 20 * time.Second}))
+		done <- result{m, err}
+	}()
+	late := start(t, Config{Name: "late", Bind: addr})
+	select {
+	case r := <-done:
+		if r.err != nil {
+			t.Fatalf("early did not join late once it was up: %v", r.err)
+		}
+		t.Cleanup(func() { _ = r.m.Leave(context.Background()) })
+		waitUntil(t, 2*time.Second, "both see each other", func() bool { return sees(late, "early", "late")() && sees(r.m, "early", "late")() })
+	case <-time.After(20 * time.Second):
+		t.Fatal("join did not return within 20 s")
 	}
 }

@@ -52,6 +52,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersion(), newSim(), newTree())
+	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo())
 	return root
 }

@@ -1,0 +1,494 @@
+// Package demo runs a local drover cluster on embedded parts: an in-process
+// Kafka (kfake), node PROCESSES of the drover binary on loopback joined by
+// real memberlist, a shared SQLite (or PostgreSQL) store, a producer of a
+// realistic mix of messages, and a verifier that compares the store with
+// what was produced. `drover demo` and the multi-process tests use it.
+//
+// It is a harness, not part of the runtime: it talks to Kafka, SQLite and
+// PostgreSQL directly to produce and to verify.
+//
+// Goroutines: Start launches the node processes and, while Sample runs, a
+// sampler; Close stops them all and waits.
+package demo
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/drover-dev/drover/actors"
+)
+
+// Config describes a demo cluster.
+type Config struct {
+	// Dir holds the node configs, logs and the SQLite file.
+	Dir string
+	// Binary is the drover executable started for each node.
+	Binary string
+	// Nodes is how many node processes start (default 3).
+	Nodes int
+	// Partitions of the demo topic (default 12).
+	Partitions int
+	// StoreURL is the store; default sqlite:<Dir>/drover.db.
+	StoreURL string
+	// Profile is the membership profile (default fast).
+	Profile string
+	// KafkaPort, GossipPort and DebugPort are the first ports used (node i
+	// uses port+i-1); 0 picks free ports.
+	KafkaPort, GossipPort, DebugPort int
+	// BatchSize and MaxWait of the sources (defaults 200, 200ms).
+	BatchSize int
+	MaxWait   time.Duration
+	// Log receives progress lines; nil discards.
+	Log io.Writer
+}
+
+// Cluster is a running demo cluster.
+type Cluster struct {
+	cfg   Config
+	kafka *kfake.Cluster
+	nodes []*Node
+	log   io.Writer
+	mu    sync.Mutex
+}
+
+// Node is one node process.
+type Node struct {
+	Name       string
+	ConfigPath string
+	LogPath    string
+	DebugAddr  string
+	GossipAddr string
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	exitErr    error
+}
+
+// Start starts Kafka and writes the node configs; StartNode starts each.
+func Start(cfg Config) (*Cluster, error) {
+	if cfg.Nodes <= 0 {
+		cfg.Nodes = 3
+	}
+	if cfg.Partitions <= 0 {
+		cfg.Partitions = 12
+	}
+	if cfg.Profile == "" {
+		cfg.Profile = "fast"
+	}
+	if cfg.BatchSize <= 0 {
+		cfg.BatchSize = 200
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 200 * time.Millisecond
+	}
+	if cfg.Log == nil {
+		cfg.Log = io.Discard
+	}
+	if cfg.Binary == "" {
+		return nil, errors.New("demo: Binary is required")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Dir = dir
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
+	if cfg.StoreURL == "" {
+		cfg.StoreURL = "sqlite:" + filepath.Join(dir, "drover.db")
+	}
+	c := &Cluster{cfg: cfg, log: cfg.Log}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), Topic)}
+	if cfg.KafkaPort > 0 {
+		opts = append(opts, kfake.Ports(cfg.KafkaPort))
+	}
+	c.kafka, err = kfake.NewCluster(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("demo: start Kafka (kfake): %w", err)
+	}
+	gossip, err := ports(cfg.GossipPort, cfg.Nodes)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	debug, err := ports(cfg.DebugPort, cfg.Nodes)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	for i := 0; i < cfg.Nodes; i++ {
+		n := &Node{
+			Name:       "node-" + strconv.Itoa(i+1),
+			GossipAddr: "127.0.0.1:" + strconv.Itoa(gossip[i]),
+			DebugAddr:  "127.0.0.1:" + strconv.Itoa(debug[i]),
+		}
+		n.ConfigPath = filepath.Join(dir, n.Name+".yaml")
+		n.LogPath = filepath.Join(dir, n.Name+".log")
+		join := "127.0.0.1:" + strconv.Itoa(gossip[0])
+		if i == 0 && cfg.Nodes > 1 {
+			join = "127.0.0.1:" + strconv.Itoa(gossip[1])
+		}
+		if err := os.WriteFile(n.ConfigPath, []byte(c.nodeConfig(n, join)), 0o644); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+		c.nodes = append(c.nodes, n)
+	}
+	return c, nil
+}
+
+// MaxMessageBytes is the orders source's limit; the producer makes a few
+// messages a little bigger, which must be dead-lettered.
+const MaxMessageBytes = 16 << 10
+
+// Topic is the demo's Kafka topic; two sources read it: "orders" in
+// records mode and "audit" with the built-in audit handler.
+const Topic = "orders"
+
+func (c *Cluster) nodeConfig(n *Node, join string) string {
+	return fmt.Sprintf(`# drover demo node (generated)
+node:
+  name: %s
+  debug_addr: %s
+cluster:
+  bind: %s
+  join: [%q]
+  profile: %s
+store:
+  url: %q
+sources:
+  - name: orders
+    type: kafka
+    kafka:
+      brokers: [%q]
+      topic: %s
+    records:
+      table: orders
+      key: id
+      schema: "id:int, name:text, seq:int, price:float, ok:bool"
+    max_message_bytes: %d
+    batch_size: %d
+    max_wait: %s
+    lease_ttl: 10s
+    discovery_interval: 5s
+  - name: audit
+    type: kafka
+    mode: handler
+    handler_name: audit
+    kafka:
+      brokers: [%q]
+      topic: %s
+    batch_size: %d
+    max_wait: %s
+    lease_ttl: 10s
+    discovery_interval: 5s
+`, n.Name, n.DebugAddr, n.GossipAddr, join, c.cfg.Profile, c.cfg.StoreURL,
+		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
+}
+
+// ports returns n ports from first on, or n free ones when first is 0.
+func ports(first, n int) ([]int, error) {
+	out := make([]int, n)
+	if first > 0 {
+		for i := range out {
+			out[i] = first + i
+		}
+		return out, nil
+	}
+	for i := range out {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("demo: find a free port: %w", err)
+		}
+		out[i] = l.Addr().(*net.TCPAddr).Port
+		defer l.Close()
+	}
+	return out, nil
+}
+
+// KafkaAddr is the embedded Kafka's address.
+func (c *Cluster) KafkaAddr() string { return c.kafka.ListenAddrs()[0] }
+
+// StoreURL is the store the nodes share.
+func (c *Cluster) StoreURL() string { return c.cfg.StoreURL }
+
+// Nodes are the node processes (running or not).
+func (c *Cluster) Nodes() []*Node { return c.nodes }
+
+// Node returns a node by name.
+func (c *Cluster) Node(name string) (*Node, error) {
+	for _, n := range c.nodes {
+		if n.Name == name {
+			return n, nil
+		}
+	}
+	return nil, fmt.Errorf("demo: no node %q (have node-1..node-%d)", name, len(c.nodes))
+}
+
+// StartNode starts a node process (again).
+func (c *Cluster) StartNode(n *Node) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd != nil {
+		select {
+		case <-n.done:
+		default:
+			return fmt.Errorf("demo: %s is running", n.Name)
+		}
+	}
+	logf, err := os.OpenFile(n.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	cmd := exec.Command(c.cfg.Binary, "node", "--config", n.ConfigPath, "--grace", "20s")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return fmt.Errorf("demo: start %s: %w", n.Name, err)
+	}
+	n.cmd, n.done, n.exitErr = cmd, make(chan struct{}), nil
+	done := n.done
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		n.mu.Lock()
+		n.exitErr = err
+		n.mu.Unlock()
+		close(done)
+	}()
+	fmt.Fprintf(c.log, "started %s (pid %d): debug http://%s/debug/  log %s\n", n.Name, cmd.Process.Pid, n.DebugAddr, n.LogPath)
+	return nil
+}
+
+// Running reports whether the node's process runs.
+func (n *Node) Running() bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.cmd == nil {
+		return false
+	}
+	select {
+	case <-n.done:
+		return false
+	default:
+		return true
+	}
+}
+
+// Pid is the process id, 0 when not running.
+func (n *Node) Pid() int {
+	if !n.Running() {
+		return 0
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.cmd.Process.Pid
+}
+
+// Kill sends SIGKILL (kill -9) and waits for the process to end.
+func (c *Cluster) Kill(n *Node) error { return c.signal(n, syscall.SIGKILL, 10*time.Second) }
+
+// Term sends SIGTERM (a graceful stop) and waits up to limit for the
+// process to end.
+func (c *Cluster) Term(n *Node, limit time.Duration) error {
+	return c.signal(n, syscall.SIGTERM, limit)
+}
+
+func (c *Cluster) signal(n *Node, sig syscall.Signal, limit time.Duration) error {
+	n.mu.Lock()
+	cmd, done := n.cmd, n.done
+	n.mu.Unlock()
+	if cmd == nil {
+		return fmt.Errorf("demo: %s never started", n.Name)
+	}
+	if err := cmd.Process.Signal(sig); err != nil {
+		return fmt.Errorf("demo: signal %s: %w", n.Name, err)
+	}
+	select {
+	case <-done:
+		fmt.Fprintf(c.log, "%s stopped (%s)\n", n.Name, sig)
+		return nil
+	case <-time.After(limit):
+		return fmt.Errorf("demo: %s still running %s after %s", n.Name, limit, sig)
+	}
+}
+
+// ExitError is how the node's last process ended (nil: cleanly).
+func (n *Node) ExitError() error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.exitErr
+}
+
+// ClusterTree is the JSON of /debug/tree?scope=cluster.
+type ClusterTree struct {
+	Nodes []NodeTree `json:"nodes"`
+}
+
+// NodeTree is one node's tree, or its error.
+type NodeTree struct {
+	actors.Tree
+	Error string `json:"error,omitempty"`
+}
+
+// Tree asks a running node for the cluster tree.
+func (c *Cluster) Tree(ctx context.Context) (ClusterTree, error) {
+	var last error
+	for _, n := range c.nodes {
+		if !n.Running() {
+			continue
+		}
+		t, err := GetTree(ctx, n.DebugAddr, true)
+		if err == nil {
+			return t, nil
+		}
+		last = err
+	}
+	if last == nil {
+		last = errors.New("no node is running")
+	}
+	return ClusterTree{}, last
+}
+
+// GetTree fetches a node's tree (or the cluster's) from its debug address.
+func GetTree(ctx context.Context, addr string, cluster bool) (ClusterTree, error) {
+	url := "http://" + addr + "/debug/tree"
+	if cluster {
+		url += "?scope=cluster"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return ClusterTree{}, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return ClusterTree{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return ClusterTree{}, fmt.Errorf("%s: %s: %s", url, resp.Status, strings.TrimSpace(string(b)))
+	}
+	if cluster {
+		var t ClusterTree
+		return t, json.NewDecoder(resp.Body).Decode(&t)
+	}
+	var t NodeTree
+	err = json.NewDecoder(resp.Body).Decode(&t)
+	return ClusterTree{Nodes: []NodeTree{t}}, err
+}
+
+// Owners maps each unit to the nodes listing it (in any state), from a
+// cluster tree.
+func (t ClusterTree) Owners() map[string][]string {
+	out := map[string][]string{}
+	for _, n := range t.Nodes {
+		for _, s := range n.Sources {
+			for _, u := range s.Units {
+				out[u.Unit] = append(out[u.Unit], n.Node)
+			}
+		}
+	}
+	for _, v := range out {
+		sort.Strings(v)
+	}
+	return out
+}
+
+// Running maps each unit in state running to its node.
+func (t ClusterTree) Running() map[string]string {
+	out := map[string]string{}
+	for _, n := range t.Nodes {
+		for _, s := range n.Sources {
+			for _, u := range s.Units {
+				if u.State == actors.StateRunning {
+					out[u.Unit] = n.Node
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Units is every unit id of the demo's sources.
+func (c *Cluster) Units() []string {
+	var out []string
+	for _, src := range []string{"orders", "audit"} {
+		for p := 0; p < c.cfg.Partitions; p++ {
+			out = append(out, fmt.Sprintf("%s/%d", src, p))
+		}
+	}
+	return out
+}
+
+// Converged reports whether every unit is running on exactly one node and
+// listed by no other.
+func (c *Cluster) Converged(t ClusterTree) bool {
+	owners, running := t.Owners(), t.Running()
+	for _, u := range c.Units() {
+		if len(owners[u]) != 1 || running[u] == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// WaitConverged polls the cluster tree until Converged or ctx ends.
+func (c *Cluster) WaitConverged(ctx context.Context) (ClusterTree, error) {
+	var last error
+	for {
+		t, err := c.Tree(ctx)
+		if err == nil && c.Converged(t) {
+			return t, nil
+		}
+		if err != nil {
+			last = err
+		} else {
+			last = fmt.Errorf("not converged: %d of %d units running once", len(t.Running()), len(c.Units()))
+		}
+		select {
+		case <-ctx.Done():
+			return t, fmt.Errorf("demo: cluster did not converge: %v", last)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Close stops every node process — gracefully (SIGTERM), or with SIGKILL
+// when one takes more than 10 s — and stops Kafka.
+func (c *Cluster) Close() {
+	var wg sync.WaitGroup
+	for _, n := range c.nodes {
+		if n.Running() {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := c.Term(n, 10*time.Second); err != nil {
+					_ = c.Kill(n)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if c.kafka != nil {
+		c.kafka.Close()
+	}
+}

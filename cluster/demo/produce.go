@@ -1,0 +1,126 @@
+package demo
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/testkit"
+)
+
+// Producer writes the demo workload to the topic and remembers every
+// record's partition and offset, for the verifier.
+type Producer struct {
+	client *kgo.Client
+	wl     *testkit.Workload
+	mu     sync.Mutex
+	sent   map[int32][]Sent // partition -> records in offset order
+	total  int
+}
+
+// Sent is one produced record.
+type Sent struct {
+	Offset int64
+	Msg    brokers.Message
+}
+
+// NewProducer connects to the cluster's Kafka. The workload is seeded, so
+// the same seed produces the same messages (their partitions follow their
+// keys; unkeyed ones go anywhere).
+func (c *Cluster) NewProducer(seed uint64) (*Producer, error) {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(c.KafkaAddr()), kgo.DefaultProduceTopic(Topic),
+		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)), kgo.ProducerLinger(5*time.Millisecond))
+	if err != nil {
+		return nil, fmt.Errorf("demo: producer: %w", err)
+	}
+	wl := testkit.NewWorkload(seed)
+	wl.Keys = 2000
+	wl.MaxBytes = MaxMessageBytes
+	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}}, nil
+}
+
+// Produce sends n messages and waits for them to be acknowledged.
+func (p *Producer) Produce(ctx context.Context, n int) error {
+	recs := make([]*kgo.Record, n)
+	msgs := make(map[*kgo.Record]brokers.Message, n)
+	for i := range recs {
+		m, _ := p.wl.Next()
+		r := &kgo.Record{Key: m.Key, Value: m.Value}
+		if m.Tombstone {
+			r.Value = nil
+		}
+		recs[i] = r
+		msgs[r] = m
+	}
+	// results come in the order the brokers answered, not the order given
+	res := p.client.ProduceSync(ctx, recs...)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, r := range res {
+		if r.Err != nil {
+			return fmt.Errorf("demo: produce: %w", r.Err)
+		}
+		p.sent[r.Record.Partition] = append(p.sent[r.Record.Partition], Sent{Offset: r.Record.Offset, Msg: msgs[r.Record]})
+		p.total++
+	}
+	for part, ss := range p.sent {
+		slices.SortFunc(ss, func(a, b Sent) int { return cmp.Compare(a.Offset, b.Offset) })
+		p.sent[part] = ss
+	}
+	return nil
+}
+
+// Run produces at rate messages per second until ctx ends.
+func (p *Producer) Run(ctx context.Context, rate int) error {
+	if rate <= 0 {
+		return nil
+	}
+	const tick = 50 * time.Millisecond
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	start, done := time.Now(), 0
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			want := int(now.Sub(start).Seconds() * float64(rate))
+			if want > done {
+				if err := p.Produce(ctx, want-done); err != nil {
+					if ctx.Err() != nil {
+						return nil
+					}
+					return err
+				}
+				done = want
+			}
+		}
+	}
+}
+
+// Total is how many records were produced.
+func (p *Producer) Total() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.total
+}
+
+// Sent returns a copy of what was produced, by partition.
+func (p *Producer) Sent() map[int32][]Sent {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[int32][]Sent, len(p.sent))
+	for k, v := range p.sent {
+		out[k] = append([]Sent(nil), v...)
+	}
+	return out
+}
+
+// Close disconnects.
+func (p *Producer) Close() { p.client.Close() }

@@ -1,0 +1,294 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Sampler polls the cluster tree and records every change of owner, how
+// long units of killed nodes took to run elsewhere, and every moment after
+// convergence at which a unit was listed by more or fewer than one node.
+type Sampler struct {
+	c         *Cluster
+	mu        sync.Mutex
+	owner     map[string]string // unit -> node it last ran on
+	moves     int
+	kills     []killRec
+	samples   int
+	bad       []string // convergence violations
+	converged bool
+}
+
+type killRec struct {
+	node  string
+	at    time.Time
+	units map[string]bool // waiting to run elsewhere
+	took  time.Duration
+}
+
+// NewSampler starts with the current owners unknown.
+func (c *Cluster) NewSampler() *Sampler {
+	return &Sampler{c: c, owner: map[string]string{}}
+}
+
+// Run samples every interval until ctx ends.
+func (s *Sampler) Run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		s.Sample(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Sample takes one sample.
+func (s *Sampler) Sample(ctx context.Context) {
+	tctx, cancel := context.WithTimeout(ctx, time.Second)
+	t, err := s.c.Tree(tctx)
+	cancel()
+	if err != nil {
+		return
+	}
+	now := time.Now()
+	running := t.Running()
+	owners := t.Owners()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.samples++
+	for u, n := range running {
+		if prev, ok := s.owner[u]; ok && prev != n {
+			s.moves++
+		}
+		s.owner[u] = n
+	}
+	for i := range s.kills {
+		k := &s.kills[i]
+		for u := range k.units {
+			if n := running[u]; n != "" && n != k.node {
+				delete(k.units, u)
+				if d := now.Sub(k.at); d > k.took {
+					k.took = d
+				}
+			}
+		}
+	}
+	if s.converged {
+		// only nodes that answered count: a dead node's units may show on
+		// no node until taken over, which is failover, not a duplicate
+		for u, ns := range owners {
+			if len(ns) > 1 && len(s.bad) < 20 {
+				s.bad = append(s.bad, fmt.Sprintf("%s listed by %v at %s", u, ns, now.Format("15:04:05.000")))
+			}
+		}
+	}
+}
+
+// Converged marks the start of the period in which every sample must list
+// each unit at most once.
+func (s *Sampler) Converged() {
+	s.mu.Lock()
+	s.converged = true
+	s.mu.Unlock()
+}
+
+// Killed records that node was killed now, with the units it ran.
+func (s *Sampler) Killed(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	units := map[string]bool{}
+	for u, n := range s.owner {
+		if n == node {
+			units[u] = true
+		}
+	}
+	s.kills = append(s.kills, killRec{node: node, at: time.Now(), units: units})
+}
+
+// Failover is the longest time a killed node's unit waited to run
+// elsewhere; an error when some still have not.
+func (s *Sampler) Failover() (time.Duration, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var max time.Duration
+	for _, k := range s.kills {
+		if len(k.units) > 0 {
+			var us []string
+			for u := range k.units {
+				us = append(us, u)
+			}
+			return 0, fmt.Errorf("units of killed %s not running elsewhere: %s", k.node, strings.Join(us, ", "))
+		}
+		if k.took > max {
+			max = k.took
+		}
+	}
+	return max, nil
+}
+
+// Moves counts changes of owner seen.
+func (s *Sampler) Moves() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.moves
+}
+
+// Violations are samples after convergence that listed a unit twice.
+func (s *Sampler) Violations() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.bad...)
+}
+
+// Samples counts samples taken.
+func (s *Sampler) Samples() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.samples
+}
+
+// Plan is what `drover demo` does.
+type Plan struct {
+	Rate     int           // messages per second
+	Duration time.Duration // 0: until ctx ends
+	Kills    []Kill
+	Restart  time.Duration // restart killed nodes this long after; 0: never
+	Verify   bool
+	Seed     uint64
+}
+
+// Kill is "--kill node-2@10s".
+type Kill struct {
+	Node string
+	At   time.Duration
+}
+
+// ParseKill reads "node-2@10s".
+func ParseKill(s string) (Kill, error) {
+	name, at, ok := strings.Cut(s, "@")
+	if !ok || name == "" {
+		return Kill{}, fmt.Errorf("--kill %q: want <node>@<duration>, e.g. node-2@10s", s)
+	}
+	d, err := time.ParseDuration(at)
+	if err != nil || d < 0 {
+		return Kill{}, fmt.Errorf("--kill %q: %q is not a duration", s, at)
+	}
+	return Kill{Node: name, At: d}, nil
+}
+
+// Run starts every node, produces at the plan's rate, kills and restarts
+// on schedule, and — with a duration — stops producing, waits for the
+// cluster to drain and (with Verify) checks the store. Without a duration
+// it runs until ctx ends.
+func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
+	for _, k := range p.Kills {
+		if _, err := c.Node(k.Node); err != nil {
+			return Verdict{}, err
+		}
+	}
+	for _, n := range c.nodes {
+		if err := c.StartNode(n); err != nil {
+			return Verdict{}, err
+		}
+	}
+	cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	_, err := c.WaitConverged(cctx)
+	cancel()
+	if err != nil {
+		return Verdict{}, err
+	}
+	fmt.Fprintf(c.log, "cluster converged: %d units on %d nodes\n", len(c.Units()), len(c.nodes))
+	sampler := c.NewSampler()
+	sctx, stopSampler := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); sampler.Run(sctx, 100*time.Millisecond) }()
+	sampler.Sample(ctx)
+	sampler.Converged()
+	defer func() { stopSampler(); wg.Wait() }()
+
+	prod, err := c.NewProducer(p.Seed)
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer prod.Close()
+	pctx, stopProducing := context.WithCancel(ctx)
+	if p.Duration > 0 {
+		pctx, stopProducing = context.WithTimeout(ctx, p.Duration)
+	}
+	defer stopProducing()
+	perr := make(chan error, 1)
+	go func() { perr <- prod.Run(pctx, p.Rate) }()
+
+	start := time.Now()
+	for _, k := range p.Kills {
+		go func() {
+			select {
+			case <-pctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(k.At))):
+			}
+			n, _ := c.Node(k.Node)
+			sampler.Sample(ctx)
+			sampler.Killed(k.Node)
+			fmt.Fprintf(c.log, "%s: kill -9 %s (pid %d)\n", time.Since(start).Round(time.Millisecond), k.Node, n.Pid())
+			if err := c.Kill(n); err != nil {
+				fmt.Fprintf(c.log, "kill %s: %v\n", k.Node, err)
+				return
+			}
+			if p.Restart > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(p.Restart):
+				}
+				fmt.Fprintf(c.log, "%s: restarting %s\n", time.Since(start).Round(time.Millisecond), k.Node)
+				if err := c.StartNode(n); err != nil {
+					fmt.Fprintf(c.log, "restart %s: %v\n", k.Node, err)
+				}
+			}
+		}()
+	}
+	<-pctx.Done()
+	if err := <-perr; err != nil {
+		return Verdict{}, err
+	}
+	if p.Duration == 0 || ctx.Err() != nil {
+		return Verdict{Produced: prod.Total()}, ctx.Err()
+	}
+	fmt.Fprintf(c.log, "%s: stopped producing after %d messages; waiting for the cluster to drain\n",
+		time.Since(start).Round(time.Millisecond), prod.Total())
+	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	sent := prod.Sent()
+	if err := c.WaitDrained(dctx, sent); err != nil {
+		return Verdict{Produced: prod.Total()}, err
+	}
+	sampler.Sample(ctx)
+	v := Verdict{Produced: prod.Total()}
+	if p.Verify {
+		if v, err = c.Verify(ctx, sent); err != nil {
+			return v, err
+		}
+	}
+	v.Moved = sampler.Moves()
+	fo, ferr := sampler.Failover()
+	v.Failover = fo
+	if ferr != nil {
+		v.Problems = append(v.Problems, ferr.Error())
+	}
+	for _, b := range sampler.Violations() {
+		v.Problems = append(v.Problems, "listed twice: "+b)
+	}
+	if ferr != nil && len(p.Kills) > 0 {
+		return v, errors.New(ferr.Error())
+	}
+	return v, nil
+}

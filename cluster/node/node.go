@@ -1,0 +1,354 @@
+// Package node wires one production drover node from its configuration:
+// the store, each source's broker, memberlist membership, the actor system
+// on real clock, goroutine dispatcher and executor, Prometheus metrics and
+// the debug endpoint.
+//
+// Goroutines: Start starts the executor's jobs, memberlist's goroutines
+// (owned by package gossip), the debug server and two housekeeping
+// goroutines (store health, dedupe pruning); Shutdown and Close stop all of
+// them and wait.
+package node
+
+import (
+	"context"
+	crand "crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/cluster/gossip"
+	"github.com/drover-dev/drover/cluster/metrics"
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/stores"
+)
+
+// Options are what a node takes besides its configuration.
+type Options struct {
+	// Logger receives the node's logs; nil discards.
+	Logger *slog.Logger
+	// Version is gossiped and shown by `drover version`.
+	Version string
+	// Handlers are the Go handlers mode: handler sources name with
+	// handler_name.
+	Handlers map[string]actors.Handler
+	// OpenSource opens a source's broker; nil opens it by its type.
+	OpenSource func(ctx context.Context, s config.Source, log *slog.Logger) (Source, error)
+	// Tuning is passed to the actors.
+	Tuning actors.Tuning
+}
+
+// Source is an opened broker: exactly one of Stream and Queue.
+type Source struct {
+	Stream brokers.Stream
+	Queue  brokers.Queue
+}
+
+// Node is a running drover node.
+type Node struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	store   persistence.Store
+	sources []Source
+	member  *gossip.Membership
+	exec    *exec.Goroutines
+	actors  *actors.Node
+	debug   *debug.Server
+	reg     *prometheus.Registry
+	metrics *metrics.Metrics
+
+	stopWatch func()
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup
+
+	mu       sync.Mutex
+	storeErr error
+	closed   bool
+}
+
+// Start opens everything the configuration names and starts the node. On
+// error everything opened so far is closed again.
+func Start(ctx context.Context, cfg *config.Config, opt Options) (*Node, error) {
+	log := opt.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	n := &Node{cfg: cfg, log: log, exec: &exec.Goroutines{}}
+	if err := n.start(ctx, opt); err != nil {
+		n.closeAll()
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *Node) start(ctx context.Context, opt Options) (err error) {
+	cfg, log := n.cfg, n.log
+
+	n.store, err = stores.Open(ctx, cfg.Store.URL.Reveal(), stores.Options{Logger: log.With("component", "store")})
+	if err != nil {
+		return fmt.Errorf("store: %w", err)
+	}
+	specs := make([]actors.SourceSpec, 0, len(cfg.Sources))
+	for i, s := range cfg.Sources {
+		spec, src, err := n.openSource(ctx, i, s, opt)
+		if err != nil {
+			return err
+		}
+		n.sources = append(n.sources, src)
+		specs = append(specs, spec)
+	}
+
+	n.reg = prometheus.NewRegistry()
+	n.metrics = metrics.New(n.reg, cfg.Node.Name)
+
+	n.member, err = gossip.Join(ctx, gossip.Config{
+		Name: cfg.Node.Name, Bind: cfg.Cluster.Bind, Advertise: cfg.Cluster.Advertise, Join: cfg.Cluster.Join,
+		Profile: cfg.Cluster.Profile, SecretKey: cfg.Cluster.Key(), DebugAddr: cfg.Node.DebugAddr,
+		Version: opt.Version, Capacity: cfg.Node.Capacity, Logger: log.With("component", "gossip"),
+	})
+	if err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	n.metrics.SetMembers(len(n.member.Members()))
+	n.stopWatch = n.member.Watch(func() { n.metrics.SetMembers(len(n.member.Members())) })
+
+	env := actors.Env{
+		Node:       cfg.Node.Name,
+		Clock:      clock.Real{},
+		Rand:       actors.NewRand(seed()),
+		Executor:   n.exec,
+		Membership: n.member,
+		Store:      n.store,
+		Logger:     log,
+		Metrics:    n.metrics,
+		Tuning:     opt.Tuning,
+	}
+	n.actors, err = actors.Start(env, specs)
+	if err != nil {
+		return err
+	}
+
+	n.debug, err = debug.New(debug.Config{
+		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
+		Logger: log.With("component", "debug"),
+	})
+	if err != nil {
+		return fmt.Errorf("node.debug_addr: %w", err)
+	}
+	if err := n.debug.Start(); err != nil {
+		return fmt.Errorf("node.debug_addr: %w", err)
+	}
+
+	hctx, cancel := context.WithCancel(context.Background())
+	n.cancel = cancel
+	n.wg.Add(2)
+	go n.watchStore(hctx)
+	go n.pruneDedupe(hctx, cfg.Store.DedupeRetention)
+	log.Info("node started", "node", cfg.Node.Name, "debug", "http://"+n.debug.Addr()+"/debug/",
+		"gossip", cfg.Cluster.Bind, "sources", len(specs))
+	return nil
+}
+
+func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Options) (actors.SourceSpec, Source, error) {
+	field := fmt.Sprintf("sources[%d]", i)
+	open := opt.OpenSource
+	if open == nil {
+		open = OpenSource
+	}
+	src, err := open(ctx, s, n.log.With("source", s.Name))
+	if err != nil {
+		return actors.SourceSpec{}, Source{}, fmt.Errorf("%s (%s): %w", field, s.Name, err)
+	}
+	spec := actors.SourceSpec{
+		Name: s.Name, Type: s.Type, Stream: src.Stream, Queue: src.Queue, Slots: s.Slots, Start: s.StartMode(),
+		Table: s.Records.Table, KeyField: s.Records.Key, MaxMessageBytes: s.MaxMessageBytes, Schema: s.Records.Schema,
+		BatchSize: s.BatchSize, MaxWait: s.MaxWait, MaxConsecutiveFailures: s.MaxConsecutiveFailures,
+		LeaseTTL: s.LeaseTTL, Discovery: s.DiscoveryInterval,
+	}
+	if s.Mode == "handler" {
+		h, ok := opt.Handlers[s.HandlerName]
+		if !ok {
+			closeSource(src)
+			return actors.SourceSpec{}, Source{}, fmt.Errorf("%s.handler_name: no handler %q is registered", field, s.HandlerName)
+		}
+		spec.Handler = h
+	}
+	return spec, src, nil
+}
+
+func seed() uint64 {
+	var b [8]byte
+	if _, err := crand.Read(b[:]); err != nil {
+		return uint64(time.Now().UnixNano())
+	}
+	return binary.LittleEndian.Uint64(b[:])
+}
+
+// Tree is this node's actor tree (debug.Node).
+func (n *Node) Tree() actors.Tree { return n.actors.Tree() }
+
+// Members is the membership view (debug.Node).
+func (n *Node) Members() []cluster.Member { return n.member.Members() }
+
+// Ready is nil when the store answered its last health check and the node
+// is in the membership (debug.Node).
+func (n *Node) Ready() error {
+	n.mu.Lock()
+	err := n.storeErr
+	n.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("store unreachable: %w", err)
+	}
+	for _, m := range n.member.Members() {
+		if m.Name == n.cfg.Node.Name {
+			return nil
+		}
+	}
+	return errors.New("not a member of the cluster")
+}
+
+// DebugAddr is the address the debug endpoint listens on.
+func (n *Node) DebugAddr() string { return n.debug.Addr() }
+
+// watchStore checks the store every 2 s for /readyz.
+func (n *Node) watchStore(ctx context.Context) {
+	defer n.wg.Done()
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	for {
+		c, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := n.store.Checkpoint(c, "drover/health")
+		cancel()
+		if errors.Is(err, persistence.ErrNotFound) {
+			err = nil
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		n.mu.Lock()
+		n.storeErr = err
+		n.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// pruneDedupe forgets queue message ids older than the retention, hourly.
+func (n *Node) pruneDedupe(ctx context.Context, retention time.Duration) {
+	defer n.wg.Done()
+	if retention <= 0 {
+		retention = 7 * 24 * time.Hour
+	}
+	t := time.NewTicker(time.Hour)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			c, cancel := context.WithTimeout(ctx, time.Minute)
+			k, err := n.store.PruneDedupe(c, time.Now().Add(-retention))
+			cancel()
+			if err != nil {
+				n.log.Warn("prune dedupe table", "error", err)
+			} else if k > 0 {
+				n.log.Info("pruned dedupe table", "ids", k)
+			}
+		}
+	}
+}
+
+// Shutdown leaves the cluster gracefully: it announces "leaving" so the
+// others stop placing units here and will not wait for lease expiry, lets
+// every unit finish its batch, checkpoint and release its lease, leaves
+// memberlist and closes everything. When ctx ends first it stops at once.
+func (n *Node) Shutdown(ctx context.Context) error {
+	start := time.Now()
+	n.log.Info("leaving the cluster")
+	if err := n.member.SetState(ctx, cluster.StateLeaving); err != nil {
+		n.log.Warn("announce leaving", "error", err)
+	}
+	var err error
+	select {
+	case <-n.actors.Drain():
+		n.log.Info("units handed over", "took", time.Since(start).Round(time.Millisecond))
+	case <-ctx.Done():
+		err = fmt.Errorf("graceful stop cut short: %w", ctx.Err())
+		n.log.Warn("graceful stop cut short; leases will be taken over", "error", ctx.Err())
+	}
+	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if lerr := n.member.Leave(lctx); lerr != nil {
+		n.log.Warn("leave memberlist", "error", lerr)
+	}
+	n.closeAll()
+	return err
+}
+
+// Close stops at once, without handing units over.
+func (n *Node) Close() {
+	if n.member != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = n.member.Leave(ctx)
+		cancel()
+	}
+	n.closeAll()
+}
+
+func (n *Node) closeAll() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	n.mu.Unlock()
+	if n.stopWatch != nil {
+		n.stopWatch()
+	}
+	if n.debug != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		_ = n.debug.Shutdown(ctx)
+		cancel()
+	}
+	if n.actors != nil {
+		n.actors.Close()
+	}
+	if n.cancel != nil {
+		n.cancel()
+	}
+	for _, s := range n.sources {
+		closeSource(s) // cancels broker calls still in flight
+	}
+	n.exec.Wait()
+	n.wg.Wait()
+	if n.store != nil {
+		if err := n.store.Close(); err != nil {
+			n.log.Warn("close store", "error", err)
+		}
+	}
+}
+
+func closeSource(s Source) {
+	if s.Stream != nil {
+		_ = s.Stream.Close()
+	}
+	if s.Queue != nil {
+		_ = s.Queue.Close()
+	}
+}

@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/cluster/node"
+)
+
+// loadConfig reads a config file; errors exit 2, one line per field.
+func loadConfig(path string) (*config.Config, error) {
+	if path == "" {
+		return nil, &exitError{2, errors.New("--config: required")}
+	}
+	cfg, err := config.Load(path)
+	if err != nil {
+		return nil, &exitError{2, fmt.Errorf("%s:\n%w", path, err)}
+	}
+	return cfg, nil
+}
+
+func newLogger(w io.Writer, format string, level slog.Level) (*slog.Logger, error) {
+	opts := &slog.HandlerOptions{Level: level}
+	switch format {
+	case "", "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format %q: must be text or json", format)
+}
+
+func newNode() *cobra.Command {
+	var (
+		path      string
+		logFormat string
+		grace     time.Duration
+	)
+	cmd := &cobra.Command{
+		Use:   "node --config drover.yaml",
+		Short: "run one drover node",
+		Long: `node runs one drover node until it is told to stop.
+
+SIGTERM or SIGINT: leave gracefully — announce "leaving", let every unit
+finish its batch, checkpoint and release its lease, leave the cluster — within
+--grace. A second signal exits at once.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			format := logFormat
+			if format == "" {
+				format = cfg.Log.Format
+			}
+			log, err := newLogger(cmd.ErrOrStderr(), format, cfg.Log.SlogLevel())
+			if err != nil {
+				return &exitError{2, err}
+			}
+			sigs := make(chan os.Signal, 2)
+			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+			defer signal.Stop(sigs)
+
+			ctx, cancel := context.WithCancel(cmd.Context())
+			defer cancel()
+			go func() { // a signal during start-up aborts it
+				select {
+				case <-sigs:
+					cancel()
+				case <-ctx.Done():
+				}
+			}()
+			n, err := node.Start(ctx, cfg, node.Options{Logger: log, Version: versionString(), Handlers: builtinHandlers()})
+			cancel()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s running; debug http://%s/debug/\n", cfg.Node.Name, n.DebugAddr())
+			sig := <-sigs
+			log.Info("signal received, leaving gracefully (signal again to exit at once)", "signal", sig.String())
+			sctx, scancel := context.WithTimeout(context.Background(), grace)
+			defer scancel()
+			done := make(chan error, 1)
+			go func() { done <- n.Shutdown(sctx) }()
+			select {
+			case err := <-done:
+				if err != nil {
+					return &exitError{1, err}
+				}
+				log.Info("left the cluster")
+				return nil
+			case sig := <-sigs:
+				log.Warn("second signal: exiting at once", "signal", sig.String())
+				return &exitError{1, errors.New("stopped by a second signal")}
+			}
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "configuration file (YAML)")
+	cmd.Flags().StringVar(&logFormat, "log-format", "", "text or json (default: the config's log.format)")
+	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "longest graceful stop before giving up")
+	return cmd
+}
+
+// builtinHandlers are the Go handlers a config may name with
+// handler_name when it runs on the drover binary itself.
+func builtinHandlers() map[string]actors.Handler {
+	return map[string]actors.Handler{"audit": node.AuditHandler}
+}
+
+func newCheck() *cobra.Command {
+	var path string
+	cmd := &cobra.Command{
+		Use:   "check --config drover.yaml",
+		Short: "validate a configuration; exit 2 naming the field of each error",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := loadConfig(path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (node %s, %d sources, store %s)\n", path, cfg.Node.Name, len(cfg.Sources), cfg.Redacted().Store.URL)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&path, "config", "", "configuration file (YAML)")
+	return cmd
+}
