@@ -65,6 +65,8 @@ type Cluster struct {
 	nodes []*Node
 	log   io.Writer
 	mu    sync.Mutex
+
+	closeOnce sync.Once
 }
 
 // Node is one node process.
@@ -474,7 +476,9 @@ func (c *Cluster) WaitConverged(ctx context.Context) (ClusterTree, error) {
 
 // Close stops every node process — gracefully (SIGTERM), or with SIGKILL
 // when one takes more than 10 s — and stops Kafka.
-func (c *Cluster) Close() {
+func (c *Cluster) Close() { c.closeOnce.Do(c.close) }
+
+func (c *Cluster) close() {
 	var wg sync.WaitGroup
 	for _, n := range c.nodes {
 		if n.Running() {

@@ -93,6 +93,7 @@ Ctrl-C.`,
 				fmt.Fprintf(out, "Ctrl-C stops the demo.\n\n")
 			}
 			v, err := c.Run(ctx, plan)
+			c.Close() // before the verdict: it must be the last line
 			if err != nil && ctx.Err() != nil && duration <= 0 {
 				fmt.Fprintf(out, "stopped after producing %d messages\n", v.Produced)
 				return nil
