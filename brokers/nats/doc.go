@@ -67,8 +67,11 @@
 //
 // # Fetch and Receive: max and wait
 //
-// Both pull in up to three requests: a no-wait request for max messages,
-// which answers at once with what the consumer has; when that is empty and
+// Both pull in up to three requests: a request for max messages that
+// answers at once with what the consumer has (a no-wait request for a
+// stream reader; for a queue, a request the server ends after 5 ms,
+// because at MaxAckPending the server leaves a no-wait request unanswered
+// and the client would wait a second for it); when that is empty and
 // wait > 0, a request for one message that the server holds until one
 // arrives or about 90% of wait has passed (so a call returns a little
 // before wait when nothing comes); when one arrives, a no-wait request for

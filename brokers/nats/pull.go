@@ -28,21 +28,22 @@ type pulled struct {
 // first one, and returns as soon as any are there:
 //
 //  1. a no-wait request for max messages answers at once with what the
-//     consumer has;
+//     consumer has (with probe > 0, a request the server ends after probe:
+//     see take);
 //  2. when that is nothing and wait > 0, a request for one message waits
 //     until one arrives or the server expires it (at ~90% of wait, see
 //     jetstream.FetchContext), or ctx ends, or the connection drops;
-//  3. when that one arrives, a no-wait request for max-1 more takes what
-//     came with it.
+//  3. when that one arrives, a request like the first for max-1 more takes
+//     what came with it.
 //
 // ctx must end when the caller's context does or the adapter closes. The
 // error is the client's or ctx's, not yet translated.
-func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max int, wait time.Duration, conv converter) (pulled, error) {
+func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max int, wait, probe time.Duration, conv converter) (pulled, error) {
 	lost := c.lostCh()
 	if err := c.ready(op); err != nil {
 		return pulled{}, err
 	}
-	b, err := cons.FetchNoWait(max)
+	b, err := take(cons, max, probe)
 	if err != nil {
 		return pulled{}, err
 	}
@@ -82,7 +83,7 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 		return p, nil
 	}
 
-	b, err = cons.FetchNoWait(max - 1)
+	b, err = take(cons, max-1, probe)
 	if err != nil {
 		return p, nil // the one message stands; the rest come next time
 	}
@@ -97,6 +98,18 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 
 // converter turns a delivered message into drover's form.
 type converter func(jetstream.Msg) converted
+
+// take asks for up to n messages that are there now: a no-wait request
+// when probe is 0, else a request that the server ends after probe. A
+// queue needs the latter: when the consumer has MaxAckPending messages in
+// flight the server holds a no-wait request unanswered, and the client
+// would give up on it only after a second.
+func take(cons jetstream.Consumer, n int, probe time.Duration) (jetstream.MessageBatch, error) {
+	if probe <= 0 {
+		return cons.FetchNoWait(n)
+	}
+	return cons.Fetch(n, jetstream.FetchMaxWait(probe))
+}
 
 // collect reads and converts the batch until the client closes it, ctx ends or the
 // connection drops. complete reports whether the request ended on the

@@ -13,6 +13,11 @@ import (
 	"github.com/drover-dev/drover/brokers"
 )
 
+// queueProbe is how long the server keeps a queue's request for the
+// messages that are there now. A full batch returns at once; a partial one
+// after queueProbe; one at MaxAckPending, empty, after queueProbe.
+const queueProbe = 5 * time.Millisecond
+
 // Queue is a JetStream durable pull consumer read by competing receivers.
 // It implements brokers.Queue and is safe for concurrent use.
 type Queue struct {
@@ -223,7 +228,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait, r.q.conv)
+	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait, queueProbe, r.q.conv)
 	if err != nil {
 		return brokers.Result{}, r.life.finish(ctx, op, err)
 	}

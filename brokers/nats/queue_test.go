@@ -465,3 +465,33 @@ func TestRetryableClassification(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueMaxAckPendingReached: with MaxAckPending messages in flight a
+// receive gets nothing (no error) until one is acked.
+func TestQueueMaxAckPendingReached(t *testing.T) {
+	e := newQueueEnv(t)
+	for i := range 5 {
+		e.publish(t, e.subject, fmt.Sprint(i), nil)
+	}
+	cfg := e.config()
+	cfg.MaxAckPending = 2
+	cfg.AckWait = time.Minute
+	r := openRecv(t, e.open(t, cfg), "slot-0")
+	held, _ := receiveN(t, r, 2)
+	for _, wait := range []time.Duration{0, 500 * time.Millisecond} {
+		start := time.Now()
+		res, err := r.Receive(ctxT(t, 10*time.Second), 10, wait)
+		if err != nil || len(res.Messages) != 0 {
+			t.Fatalf("receive (wait %v) at MaxAckPending = %d messages, %v; want none and no error", wait, len(res.Messages), err)
+		}
+		if el := time.Since(start); el > wait+500*time.Millisecond {
+			t.Fatalf("receive with wait %v took %v", wait, el)
+		}
+	}
+	if err := r.Ack(ctxT(t, 5*time.Second), held[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := receiveN(t, r, 1); string(got[0].Value) != "2" {
+		t.Fatalf("after an ack got %q, want 2", got[0].Value)
+	}
+}

@@ -311,7 +311,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	p, err := r.s.c.pull(octx, op, r.cons, max, wait, r.s.conv)
+	p, err := r.s.c.pull(octx, op, r.cons, max, wait, 0, r.s.conv)
 	if err != nil {
 		r.drop()
 		return brokers.Result{}, r.life.finish(ctx, op, err)
