@@ -59,7 +59,6 @@ func (s *Sampler) Sample(ctx context.Context) {
 	}
 	now := time.Now()
 	running := t.Running()
-	owners := t.Owners()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.samples++
@@ -81,11 +80,13 @@ func (s *Sampler) Sample(ctx context.Context) {
 		}
 	}
 	if s.converged {
-		// only nodes that answered count: a dead node's units may show on
-		// no node until taken over, which is failover, not a duplicate
-		for u, ns := range owners {
+		// A unit may be listed by two nodes for the moment of a handover —
+		// the old owner "stopping", the new one "acquiring" until the lease
+		// is released — but never held by two: held means running,
+		// retrying or stopping with a lease.
+		for u, ns := range t.Holders() {
 			if len(ns) > 1 && len(s.bad) < 20 {
-				s.bad = append(s.bad, fmt.Sprintf("%s listed by %v at %s", u, ns, now.Format("15:04:05.000")))
+				s.bad = append(s.bad, fmt.Sprintf("%s held by %v at %s", u, ns, now.Format("15:04:05.000")))
 			}
 		}
 	}
@@ -140,7 +141,8 @@ func (s *Sampler) Moves() int {
 	return s.moves
 }
 
-// Violations are samples after convergence that listed a unit twice.
+// Violations are samples after convergence in which a unit was held by two
+// nodes.
 func (s *Sampler) Violations() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,225 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/persistence/postgres/pgtest"
+)
+
+var (
+	binary string // the drover binary the node processes run
+	pg     = pgtest.New()
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "drover-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "drover")
+	out, err := exec.Command("go", "build", "-o", binary, "github.com/drover-dev/drover/cmd/drover").CombinedOutput()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "build drover: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := pgtest.Main(m, pg)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// Three node processes under load: kill -9 one (its units run elsewhere
+// within 2 s on the fast profile), restart it (it takes back about a
+// third), SIGTERM another (its units are handed over without waiting for
+// lease expiry), and at the end nothing is lost or doubled. Every time the
+// cluster converges the tree lists each unit exactly once, running; at
+// every sampled moment in between no unit is held by two nodes.
+func TestThreeNodesWithSQLite(t *testing.T) {
+	threeNodes(t, "")
+}
+
+func TestThreeNodesWithPostgres(t *testing.T) {
+	threeNodes(t, pg.URL(t))
+}
+
+func threeNodes(t *testing.T, storeURL string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, StoreURL: storeURL, Partitions: 12, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range c.Nodes() {
+		if err := c.StartNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	s := c.NewSampler()
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
+	s.Sample(ctx)
+	s.Converged()
+
+	prod, err := c.NewProducer(7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	pctx, stopProducing := context.WithCancel(ctx)
+	perr := make(chan error, 1)
+	go func() { perr <- prod.Run(pctx, 300) }()
+	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+
+	// kill -9 node-3: its units run elsewhere within 2 s
+	n3, _ := c.Node("node-3")
+	s.Sample(ctx)
+	s.Killed("node-3")
+	if err := c.Kill(n3); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "node-3's units running elsewhere", func() bool { _, err := s.Failover(); return err == nil })
+	fo, _ := s.Failover()
+	t.Logf("failover after kill -9: %s", fo)
+	if fo > 2*time.Second {
+		t.Errorf("failover took %s, want <= 2 s (fast profile)", fo)
+	}
+
+	// restart it: it takes back about a third
+	if err := c.StartNode(n3); err != nil {
+		t.Fatal(err)
+	}
+	tree, err := c.WaitConverged(ctx)
+	if err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	waitFor(t, ctx, "node-3 takes back about a third", func() bool {
+		tree, err = c.Tree(ctx)
+		if err != nil || !c.Converged(tree) {
+			return false
+		}
+		// each source has 12 units: a third is 4; placement's load bound
+		// is 5 (ceil(12/3)+1)
+		per := map[string]int{}
+		for u, node := range tree.Running() {
+			if node == "node-3" {
+				per[strings.Split(u, "/")[0]]++
+			}
+		}
+		return per["orders"] >= 3 && per["orders"] <= 5 && per["audit"] >= 3 && per["audit"] <= 5
+	})
+
+	// SIGTERM node-2: handed over at once, not after the 10 s lease
+	n2, _ := c.Node("node-2")
+	held := map[string]bool{}
+	for u, node := range tree.Running() {
+		if node == "node-2" {
+			held[u] = true
+		}
+	}
+	termAt := time.Now()
+	if err := c.Term(n2, 20*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if err := n2.ExitError(); err != nil {
+		t.Errorf("node-2 did not exit cleanly after SIGTERM: %v", err)
+	}
+	waitFor(t, ctx, "node-2's units running elsewhere", func() bool {
+		tr, err := c.Tree(ctx)
+		if err != nil {
+			return false
+		}
+		run := tr.Running()
+		for u := range held {
+			if run[u] == "" || run[u] == "node-2" {
+				return false
+			}
+		}
+		return true
+	})
+	handover := time.Since(termAt)
+	t.Logf("graceful handover of %d units: %s", len(held), handover)
+	if handover > 5*time.Second {
+		t.Errorf("graceful handover took %s: the new owners waited (lease TTL is 10 s)", handover)
+	}
+	if !logContains(n2.LogPath, "units handed over") {
+		t.Error("node-2's log does not say its units were handed over")
+	}
+
+	stopProducing()
+	if err := <-perr; err != nil {
+		t.Fatal(err)
+	}
+	sent := prod.Sent()
+	if err := c.WaitDrained(ctx, sent); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	stopSampling()
+	wg.Wait()
+	v, err := c.Verify(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v.Line())
+	if !v.OK() || v.Produced == 0 || v.DeadLettered == 0 {
+		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
+	}
+	if bad := s.Violations(); len(bad) > 0 {
+		t.Errorf("a unit was held by two nodes after convergence: %v", bad)
+	}
+	if s.Samples() < 20 {
+		t.Errorf("only %d samples of the cluster tree", s.Samples())
+	}
+}
+
+func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func logContains(path, s string) bool {
+	b, err := os.ReadFile(path)
+	return err == nil && strings.Contains(string(b), s)
+}
+
+// dumpLogs adds the tail of every node's log to err, for a failed test.
+func dumpLogs(c *Cluster, err error) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v", err)
+	for _, n := range c.Nodes() {
+		data, _ := os.ReadFile(n.LogPath)
+		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+		if len(lines) > 15 {
+			lines = lines[len(lines)-15:]
+		}
+		fmt.Fprintf(&b, "\n--- %s\n%s", n.Name, strings.Join(lines, "\n"))
+	}
+	return fmt.Errorf("%s", b.String())
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(p []byte) (int, error) {
+	l.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
