@@ -4,9 +4,16 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
+	"os"
+	"strings"
 
 	"github.com/drover-dev/drover/brokers/kafka"
+	"github.com/drover-dev/drover/brokers/kinesis"
 	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/brokers/nats"
+	"github.com/drover-dev/drover/brokers/pubsub"
+	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster/config"
 )
 
@@ -17,8 +24,16 @@ func OpenSource(ctx context.Context, s config.Source, log *slog.Logger) (Source,
 		return openMemory(s)
 	case config.TypeKafka:
 		return openKafka(s, log)
+	case config.TypeNATS:
+		return openNATS(ctx, s, log)
+	case config.TypePubSub:
+		return openPubSub(ctx, s, log)
+	case config.TypeSQS:
+		return openSQS(ctx, s, log)
+	case config.TypeKinesis:
+		return openKinesis(ctx, s, log)
 	}
-	return Source{}, fmt.Errorf("type %q: no adapter in this build", s.Type)
+	return Source{}, fmt.Errorf("type %q: unknown source type", s.Type)
 }
 
 // openMemory is an in-process broker: only useful for a single node (tests,
@@ -50,6 +65,93 @@ func openKafka(s config.Source, log *slog.Logger) (Source, error) {
 		cfg.SASL = kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()}
 	}
 	st, err := kafka.New(cfg)
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{Stream: st}, nil
+}
+
+// natsConn turns the config's URL list into a connection config; user and
+// password written into a URL move to their own fields (the adapter
+// refuses URLs with credentials, so that they never show in its logs).
+func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
+	c := nats.ConnConfig{User: n.User, Password: n.Password.Reveal(), CredsFile: n.CredentialsFile, Logger: log}
+	for i, raw := range strings.Split(n.URL.Reveal(), ",") {
+		raw = strings.TrimSpace(raw)
+		u, err := url.Parse(raw)
+		if err != nil {
+			return c, fmt.Errorf("nats.url[%d]: not a URL", i)
+		}
+		if u.User != nil {
+			if c.User == "" {
+				c.User = u.User.Username()
+			}
+			if p, ok := u.User.Password(); ok && c.Password == "" {
+				c.Password = p
+			}
+			u.User = nil
+		}
+		c.URLs = append(c.URLs, u.String())
+	}
+	return c, nil
+}
+
+func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
+	n := s.NATS
+	conn, err := natsConn(n, log)
+	if err != nil {
+		return Source{}, err
+	}
+	var subjects []string
+	if n.Subject != "" {
+		subjects = []string{n.Subject}
+	}
+	if n.Mode == config.NATSStream {
+		st, err := nats.NewStream(ctx, nats.StreamConfig{Conn: conn, Stream: n.Stream, Subjects: subjects})
+		if err != nil {
+			return Source{}, err
+		}
+		return Source{Stream: st}, nil
+	}
+	q, err := nats.NewQueue(ctx, nats.QueueConfig{Conn: conn, Stream: n.Stream, Durable: n.Consumer, FilterSubjects: subjects,
+		AckWait: n.AckWait, MaxAckPending: n.MaxAckPending, Start: s.StartMode()})
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{Queue: q}, nil
+}
+
+func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
+	p := s.PubSub
+	cfg := pubsub.Config{Project: p.Project, Subscription: p.Subscription, Endpoint: p.Endpoint,
+		CredentialsFile: p.CredentialsFile, MaxMessages: p.MaxOutstanding, Logger: log}
+	if cfg.Endpoint == "" {
+		cfg.Endpoint = os.Getenv("PUBSUB_EMULATOR_HOST")
+	}
+	// an endpoint is an emulator: plain text, no credentials
+	cfg.Insecure = cfg.Endpoint != "" && cfg.CredentialsFile == ""
+	q, err := pubsub.NewQueue(ctx, cfg)
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{Queue: q}, nil
+}
+
+func openSQS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
+	q := s.SQS
+	sq, err := sqs.NewQueue(ctx, sqs.Config{QueueURL: q.QueueURL, Region: q.Region, Endpoint: q.Endpoint,
+		AccessKeyID: q.AccessKeyID, SecretAccessKey: q.SecretAccessKey.Reveal(), WaitTime: q.Wait,
+		VisibilityTimeout: q.VisibilityTimeout, Logger: log})
+	if err != nil {
+		return Source{}, err
+	}
+	return Source{Queue: sq}, nil
+}
+
+func openKinesis(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
+	k := s.Kinesis
+	st, err := kinesis.NewStream(ctx, kinesis.Config{StreamName: k.Stream, Region: k.Region, Endpoint: k.Endpoint,
+		AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey.Reveal(), Logger: log})
 	if err != nil {
 		return Source{}, err
 	}
