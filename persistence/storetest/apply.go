@@ -15,12 +15,19 @@ import (
 func applyDefinitions() []definition {
 	return []definition{
 		{"Apply/FencedCommitsEverythingTogether", always, testApplyTogether},
-		{"Apply/StaleTokenCommitsNothing", always, testApplyStale},
-		{"Apply/NoLeaseRow", always, testApplyNoLease},
+		// The fencing and atomicity cases run on both write paths a store may
+		// have: a queue batch (dedupe ids) and a stream batch (checkpoint, no
+		// dedupe), since a store may write them differently.
+		{"Apply/StaleTokenCommitsNothing/Queue", always, testApplyStale(queueBatch)},
+		{"Apply/StaleTokenCommitsNothing/Stream", always, testApplyStale(streamBatch)},
+		{"Apply/NoLeaseRow/Queue", always, testApplyNoLease(queueBatch)},
+		{"Apply/NoLeaseRow/Stream", always, testApplyNoLease(streamBatch)},
 		{"Apply/HandlerErrorRollsBackEverything", always, testHandlerError},
-		{"Apply/InvalidDocumentRollsBackEverything", always, testInvalidDoc},
+		{"Apply/InvalidDocumentRollsBackEverything/Queue", always, testInvalidDoc(queueBatch)},
+		{"Apply/InvalidDocumentRollsBackEverything/Stream", always, testInvalidDoc(streamBatch)},
 		{"Apply/InvalidTableRefused", always, testInvalidTable},
-		{"Apply/FailureMidTransaction", needsMidTx, testFailMidTx},
+		{"Apply/FailureMidTransaction/Queue", needsMidTx, testFailMidTx(queueBatch)},
+		{"Apply/FailureMidTransaction/Stream", needsMidTx, testFailMidTx(streamBatch)},
 		{"Apply/TakeoverDuringApplyIsFenced", always, testTakeoverDuringApply},
 		{"Apply/ConcurrentAppliesSerialise", always, testConcurrentApplies},
 		{"Handler/TxPutGetDelete", always, testHandlerTx},
@@ -43,6 +50,37 @@ func fullBatch(l persistence.Lease, pos string) *persistence.Batch {
 		},
 		Checkpoint: pos + "4",
 	}
+}
+
+// batchKind makes a batch that writes to every part of the store its path
+// touches, and says whether it records dedupe ids.
+type batchKind struct {
+	make   func(l persistence.Lease, pos string) *persistence.Batch
+	dedupe bool
+}
+
+var (
+	queueBatch  = batchKind{fullBatch, true}
+	streamBatch = batchKind{streamFullBatch, false}
+)
+
+// streamFullBatch is fullBatch as a stream writes it: no dedupe ids.
+func streamFullBatch(l persistence.Lease, pos string) *persistence.Batch {
+	b := fullBatch(l, pos)
+	b.Dedupe = false
+	for i := range b.Ops {
+		b.Ops[i].MessageID = ""
+	}
+	return b
+}
+
+// dedupePos is the position whose dedupe ids wantUnchanged checks; "" for
+// batches that record none.
+func (k batchKind) dedupePos(pos string) string {
+	if k.dedupe {
+		return pos
+	}
+	return ""
 }
 
 // seed writes "gone" so that fullBatch has something to delete.
@@ -128,21 +166,27 @@ func (e *env) wantUnchanged(before snapshot, table, unit string, l persistence.L
 	}
 }
 
-func testApplyStale(e *env) {
-	old := e.acquire("orders/0", "node-1")
-	e.seed(old)
-	cur := e.acquire("orders/0", "node-2", "node-2") // node-1 is not live
-	before := e.snapshot("orders", "orders/0")
-	_, err := e.s.Apply(e.ctx, fullBatch(old, "5"))
-	if !errors.Is(err, persistence.ErrLeaseLost) {
-		e.t.Fatalf("apply with a stale token: err = %v, want ErrLeaseLost", err)
+func testApplyStale(k batchKind) func(*env) {
+	return func(e *env) {
+		old := e.acquire("orders/0", "node-1")
+		e.seed(old)
+		cur := e.acquire("orders/0", "node-2", "node-2") // node-1 is not live
+		before := e.snapshot("orders", "orders/0")
+		_, err := e.s.Apply(e.ctx, k.make(old, "5"))
+		if !errors.Is(err, persistence.ErrLeaseLost) {
+			e.t.Fatalf("apply with a stale token: err = %v, want ErrLeaseLost", err)
+		}
+		e.wantUnchanged(before, "orders", "orders/0", cur, k.dedupePos("5"))
 	}
-	e.wantUnchanged(before, "orders", "orders/0", cur, "5")
 }
 
-func testApplyNoLease(e *env) {
+func testApplyNoLease(k batchKind) func(*env) {
+	return func(e *env) { testApplyNoLeaseWith(e, k) }
+}
+
+func testApplyNoLeaseWith(e *env, k batchKind) {
 	l := persistence.Lease{Unit: "orders/7", Owner: "node-1", Token: 1}
-	_, err := e.s.Apply(e.ctx, fullBatch(l, "5"))
+	_, err := e.s.Apply(e.ctx, k.make(l, "5"))
 	if !errors.Is(err, persistence.ErrLeaseLost) {
 		e.t.Fatalf("apply without a lease row: err = %v, want ErrLeaseLost", err)
 	}
@@ -177,16 +221,19 @@ func testHandlerError(e *env) {
 	e.wantUnchanged(before, "orders", "orders/0", l, "5")
 }
 
-func testInvalidDoc(e *env) {
-	l := e.acquire("orders/0", "node-1")
-	e.seed(l)
-	before := e.snapshot("orders", "orders/0")
-	b := fullBatch(l, "5")
-	b.Ops = append(b.Ops, upsert("z", `{"broken":`, "55"))
-	if _, err := e.s.Apply(e.ctx, b); err == nil {
-		e.t.Fatal("apply of an invalid JSON document: no error")
+func testInvalidDoc(k batchKind) func(*env) {
+	return func(e *env) {
+		l := e.acquire("orders/0", "node-1")
+		e.seed(l)
+		before := e.snapshot("orders", "orders/0")
+		b := k.make(l, "5")
+		b.Ops = append(b.Ops, upsert("z", `{"broken":`, "55"))
+		b.Checkpoint = "55"
+		if _, err := e.s.Apply(e.ctx, b); err == nil {
+			e.t.Fatal("apply of an invalid JSON document: no error")
+		}
+		e.wantUnchanged(before, "orders", "orders/0", l, k.dedupePos("5"))
 	}
-	e.wantUnchanged(before, "orders", "orders/0", l, "5")
 }
 
 func testInvalidTable(e *env) {
@@ -206,15 +253,17 @@ func testInvalidTable(e *env) {
 	}
 }
 
-func testFailMidTx(e *env) {
-	l := e.acquire("orders/0", "node-1")
-	e.seed(l)
-	before := e.snapshot("orders", "orders/0")
-	e.h.FailMidTx(e.t, e.s)
-	if _, err := e.s.Apply(e.ctx, fullBatch(l, "5")); err == nil {
-		e.t.Fatal("apply with a fault in the middle: no error")
+func testFailMidTx(k batchKind) func(*env) {
+	return func(e *env) {
+		l := e.acquire("orders/0", "node-1")
+		e.seed(l)
+		before := e.snapshot("orders", "orders/0")
+		e.h.FailMidTx(e.t, e.s)
+		if _, err := e.s.Apply(e.ctx, k.make(l, "5")); err == nil {
+			e.t.Fatal("apply with a fault in the middle: no error")
+		}
+		e.wantUnchanged(before, "orders", "orders/0", l, k.dedupePos("5"))
 	}
-	e.wantUnchanged(before, "orders", "orders/0", l, "5")
 }
 
 // testTakeoverDuringApply takes the unit over while a batch is inside its
@@ -228,10 +277,11 @@ func testTakeoverDuringApply(e *env) {
 		err error
 	}
 	done := make(chan acquired, 1)
-	var tookOverInside bool
+	var tookOverInside, handled bool
 	b := &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: old, Table: "orders",
 		Ops: []persistence.Op{upsert("a", `{"zombie":true}`, "1"), msg("m-1")}, Checkpoint: "1"}
 	b.Handle = func(ctx context.Context, tx persistence.Tx, ops []persistence.Op) error {
+		handled = true
 		go func() {
 			l, err := e.s.Acquire(context.WithoutCancel(ctx), persistence.AcquireRequest{
 				Unit: "orders/0", Owner: "node-2", TTL: longTTL, Live: []string{"node-2"},
@@ -249,7 +299,15 @@ func testTakeoverDuringApply(e *env) {
 		return nil
 	}
 	_, applyErr := e.s.Apply(e.ctx, b)
-	r := <-done
+	if !handled {
+		e.t.Fatalf("apply failed before its handler ran (the takeover never started): %v", applyErr)
+	}
+	var r acquired
+	select {
+	case r = <-done:
+	case <-time.After(time.Minute):
+		e.t.Fatal("the takeover did not finish within a minute of the commit")
+	}
 	if r.err != nil {
 		e.t.Fatalf("takeover: %v", r.err)
 	}
