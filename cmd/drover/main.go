@@ -52,6 +52,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo())
+	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo(), newDLQ())
 	return root
 }

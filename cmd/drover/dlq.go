@@ -1,0 +1,335 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/stores"
+)
+
+// dlqFlags are how a dlq command finds its store (and, to replay, the
+// sources' configuration).
+type dlqFlags struct {
+	config string
+	store  string
+	json   bool
+}
+
+func (f *dlqFlags) add(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.config, "config", "", "node configuration: its store and sources")
+	cmd.Flags().StringVar(&f.store, "store", "", "store URL, instead of --config (postgres://…, sqlite:PATH)")
+}
+
+// open returns the store and, when --config was given, the configuration.
+func (f *dlqFlags) open(ctx context.Context) (persistence.Store, *config.Config, error) {
+	var cfg *config.Config
+	url := f.store
+	if f.config != "" {
+		c, err := loadConfig(f.config)
+		if err != nil {
+			return nil, nil, err
+		}
+		cfg = c
+		if url == "" {
+			url = c.Store.URL.Reveal()
+		}
+	}
+	if url == "" {
+		return nil, nil, &exitError{2, errors.New("--config or --store: one is required")}
+	}
+	s, err := stores.Open(ctx, url, stores.Options{})
+	if err != nil {
+		return nil, nil, &exitError{1, err}
+	}
+	return s, cfg, nil
+}
+
+func newDLQ() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "dlq list|show|replay|resolve",
+		Short: "dead letters: list, show, replay or resolve them",
+		Long: `dlq manages dead letters: messages that could not be applied, kept with
+their reason in drover_dead_letters.
+
+  dlq list    [--source S] [--status pending|replayed|resolved] [--limit N] [--json]
+  dlq show    ID [--json]
+  dlq replay  ID... --config drover.yaml     apply again through the source's decode
+                                              and apply path as configured now
+  dlq resolve ID...                           mark handled by hand
+
+replay is fenced like any apply: it runs under the unit's current lease token
+and does not move the checkpoint. A dead letter that still cannot be applied
+stays pending with one more attempt and the new reason.`,
+	}
+	cmd.AddCommand(newDLQList(), newDLQShow(), newDLQReplay(), newDLQResolve())
+	return cmd
+}
+
+func newDLQList() *cobra.Command {
+	var (
+		f      dlqFlags
+		source string
+		status string
+		limit  int
+		after  int64
+	)
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "list dead letters",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch status {
+			case "", "pending", "replayed", "resolved":
+			default:
+				return &exitError{2, fmt.Errorf("--status %q: must be pending, replayed or resolved", status)}
+			}
+			s, _, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			dls, err := s.DeadLetters(cmd.Context(), persistence.DeadLetterFilter{Source: source,
+				Status: persistence.DeadLetterStatus(status), AfterID: after, Limit: limit})
+			if err != nil {
+				return &exitError{1, err}
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return writeJSON(out, jsonDeadLetters(dls, false))
+			}
+			if len(dls) == 0 {
+				fmt.Fprintln(out, "no dead letters")
+				return nil
+			}
+			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(w, "ID\tSOURCE\tUNIT\tPOSITION\tSTATUS\tATTEMPTS\tLAST FAILED\tREASON")
+			for _, d := range dls {
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Source, d.Unit, d.Position, d.Status,
+					d.Attempts, d.LastFailedAt.UTC().Format(time.RFC3339), clipLine(d.Reason, 80))
+			}
+			return w.Flush()
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().StringVar(&source, "source", "", "only this source")
+	cmd.Flags().StringVar(&status, "status", "pending", "pending, replayed or resolved (empty: all)")
+	cmd.Flags().IntVar(&limit, "limit", 100, "at most this many (0: all)")
+	cmd.Flags().Int64Var(&after, "after", 0, "ids after this one (paging)")
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+	return cmd
+}
+
+func newDLQShow() *cobra.Command {
+	var f dlqFlags
+	cmd := &cobra.Command{
+		Use:   "show ID",
+		Short: "show one dead letter with its payload",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			s, _, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			d, err := s.DeadLetter(cmd.Context(), ids[0])
+			if err != nil {
+				return &exitError{1, err}
+			}
+			out := cmd.OutOrStdout()
+			if f.json {
+				return writeJSON(out, jsonDeadLetters([]persistence.DeadLetter{d}, true)[0])
+			}
+			fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%d bytes):\n%s\n",
+				d.ID, d.Source, d.Unit, d.Position, d.MsgKey, d.Status, d.Attempts,
+				d.FirstFailedAt.UTC().Format(time.RFC3339Nano), d.LastFailedAt.UTC().Format(time.RFC3339Nano),
+				d.Reason, len(d.Payload), printable(d.Payload))
+			return nil
+		},
+	}
+	f.add(cmd)
+	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+	return cmd
+}
+
+func newDLQReplay() *cobra.Command {
+	var f dlqFlags
+	cmd := &cobra.Command{
+		Use:   "replay ID... --config drover.yaml",
+		Short: "apply dead letters again through their source's decode and apply path",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			if f.config == "" {
+				return &exitError{2, errors.New("--config: required to replay (the sources' decoding comes from it)")}
+			}
+			s, cfg, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			out := cmd.OutOrStdout()
+			failed := 0
+			for _, id := range ids {
+				msg, err := replayOne(cmd.Context(), s, cfg, id)
+				if err != nil {
+					failed++
+					fmt.Fprintf(out, "%d: %v\n", id, err)
+					continue
+				}
+				fmt.Fprintf(out, "%d: %s\n", id, msg)
+			}
+			if failed > 0 {
+				return &exitError{1, fmt.Errorf("%d of %d dead letters not replayed", failed, len(ids))}
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func replayOne(ctx context.Context, s persistence.Store, cfg *config.Config, id int64) (string, error) {
+	d, err := s.DeadLetter(ctx, id)
+	if err != nil {
+		return "", err
+	}
+	var src *config.Source
+	for i := range cfg.Sources {
+		if cfg.Sources[i].Name == d.Source {
+			src = &cfg.Sources[i]
+		}
+	}
+	if src == nil {
+		return "", fmt.Errorf("source %q is not in the configuration", d.Source)
+	}
+	spec := actors.SourceSpec{Name: src.Name, Table: src.Records.Table, KeyField: src.Records.Key, MaxMessageBytes: src.MaxMessageBytes}
+	if src.Mode == "handler" {
+		h, ok := builtinHandlers()[src.HandlerName]
+		if !ok {
+			return "", fmt.Errorf("source %s uses handler %q, which lives in your program: replay it there with actors.Replay", src.Name, src.HandlerName)
+		}
+		spec.Handler = h
+	}
+	res, err := actors.Replay(ctx, s, spec, id)
+	if err != nil {
+		return "", err
+	}
+	if !res.Applied {
+		return "", fmt.Errorf("still cannot be applied: %s (kept pending, attempt %d)", res.Reason, d.Attempts+1)
+	}
+	return "replayed", nil
+}
+
+func newDLQResolve() *cobra.Command {
+	var f dlqFlags
+	cmd := &cobra.Command{
+		Use:   "resolve ID...",
+		Short: "mark dead letters as handled by hand",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ids, err := parseIDs(args)
+			if err != nil {
+				return err
+			}
+			s, _, err := f.open(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer s.Close()
+			for _, id := range ids {
+				if err := s.SetDeadLetterStatus(cmd.Context(), id, persistence.DeadLetterResolved); err != nil {
+					return &exitError{1, fmt.Errorf("resolve %d: %w", id, err)}
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%d: resolved\n", id)
+			}
+			return nil
+		},
+	}
+	f.add(cmd)
+	return cmd
+}
+
+func parseIDs(args []string) ([]int64, error) {
+	ids := make([]int64, 0, len(args))
+	for _, a := range args {
+		id, err := strconv.ParseInt(a, 10, 64)
+		if err != nil || id <= 0 {
+			return nil, &exitError{2, fmt.Errorf("%q: a dead letter id is a positive number", a)}
+		}
+		ids = append(ids, id)
+	}
+	return ids, nil
+}
+
+type deadLetterJSON struct {
+	ID            int64     `json:"id"`
+	Source        string    `json:"source"`
+	Unit          string    `json:"unit"`
+	Position      string    `json:"position"`
+	MsgKey        string    `json:"msg_key"`
+	Reason        string    `json:"reason"`
+	Attempts      int       `json:"attempts"`
+	Status        string    `json:"status"`
+	FirstFailedAt time.Time `json:"first_failed_at"`
+	LastFailedAt  time.Time `json:"last_failed_at"`
+	Payload       *string   `json:"payload,omitempty"`
+}
+
+func jsonDeadLetters(dls []persistence.DeadLetter, payload bool) []deadLetterJSON {
+	out := make([]deadLetterJSON, 0, len(dls))
+	for _, d := range dls {
+		j := deadLetterJSON{ID: d.ID, Source: d.Source, Unit: d.Unit, Position: d.Position, MsgKey: d.MsgKey, Reason: d.Reason,
+			Attempts: d.Attempts, Status: string(d.Status), FirstFailedAt: d.FirstFailedAt.UTC(), LastFailedAt: d.LastFailedAt.UTC()}
+		if payload {
+			p := string(d.Payload)
+			j.Payload = &p
+		}
+		out = append(out, j)
+	}
+	return out
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func clipLine(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "…"
+	}
+	return s
+}
+
+// printable shows a payload as text when it is UTF-8, else as a hex dump.
+func printable(b []byte) string {
+	if utf8.Valid(b) {
+		if len(b) > 64<<10 {
+			return string(b[:64<<10]) + "\n… (truncated)"
+		}
+		return string(b)
+	}
+	return fmt.Sprintf("% x", b[:min(len(b), 4096)])
+}
