@@ -1,0 +1,12 @@
+// Package exec runs blocking I/O off actor mailboxes.
+//
+// An actor never calls a broker or a store from its Receive: it hands a job
+// to an Executor, and the executor hands the job's result back through a
+// deliver function that sends it to the actor as a message. The actor cancels
+// the job's context when it stops, so a 20 s long poll does not delay a stop.
+//
+// Goroutines: Goroutines (the production executor) starts one goroutine per
+// job and waits for all of them in Wait. The testkit's executor starts none:
+// it runs each job on the simulation goroutine at a virtual time it picks
+// from its seed.
+package exec

@@ -1,0 +1,35 @@
+// Package testkit runs a whole drover cluster — several nodes with their
+// actors, simulated membership, in-memory brokers and a store — in one
+// process, on ONE goroutine, in virtual time, from a seed.
+//
+// # Guarantees
+//
+//   - Determinism: the same seed and the same scenario give the same run,
+//     task for task. Every mailbox run, broker or store call (a "job") and
+//     timer is a task of a scheduler that picks the next ready task with
+//     the seeded random source and jumps virtual time to the next pending
+//     task when none is ready. Digest hashes the full trace.
+//   - Nodes fail as processes do: Kill drops every task of a node (no
+//     handoff), Pause holds them (a GC pause or SIGSTOP: the node resumes
+//     believing it still holds its leases), Partition cuts a node off from
+//     the others but not from the store and brokers, Stop is SIGTERM's
+//     graceful leave. Membership notices after the detection delay.
+//   - Invariants are checked on what the store committed (an audit wrapper
+//     around it records every commit and lease acquisition): nothing lost,
+//     nothing applied twice, order per unit, one applier per lease token,
+//     failover within Config.FailoverBound. Report lists what broke.
+//   - StoreFaults inject failures the same way whatever the store (the
+//     memory store or SQLite on the virtual clock), so a run gives the same
+//     digest on both.
+//
+// RandomRun draws a whole scenario from a seed; `drover sim` runs it.
+// Users test their handlers' behaviour with the same Cluster: AddStream /
+// AddQueue with their actors.SourceSpec, Publish, Run, faults, Settle,
+// Report.
+//
+// # Goroutines
+//
+// None: a Cluster is driven by the goroutine that calls its methods, and is
+// not safe for concurrent use. Separate Clusters are independent and may run
+// on separate goroutines (drover sim runs seeds in parallel).
+package testkit
