@@ -34,9 +34,28 @@ func testOptions(env map[string]string, files map[string]string) Options {
 	}
 }
 
+// testEnv are the environment variables the test configs reference: secrets
+// may only come from ${env:} and ${file:}.
+var testEnv = map[string]string{
+	"TOKEN": "tok-secret-1", "EMPTY": "",
+	"PG_URL":      "postgres://drover:pg-secret-3@db:5432/drover?sslmode=disable",
+	"PG_NOHOST":   "postgres://u:hunter2@/db",
+	"AWS_SECRET":  "aws-secret-4",
+	"AWS_SECRET2": "aws-secret-7",
+	"NATS_PW":     "nats-secret-5",
+	"SASL_PW":     "sasl-secret-6",
+	"NATS_URL":    "nats://u:natsurl-secret-8@h:4222",
+	"NATS_BAD":    "nats://h:4222,http://u:natspw@h:1",
+	"PG_QP":       "postgres://drover:pg-secret-3@db:5432/d?password=qp-secret-9",
+	"KEY":         gossipKey,
+	"SHORT_KEY":   "c2hvcnQ=",
+	"BAD_KEY":     "!!!",
+	"PLAIN":       "s3cr3t",
+}
+
 func parse(t *testing.T, y string) (*Config, Errors) {
 	t.Helper()
-	c, err := Parse([]byte(y), testOptions(map[string]string{"TOKEN": "tok-secret-1", "EMPTY": ""}, map[string]string{"/k": gossipKey + "\n", "/pw": "file-secret-2\r\n"}))
+	c, err := Parse([]byte(y), testOptions(testEnv, map[string]string{"/k": gossipKey + "\n", "/pw": "file-secret-2\r\n"}))
 	if err == nil {
 		return c, nil
 	}
@@ -95,7 +114,7 @@ cluster:
   profile: fast
   secret_key: ${file:/k}
 store:
-  url: postgres://drover:pg-secret-3@db:5432/drover?sslmode=disable
+  url: ${env:PG_URL}
   dedupe_retention: 24h
 log: {format: json, level: debug}
 sources:
@@ -126,7 +145,7 @@ sources:
       endpoint: http://127.0.0.1:4566
       wait: 5s
       access_key_id: AKIA1
-      secret_access_key: aws-secret-4
+      secret_access_key: ${env:AWS_SECRET}
   - name: clicks
     type: kinesis
     kinesis: {stream: clicks, region: us-east-1, endpoint: "http://127.0.0.1:4567"}
@@ -137,7 +156,7 @@ sources:
     pubsub: {project: p1, subscription: s1, topic: t1, endpoint: "127.0.0.1:8085", max_outstanding: 100}
   - name: audit
     type: nats
-    nats: {url: "nats://a:4222, nats://b:4222", stream: AUDIT, subject: audit.>, ack_wait: 30s, max_ack_pending: 500, user: n, password: nats-secret-5}
+    nats: {url: "nats://a:4222, nats://b:4222", stream: AUDIT, subject: audit.>, ack_wait: 30s, max_ack_pending: 500, user: n, password: '${env:NATS_PW}'}
   - name: log
     type: nats
     nats: {url: "tls://a:4222", stream: LOG, mode: stream, credentials_file: /n.creds}
@@ -254,11 +273,11 @@ func TestErrors(t *testing.T) {
 		{"join entry", "cluster: {join: ['a:1', 'b', 'c:99999']}\n" + src, []string{`cluster.join[1]: "b" must be host:port`, `cluster.join[2]: "c:99999": port "99999" must be a number from 1 to 65535`}},
 		{"join not list", "cluster: {join: 'a:1'}\n" + src, []string{"cluster.join: must be a list, not a string"}},
 		{"join entry mapping", "cluster: {join: [{a: 1, b: 2}]}\n" + src, []string{"cluster.join[0]: must be a single value, not a mapping"}},
-		{"secret key short", "cluster: {secret_key: c2hvcnQ=}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes, not 5 bytes"}},
-		{"secret key not base64", "cluster: {secret_key: '!!!'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes: not valid base64"}},
+		{"secret key short", "cluster: {secret_key: '${env:SHORT_KEY}'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes, not 5 bytes"}},
+		{"secret key not base64", "cluster: {secret_key: '${env:BAD_KEY}'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes: not valid base64"}},
 		{"store scheme", "store: {url: 'mysql://x/db'}\n" + src, []string{"store.url: mysql://x/db: must start with postgres://, postgresql:// or sqlite:"}},
 		{"store sqlite path", "store: {url: 'sqlite:'}\n" + src, []string{"store.url: sqlite:: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db"}},
-		{"store pg host masks password", "store: {url: 'postgres://u:hunter2@/db'}\n" + src, []string{"store.url: postgres://u:xxxxx@/db: a postgres URL needs a host: postgres://user@host:5432/db"}},
+		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: postgres://u:xxxxx@/db: a postgres URL needs a host: postgres://user@host:5432/db"}},
 		{"retention", "store: {dedupe_retention: 0s}\n" + src, []string{"store.dedupe_retention: must be positive, not 0s"}},
 		{"retention type", "store: {dedupe_retention: 7}\n" + src, []string{"store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
 		{"retention text", "store: {dedupe_retention: 7days}\n" + src, []string{`store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not "7days"`}},
@@ -313,7 +332,7 @@ func TestErrors(t *testing.T) {
 			"sources[0].sqs.wait: must be between 0s and 20s, not 21s",
 			"sources[0].sqs.visibility_timeout: must be between 0s and 12h0m0s, not -1s",
 			"sources[0].sqs.secret_access_key: required with access_key_id"}},
-		{"kinesis required", "sources: [{name: a, type: kinesis, kinesis: {endpoint: 'ftp://x', secret_access_key: s3cr3t}}]\n", []string{
+		{"kinesis required", "sources: [{name: a, type: kinesis, kinesis: {endpoint: 'ftp://x', secret_access_key: '${env:PLAIN}'}}]\n", []string{
 			"sources[0].kinesis.stream: required", "sources[0].kinesis.region: required",
 			`sources[0].kinesis.endpoint: "ftp://x" must be an http:// or https:// URL with a host`,
 			"sources[0].kinesis.access_key_id: required with secret_access_key"}},
@@ -323,7 +342,7 @@ func TestErrors(t *testing.T) {
 			`sources[0].pubsub.endpoint: "http://e:1" must be host:port, without a URL scheme`,
 			"sources[0].pubsub.max_outstanding: must not be negative, not -1"}},
 		{"nats required", "sources: [{name: a, type: nats, nats: {}}]\n", []string{"sources[0].nats.url: required", "sources[0].nats.stream: required"}},
-		{"nats url and names", "sources: [{name: a, type: nats, nats: {url: 'nats://h:4222,http://u:natspw@h:1', stream: 'a.b', consumer: 'c d', mode: pull}}]\n", []string{
+		{"nats url and names", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_BAD}', stream: 'a.b', consumer: 'c d', mode: pull}}]\n", []string{
 			"sources[0].nats.url: entry 2 (http://u:xxxxx@h:1) must be nats://host:port (or tls://, ws://, wss://)",
 			`sources[0].nats.stream: "a.b" must not contain spaces, '.', '*', '>' or path separators`,
 			`sources[0].nats.mode: must be one of queue, stream, not "pull"`,
@@ -331,7 +350,7 @@ func TestErrors(t *testing.T) {
 		{"nats stream mode queue options", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, mode: stream, consumer: c, ack_wait: 5s, max_ack_pending: 3}}]\n", []string{
 			"sources[0].nats.consumer: only valid with mode: queue", "sources[0].nats.ack_wait: only valid with mode: queue", "sources[0].nats.max_ack_pending: only valid with mode: queue"}},
 		{"nats auth", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u}}]\n", []string{"sources[0].nats.password: required with user"}},
-		{"nats auth both", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u, password: p, credentials_file: /c}}]\n", []string{"sources[0].nats.credentials_file: use credentials_file or user and password, not both"}},
+		{"nats auth both", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u, password: '${env:NATS_PW}', credentials_file: /c}}]\n", []string{"sources[0].nats.credentials_file: use credentials_file or user and password, not both"}},
 		{"env unset", "node: {debug_token: '${env:NOPE}'}\n" + src, []string{"node.debug_token: environment variable NOPE is not set (referenced as ${env:NOPE})"}},
 		{"env bad name", "node: {debug_token: '${env:A-B}'}\n" + src, []string{`node.debug_token: ${env:A-B}: "A-B" is not an environment variable name`}},
 		{"file unreadable", "cluster: {secret_key: '${file:/missing.key}'}\n" + src, []string{"cluster.secret_key: cannot read file /missing.key (referenced as ${file:/missing.key}): open /missing.key: file does not exist"}},
@@ -370,12 +389,10 @@ func TestErrors(t *testing.T) {
 
 func TestExpand(t *testing.T) {
 	tests := []struct{ in, want string }{
-		{"plain", "plain"},
 		{"${env:TOKEN}", "tok-secret-1"},
 		{"a-${env:TOKEN}-b-${env:EMPTY}-c", "a-tok-secret-1-b--c"},
 		{"${file:/pw}", "file-secret-2"},
-		{"$${env:TOKEN}", "${env:TOKEN}"},
-		{"cost $5", "cost $5"},
+		{"cost $5 ${env:TOKEN}", "cost $5 tok-secret-1"},
 		{"${env:TOKEN}${file:/pw}", "tok-secret-1file-secret-2"},
 	}
 	for _, tt := range tests {
@@ -421,14 +438,14 @@ func TestLoad(t *testing.T) {
 var secrets = []string{"tok-secret-1", "gossip-not-printed", "pg-secret-3", "sasl-secret-6", "aws-secret-4", "aws-secret-7", "nats-secret-5", "natsurl-secret-8", "qp-secret-9"}
 
 const secretYAML = `
-node: {name: n, debug_addr: '10.1.1.1:7070', debug_token: tok-secret-1}
-cluster: {secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=}
-store: {url: 'postgres://drover:pg-secret-3@db:5432/d?password=qp-secret-9'}
+node: {name: n, debug_addr: '10.1.1.1:7070', debug_token: '${env:TOKEN}'}
+cluster: {secret_key: '${env:KEY}'}
+store: {url: '${env:PG_QP}'}
 sources:
-  - {name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, sasl: {mechanism: plain, username: u, password: sasl-secret-6}}}
-  - {name: b, type: sqs, sqs: {queue_url: 'https://q/1', region: r, access_key_id: A, secret_access_key: aws-secret-4}}
-  - {name: c, type: kinesis, kinesis: {stream: s, region: r, access_key_id: A, secret_access_key: aws-secret-7}}
-  - {name: d, type: nats, nats: {url: 'nats://u:natsurl-secret-8@h:4222', stream: S, user: u, password: nats-secret-5}}
+  - {name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, sasl: {mechanism: plain, username: u, password: '${env:SASL_PW}'}}}
+  - {name: b, type: sqs, sqs: {queue_url: 'https://q/1', region: r, access_key_id: A, secret_access_key: '${env:AWS_SECRET}'}}
+  - {name: c, type: kinesis, kinesis: {stream: s, region: r, access_key_id: A, secret_access_key: '${env:AWS_SECRET2}'}}
+  - {name: d, type: nats, nats: {url: '${env:NATS_URL}', stream: S, user: u, password: '${env:NATS_PW}'}}
 `
 
 func TestSecretsNeverPrinted(t *testing.T) {
@@ -529,4 +546,35 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// A secret written in the file is refused, naming its field — also when it
+// only looks like a reference ($${ is a literal "${").
+func TestLiteralSecretsRefused(t *testing.T) {
+	_, errs := parse(t, `
+node: {name: n, debug_addr: '10.1.1.1:7070', debug_token: tok}
+cluster: {secret_key: MDEyMzQ1Njc4OWFiY2RlZjAxMjM0NTY3ODlhYmNkZWY=}
+store: {url: 'postgres://drover:pw@db:5432/d'}
+sources:
+  - {name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, sasl: {mechanism: plain, username: u, password: 'pw'}}}
+  - {name: b, type: sqs, sqs: {queue_url: 'https://q/1', region: r, access_key_id: A, secret_access_key: '$${env:X}'}}
+  - {name: c, type: nats, nats: {url: 'nats://u:pw@h:4222', stream: S}}
+  - {name: d, type: nats, nats: {url: 'nats://u@h:4222', stream: S, user: u, password: '${env:NATS_PW}'}}
+`)
+	want := []string{
+		"node.debug_token: a secret must come from",
+		"cluster.secret_key: a secret must come from",
+		"store.url: the password must come from",
+		"sources[0].kafka.sasl.password: a secret must come from",
+		"sources[1].sqs.secret_access_key: a secret must come from",
+		"sources[2].nats.url: the password must come from",
+	}
+	if len(errs) != len(want) {
+		t.Fatalf("errors %v, want %d", errs, len(want))
+	}
+	for i, w := range want {
+		if !strings.HasPrefix(errs[i].Error(), w) {
+			t.Errorf("error %d: %q, want prefix %q", i, errs[i], w)
+		}
+	}
 }

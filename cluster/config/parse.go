@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
@@ -55,6 +56,7 @@ func Parse(data []byte, opts Options) (*Config, error) {
 type reader struct {
 	opts Options
 	errs Errors
+	refs int // ${env:} and ${file:} references substituted so far
 }
 
 func (r *reader) fail(path, format string, args ...any) {
@@ -214,12 +216,44 @@ func (o *obj) str(key string, dst *string) {
 	}
 }
 
+// secret reads a secret field: DESIGN §9 makes ${env:NAME} and
+// ${file:PATH} the only ways to put a secret in a config, so a value that
+// holds no reference is an error (it would sit in a file that gets copied,
+// committed and shown). The value is still read, so other checks run.
 func (o *obj) secret(key string, dst *Secret) {
+	before := o.r.refs
 	var s string
 	o.str(key, &s)
-	if s != "" {
-		*dst = Secret(s)
+	if s == "" {
+		return
 	}
+	if o.r.refs == before {
+		o.r.fail(join(o.path, key), "a secret must come from ${env:NAME} or ${file:PATH}, not be written in the file")
+	}
+	*dst = Secret(s)
+}
+
+// secretURL reads a URL that may carry a password (store.url, nats.url): a
+// password written in the file itself is an error, by the same rule as
+// secrets; a URL without one, or one read through a reference, is fine.
+func (o *obj) secretURL(key string, dst *SecretURL) {
+	before := o.r.refs
+	var s string
+	o.str(key, &s)
+	if s == "" {
+		return
+	}
+	if o.r.refs == before {
+		for _, one := range strings.Split(s, ",") {
+			if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
+				if _, has := u.User.Password(); has {
+					o.r.fail(join(o.path, key), "the password must come from ${env:NAME} or ${file:PATH}, not be written in the file (e.g. url: ${env:DROVER_STORE_URL})")
+					break
+				}
+			}
+		}
+	}
+	*dst = SecretURL(s)
 }
 
 func (o *obj) int(key string, dst *int) {
@@ -436,6 +470,7 @@ func (r *reader) expand(path, s string) (string, bool) {
 				continue
 			}
 			b.WriteString(v)
+			r.refs++
 		case "file":
 			if arg == "" {
 				r.fail(path, "${file:}: empty path")
@@ -449,6 +484,7 @@ func (r *reader) expand(path, s string) (string, bool) {
 				continue
 			}
 			b.WriteString(strings.TrimRight(string(data), "\r\n"))
+			r.refs++
 		default:
 			r.fail(path, "unknown reference ${%s}: want ${env:NAME} or ${file:PATH} (write $${ for a literal ${)", ref)
 			ok = false
@@ -489,11 +525,7 @@ func (r *reader) config(root any) *Config {
 		cl.end()
 	}
 	if st, ok := top.section("store"); ok {
-		var u string
-		st.str("url", &u)
-		if u != "" {
-			c.Store.URL = SecretURL(u)
-		}
+		st.secretURL("url", &c.Store.URL)
 		st.dur("dedupe_retention", &c.Store.DedupeRetention)
 		st.end()
 	}
@@ -599,9 +631,7 @@ func (r *reader) source(path string, v any) Source {
 	}
 	if n, ok := o.section("nats"); ok {
 		s.NATS = &NATS{Mode: NATSQueue}
-		var u string
-		n.str("url", &u)
-		s.NATS.URL = SecretURL(u)
+		n.secretURL("url", &s.NATS.URL)
 		n.str("stream", &s.NATS.Stream)
 		n.str("subject", &s.NATS.Subject)
 		n.str("mode", &s.NATS.Mode)
