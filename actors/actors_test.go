@@ -165,3 +165,53 @@ func TestRealGoroutinesApplyEverythingAndDrain(t *testing.T) {
 		t.Errorf("%d records in s, want 1000", len(recs))
 	}
 }
+
+// committing records what a brokers.Committer is told.
+type committing struct {
+	*memory.Stream
+	mu  sync.Mutex
+	got map[string]string // partition -> last position committed
+	n   int
+}
+
+func (c *committing) Committed(_ context.Context, partition, position string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.got[partition] = position
+	c.n++
+	return nil
+}
+
+// A stream that records positions in the broker (Kafka's commit_to_group)
+// is told the newest applied position, at most about once a second.
+func TestCommitterGetsTheNewestPosition(t *testing.T) {
+	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 1})
+	cs := &committing{Stream: st, got: map[string]string{}}
+	ex := &exec.Goroutines{}
+	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: memstore.New(memstore.Config{}),
+		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}}},
+		[]SourceSpec{{Name: "s", Stream: cs, KeyField: "id", BatchSize: 10, MaxWait: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { n.Close(); ex.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 100; i++ {
+		_, _ = st.Produce("0", brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, i))})
+	}
+	for {
+		cs.mu.Lock()
+		last, calls := cs.got["0"], cs.n
+		cs.mu.Unlock()
+		if last == "99" {
+			if calls > 5 {
+				t.Errorf("%d commits for a burst of 10 batches: not paced", calls)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("newest committed position %q after 10 s, want 99", last)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+}

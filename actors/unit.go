@@ -59,6 +59,7 @@ type unitActor struct {
 
 	note            bool // LastError holds a waiting note, not an error
 	committedAt     time.Time
+	commitPending   string // newest position not yet sent to a Committer
 	decoder         decode.Config
 	started         time.Time
 	reportedHealthy bool
@@ -120,6 +121,7 @@ const (
 	timerStopDeadline
 	timerParents
 	timerAcquire
+	timerCommit
 )
 
 // step is where a unit resumes after a failure.
@@ -277,6 +279,10 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 		u.checkParents(ctx)
 	case timerAcquire:
 		u.acquire(ctx)
+	case timerCommit:
+		if u.commitPending != "" {
+			u.sendCommit(u.commitPending)
+		}
 	}
 }
 
@@ -746,19 +752,32 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 }
 
 // commitToBroker tells a stream that records positions in the broker
-// (brokers.Committer) where the unit is, at most once a second, in the
-// background; a failure is only logged: the store's checkpoint is the truth.
+// (brokers.Committer) where the unit is: at most once a second, in the
+// background, and the newest position always reaches it (a position held
+// back by the pacing is sent when the second is over). A failure is only
+// logged: the store's checkpoint is the truth.
 func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
-	c, ok := u.spec.Stream.(brokers.Committer)
-	now := u.ne.env.Clock.Now()
-	if !ok || now.Sub(u.committedAt) < time.Second {
+	if _, ok := u.spec.Stream.(brokers.Committer); !ok {
 		return
 	}
-	u.committedAt = now
-	part, log := u.part.ID, u.ne.env.logger()
+	now := u.ne.env.Clock.Now()
+	if wait := u.committedAt.Add(time.Second).Sub(now); wait > 0 {
+		if u.commitPending == "" {
+			u.after(ctx, wait, timerCommit)
+		}
+		u.commitPending = pos
+		return
+	}
+	u.sendCommit(pos)
+}
+
+func (u *unitActor) sendCommit(pos string) {
+	c := u.spec.Stream.(brokers.Committer)
+	u.committedAt, u.commitPending = u.ne.env.Clock.Now(), ""
+	part, unit, log := u.part.ID, u.id, u.ne.env.logger()
 	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
 		if err := c.Committed(c2, part, pos); err != nil && c2.Err() == nil {
-			log.Warn("record position in the broker", "unit", u.id, "position", pos, "error", err)
+			log.Warn("record position in the broker", "unit", unit, "position", pos, "error", err)
 		}
 		return nil
 	}, func(any) {})

@@ -191,6 +191,26 @@ func TestTwentyThousandMixedMessages(t *testing.T) {
 	if c.Queue("jobs").Acked() != 5000 {
 		t.Errorf("jobs: %d acked, want 5000", c.Queue("jobs").Acked())
 	}
+	// quality windows (every 1,000 rows per source and node) were written,
+	// saw the dead letters, and are shown in the tree
+	ws, err := c.Store().QualityWindows(context.Background(), "orders", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows, failed int64
+	for _, w := range ws {
+		rows += w.RowsRead
+		failed += w.RowsFailed
+		if w.Node == "" || w.Status == "" || len(w.Fields) == 0 && w.RowsRead > w.RowsFailed {
+			t.Errorf("quality window %+v", w)
+		}
+	}
+	if len(ws) < 9 || rows < 9000 || rows > 15000 || failed == 0 {
+		t.Errorf("orders: %d quality windows covering %d rows (%d failed), want about 15 windows of 1,000", len(ws), rows, failed)
+	}
+	if q := must(c.Tree("node-1")).Sources[0].Quality; q == nil || q.RowsRead == 0 {
+		t.Errorf("the tree shows no quality window: %+v", q)
+	}
 	// the tree counts add up too
 	var applied, dead int64
 	for _, n := range c.Running() {
