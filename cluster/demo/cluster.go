@@ -37,9 +37,10 @@ type Config struct {
 	StoreURL string
 	// Profile is the membership profile (default fast).
 	Profile string
-	// KafkaPort, GossipPort and DebugPort are the first ports used (node i
-	// uses port+i-1); 0 picks free ports.
-	KafkaPort, GossipPort, DebugPort int
+	// KafkaPort, NATSPort, PubSubPort, GossipPort and DebugPort are the
+	// ports used (node i uses GossipPort+i-1 and DebugPort+i-1); 0 picks
+	// free ports.
+	KafkaPort, NATSPort, PubSubPort, GossipPort, DebugPort int
 	// BatchSize and MaxWait of the sources (defaults 200, 200ms).
 	BatchSize int
 	MaxWait   time.Duration
@@ -51,6 +52,7 @@ type Config struct {
 type Cluster struct {
 	cfg   Config
 	kafka *kfake.Cluster
+	q     *queues
 	nodes []*Node
 	log   io.Writer
 	mu    sync.Mutex
@@ -113,6 +115,10 @@ func Start(cfg Config) (*Cluster, error) {
 	c.kafka, err = kfake.NewCluster(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("demo: start Kafka (kfake): %w", err)
+	}
+	if c.q, err = startQueues(dir, cfg.NATSPort, cfg.PubSubPort); err != nil {
+		c.Close()
+		return nil, err
 	}
 	gossip, err := ports(cfg.GossipPort, cfg.Nodes)
 	if err != nil {
@@ -190,7 +196,7 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`, n.Name, n.DebugAddr, n.GossipAddr, join, c.cfg.Profile, c.cfg.StoreURL,
+`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, join, c.cfg.Profile, c.cfg.StoreURL,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
 }
 
@@ -216,6 +222,10 @@ func ports(first, n int) ([]int, error) {
 
 // KafkaAddr is the embedded Kafka's address.
 func (c *Cluster) KafkaAddr() string { return c.kafka.ListenAddrs()[0] }
+
+// NATSURL and PubSubAddr are the embedded queue servers.
+func (c *Cluster) NATSURL() string    { return c.q.natsURL() }
+func (c *Cluster) PubSubAddr() string { return c.q.pubsubAddr() }
 
 // StoreURL is the store the nodes share.
 func (c *Cluster) StoreURL() string { return c.cfg.StoreURL }
@@ -446,6 +456,11 @@ func (c *Cluster) Units() []string {
 			out = append(out, fmt.Sprintf("%s/%d", src, p))
 		}
 	}
+	for _, q := range queueSources {
+		for i := 0; i < q.slots; i++ {
+			out = append(out, fmt.Sprintf("%s/slot-%d", q.name, i))
+		}
+	}
 	return out
 }
 
@@ -502,5 +517,8 @@ func (c *Cluster) close() {
 	wg.Wait()
 	if c.kafka != nil {
 		c.kafka.Close()
+	}
+	if c.q != nil {
+		c.q.close()
 	}
 }

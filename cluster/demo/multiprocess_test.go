@@ -163,7 +163,7 @@ func threeNodes(t *testing.T, storeURL string) {
 	if err := <-perr; err != nil {
 		t.Fatal(err)
 	}
-	sent := prod.Sent()
+	sent := prod.Produced()
 	if err := c.WaitDrained(ctx, sent); err != nil {
 		t.Fatal(dumpLogs(c, err))
 	}

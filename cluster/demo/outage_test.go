@@ -83,7 +83,7 @@ func TestStoreOutage(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	sent := prod.Sent()
+	sent := prod.Produced()
 	if err := c.WaitDrained(ctx, sent); err != nil {
 		t.Fatal(dumpLogs(c, err))
 	}

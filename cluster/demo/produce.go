@@ -18,6 +18,7 @@ import (
 // record's partition and offset, for the verifier.
 type Producer struct {
 	client *kgo.Client
+	queues *queueProducer
 	wl     *testkit.Workload
 	mu     sync.Mutex
 	sent   map[int32][]Sent // partition -> records in offset order
@@ -42,7 +43,7 @@ func (c *Cluster) NewProducer(seed uint64) (*Producer, error) {
 	wl := testkit.NewWorkload(seed)
 	wl.Keys = 2000
 	wl.MaxBytes = MaxMessageBytes
-	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}}, nil
+	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}, queues: newQueueProducer(c.q, seed+1)}, nil
 }
 
 // Produce sends n messages and waits for them to be acknowledged.
@@ -76,7 +77,12 @@ func (p *Producer) Produce(ctx context.Context, n int) error {
 	return nil
 }
 
-// Run produces at rate messages per second until ctx ends.
+// QueueShare: one message goes to the queues (NATS and Pub/Sub, the same
+// to both) for every QueueShare to Kafka.
+const QueueShare = 4
+
+// Run produces at rate messages per second to Kafka (and rate/QueueShare
+// to each queue) until ctx ends.
 func (p *Producer) Run(ctx context.Context, rate int) error {
 	if rate <= 0 {
 		return nil
@@ -92,7 +98,11 @@ func (p *Producer) Run(ctx context.Context, rate int) error {
 		case now := <-t.C:
 			want := int(now.Sub(start).Seconds() * float64(rate))
 			if want > done {
-				if err := p.Produce(ctx, want-done); err != nil {
+				err := p.Produce(ctx, want-done)
+				if err == nil && want/QueueShare > done/QueueShare {
+					err = p.queues.produce(ctx, want/QueueShare-done/QueueShare)
+				}
+				if err != nil {
 					if ctx.Err() != nil {
 						return nil
 					}
@@ -104,14 +114,33 @@ func (p *Producer) Run(ctx context.Context, rate int) error {
 	}
 }
 
-// Total is how many records were produced.
+// Total is how many messages were produced, to Kafka and the queues.
 func (p *Producer) Total() int {
 	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.total
+	n := p.total
+	p.mu.Unlock()
+	for _, q := range p.queues.snapshot() {
+		n += len(q)
+	}
+	return n
 }
 
-// Sent returns a copy of what was produced, by partition.
+// QueueSent returns what was published to the queues, by source ("jobs"
+// for NATS, "events" for Pub/Sub).
+func (p *Producer) QueueSent() map[string][]QueueSent { return p.queues.snapshot() }
+
+// Produced is everything a Producer wrote.
+type Produced struct {
+	Kafka  map[int32][]Sent       // by partition, in offset order
+	Queues map[string][]QueueSent // by records source: "jobs" (NATS), "events" (Pub/Sub)
+}
+
+// Produced returns a copy of what was produced.
+func (p *Producer) Produced() Produced {
+	return Produced{Kafka: p.Sent(), Queues: p.QueueSent()}
+}
+
+// Sent returns a copy of what was produced to Kafka, by partition.
 func (p *Producer) Sent() map[int32][]Sent {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -269,7 +269,7 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 		time.Since(start).Round(time.Millisecond), prod.Total())
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
-	sent := prod.Sent()
+	sent := prod.Produced()
 	if err := c.WaitDrained(dctx, sent); err != nil {
 		return Verdict{Produced: prod.Total()}, err
 	}

@@ -39,9 +39,11 @@ func (v Verdict) Line() string {
 // OK reports nothing lost and nothing doubled.
 func (v Verdict) OK() bool { return v.Lost == 0 && v.Duplicated == 0 }
 
-// Drained reports whether both sources' checkpoints reached the last
-// produced offset of every partition.
-func (c *Cluster) Drained(ctx context.Context, sent map[int32][]Sent) (bool, string, error) {
+// Drained reports whether both Kafka sources' checkpoints reached the last
+// produced offset of every partition, and every queue message was applied
+// by both of its sources.
+func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, error) {
+	sent := prod.Kafka
 	s, err := stores.Open(ctx, c.cfg.StoreURL, stores.Options{})
 	if err != nil {
 		return false, "", err
@@ -67,14 +69,32 @@ func (c *Cluster) Drained(ctx context.Context, sent map[int32][]Sent) (bool, str
 			}
 		}
 	}
+	for src, msgs := range prod.Queues {
+		// every message is in the dedupe table of the records source and
+		// in the audit of the audit source
+		var deduped, audited int
+		if err := c.query(ctx, `SELECT count(*) FROM drover_dedupe WHERE source = $1`, []any{src}, func(scan func(...any) error) error {
+			return scan(&deduped)
+		}); err != nil {
+			return false, err.Error(), nil
+		}
+		if err := c.query(ctx, `SELECT count(DISTINCT position) FROM drover_audit WHERE source = $1`, []any{src + "_audit"}, func(scan func(...any) error) error {
+			return scan(&audited)
+		}); err != nil {
+			return false, err.Error(), nil // no audit table yet
+		}
+		if deduped < len(msgs) || audited < len(msgs) {
+			return false, fmt.Sprintf("%s: %d of %d applied, %d audited", src, deduped, len(msgs), audited), nil
+		}
+	}
 	return true, "", nil
 }
 
 // WaitDrained polls Drained until true or ctx ends.
-func (c *Cluster) WaitDrained(ctx context.Context, sent map[int32][]Sent) error {
+func (c *Cluster) WaitDrained(ctx context.Context, prod Produced) error {
 	why := ""
 	for {
-		ok, w, err := c.Drained(ctx, sent)
+		ok, w, err := c.Drained(ctx, prod)
 		if ok {
 			return nil
 		}
@@ -98,9 +118,12 @@ func (c *Cluster) WaitDrained(ctx context.Context, sent map[int32][]Sent) error 
 //   - the orders table (records mode) must equal what decoding the
 //     produced messages in partition order and keeping the last operation
 //     per key gives, and the dead letters must be exactly the messages
-//     decoding refuses; a difference counts as lost.
-func (c *Cluster) Verify(ctx context.Context, sent map[int32][]Sent) (Verdict, error) {
+//     decoding refuses; a difference counts as lost;
+//   - the same for the queues: jobs (NATS) and events (Pub/Sub), whose audit
+//     sources are jobs_audit and events_audit.
+func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	var v Verdict
+	sent := prod.Kafka
 	counts, err := c.auditCounts(ctx)
 	if err != nil {
 		return v, err
@@ -151,11 +174,73 @@ func (c *Cluster) Verify(ctx context.Context, sent map[int32][]Sent) (Verdict, e
 		v.problem("duplicated: %s applied but never produced", k)
 	}
 
+	if err := v.compare(ctx, s, "orders", want, wantDead, func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position }); err != nil {
+		return v, err
+	}
+	for _, src := range sortedKeys(prod.Queues) {
+		if err := c.verifyQueue(ctx, s, &v, src, prod.Queues[src]); err != nil {
+			return v, err
+		}
+	}
+	v.Applied = v.Produced - v.DeadLettered
+	return v, nil
+}
+
+// verifyQueue checks one queue: its audit source applied every message
+// exactly once, its records table and dead letters are what decoding the
+// messages gives (keys are distinct, so order does not matter).
+func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdict, src string, msgs []QueueSent) error {
+	counts := map[string]int{}
+	if err := c.query(ctx, `SELECT position, count(*) FROM drover_audit WHERE source = $1 GROUP BY position`, []any{src + "_audit"},
+		func(scan func(...any) error) error {
+			var pos string
+			var n int
+			if err := scan(&pos, &n); err != nil {
+				return err
+			}
+			counts[pos] = n
+			return nil
+		}); err != nil {
+		return err
+	}
+	dc := decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}
+	want, wantDead := map[string]string{}, map[string]string{}
+	for _, m := range msgs {
+		v.Produced++
+		switch n := counts[m.ID]; {
+		case n == 0:
+			v.Lost++
+			v.problem("lost: %s message %s never applied", src, m.ID)
+		case n > 1:
+			v.Duplicated += n - 1
+			v.problem("duplicated: %s message %s applied %d times", src, m.ID, n)
+		}
+		delete(counts, m.ID)
+		msg := m.Msg
+		msg.Position, msg.ID = m.ID, m.ID
+		switch op := dc.Record(msg); op.Kind {
+		case persistence.OpUpsert:
+			want[op.Key] = string(op.Doc)
+		case persistence.OpDelete:
+			delete(want, op.Key)
+		case persistence.OpDeadLetter:
+			wantDead[m.ID] = op.Reason
+		}
+	}
+	for id, n := range counts {
+		v.Duplicated += n
+		v.problem("duplicated: %s message %s applied but never produced", src, id)
+	}
+	return v.compare(ctx, s, src, want, wantDead, func(dl persistence.DeadLetter) string { return dl.Position })
+}
+
+// compare checks a records table and the dead letters of its source.
+func (v *Verdict) compare(ctx context.Context, s persistence.Store, source string, want, wantDead map[string]string, deadKey func(persistence.DeadLetter) string) error {
 	got := map[string]string{}
 	for after := ""; ; {
-		rs, err := s.Records(ctx, "orders", after, 5000)
+		rs, err := s.Records(ctx, source, after, 5000)
 		if err != nil {
-			return v, err
+			return err
 		}
 		if len(rs) == 0 {
 			break
@@ -168,34 +253,42 @@ func (c *Cluster) Verify(ctx context.Context, sent map[int32][]Sent) (Verdict, e
 	for k, doc := range want {
 		if same, _ := persistence.JSONEqual([]byte(got[k]), []byte(doc)); got[k] == "" || !same {
 			v.Lost++
-			v.problem("lost: orders key %s is %q, want %q", k, clip(got[k]), clip(doc))
+			v.problem("lost: %s key %s is %q, want %q", source, k, clip(got[k]), clip(doc))
 		}
 	}
 	for k := range got {
 		if _, ok := want[k]; !ok {
 			v.Lost++
-			v.problem("lost: orders key %s should be deleted", k)
+			v.problem("lost: %s key %s should be deleted", source, k)
 		}
 	}
-	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{Source: "orders"})
+	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{Source: source})
 	if err != nil {
-		return v, err
+		return err
 	}
 	for _, dl := range dls {
-		k := dl.Unit + "@" + dl.Position
+		k := deadKey(dl)
 		if _, ok := wantDead[k]; !ok {
 			v.Lost++
-			v.problem("lost: %s dead-lettered (%s) but decodes fine", k, dl.Reason)
+			v.problem("lost: %s %s dead-lettered (%s) but decodes fine", source, k, dl.Reason)
 		}
 		delete(wantDead, k)
 	}
 	for k, reason := range wantDead {
 		v.Lost++
-		v.problem("lost: %s should be dead-lettered (%s)", k, reason)
+		v.problem("lost: %s %s should be dead-lettered (%s)", source, k, reason)
 	}
-	v.DeadLettered = len(dls)
-	v.Applied = v.Produced - v.DeadLettered
-	return v, nil
+	v.DeadLettered += len(dls)
+	return nil
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func (v *Verdict) problem(f string, a ...any) {
@@ -211,51 +304,59 @@ func clip(s string) string {
 	return s
 }
 
-// auditCounts reads the audit table: "unit@position" -> rows.
+// auditCounts reads the Kafka audit: "unit@position" -> rows.
 func (c *Cluster) auditCounts(ctx context.Context) (map[string]int, error) {
-	const q = `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'audit' GROUP BY unit, position`
 	out := map[string]int{}
-	add := func(unit, pos string, n int) { out[unit+"@"+pos] = n }
+	err := c.query(ctx, `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'audit' GROUP BY unit, position`, nil,
+		func(scan func(...any) error) error {
+			var unit, pos string
+			var n int
+			if err := scan(&unit, &pos, &n); err != nil {
+				return err
+			}
+			out[unit+"@"+pos] = n
+			return nil
+		})
+	return out, err
+}
+
+// query runs a read-only query on the store's database (PostgreSQL or
+// SQLite; $1-style parameters work on both) and calls row for each row.
+func (c *Cluster) query(ctx context.Context, q string, args []any, row func(scan func(...any) error) error) error {
 	u := c.cfg.StoreURL
 	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
 		conn, err := pgx.Connect(ctx, u)
 		if err != nil {
-			return nil, fmt.Errorf("demo: read audit: %w", err)
+			return fmt.Errorf("demo: query store: %w", err)
 		}
 		defer conn.Close(ctx)
-		rows, err := conn.Query(ctx, q)
+		rows, err := conn.Query(ctx, q, args...)
 		if err != nil {
-			return nil, fmt.Errorf("demo: read audit: %w", err)
+			return fmt.Errorf("demo: query store: %w", err)
 		}
 		defer rows.Close()
 		for rows.Next() {
-			var unit, pos string
-			var n int
-			if err := rows.Scan(&unit, &pos, &n); err != nil {
-				return nil, err
+			if err := row(rows.Scan); err != nil {
+				return err
 			}
-			add(unit, pos, n)
 		}
-		return out, rows.Err()
+		return rows.Err()
 	}
 	path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
 	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
 	if err != nil {
-		return nil, fmt.Errorf("demo: read audit: %w", err)
+		return fmt.Errorf("demo: query store: %w", err)
 	}
 	defer db.Close()
-	rows, err := db.QueryContext(ctx, q)
+	rows, err := db.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("demo: read audit: %w", err)
+		return fmt.Errorf("demo: query store: %w", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var unit, pos string
-		var n int
-		if err := rows.Scan(&unit, &pos, &n); err != nil {
-			return nil, err
+		if err := row(rows.Scan); err != nil {
+			return err
 		}
-		add(unit, pos, n)
 	}
-	return out, rows.Err()
+	return rows.Err()
 }

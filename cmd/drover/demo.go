@@ -78,12 +78,13 @@ Ctrl-C.`,
 				}
 			}
 			c, err := demo.Start(demo.Config{Dir: dir, Binary: bin, Nodes: nodes, StoreURL: storeURL,
-				KafkaPort: 19092, GossipPort: 17946, DebugPort: 17071, Log: out})
+				KafkaPort: 19092, NATSPort: 14222, PubSubPort: 18085, GossipPort: 17946, DebugPort: 17071, Log: out})
 			if err != nil {
 				return &exitError{1, err}
 			}
 			defer c.Close()
-			fmt.Fprintf(out, "Kafka (kfake) on %s, topic %s; store %s\n", c.KafkaAddr(), demo.Topic, c.StoreURL())
+			fmt.Fprintf(out, "Kafka (kfake) on %s, topic %s; NATS JetStream on %s, stream JOBS; Pub/Sub (pstest) on %s, topic events; store %s\n",
+				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), c.StoreURL())
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
 			if duration <= 0 {
