@@ -1,0 +1,98 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
+	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/awstest"
+)
+
+// Amazon Kinesis end to end on kinesalite: one stream of two shards; a
+// message's partition key is its key, so every key lives in one shard.
+func TestE2EKinesis(t *testing.T) {
+	ep := e2eKinesis.Endpoint(t)
+	c := awstest.KinesisClient(ep, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := fmt.Sprintf("drover-e2e-%d", os.Getpid())
+	if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(2)}); err != nil {
+		t.Fatalf("create stream %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if _, err := c.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(name)}); err != nil {
+			t.Logf("delete stream %s: %v", name, err)
+		}
+	})
+	err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
+		out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
+		if err != nil {
+			return false, err.Error()
+		}
+		s := out.StreamDescriptionSummary.StreamStatus
+		return s == kintypes.StreamStatusActive, "stream is " + string(s)
+	})
+	if err != nil {
+		t.Fatalf("stream %s: %v", name, err)
+	}
+	sent := e2ePutKinesis(ctx, t, c, name, e2eWorkload(t, 51, false, false))
+
+	rec := &e2eSource{Name: "kin-orders", Table: "kin_orders", Sent: sent}
+	aud := &e2eSource{Name: "kin-audit", Audit: true, Sent: sent}
+	t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
+	section := fmt.Sprintf("stream: %s\nregion: %s\nendpoint: %q\naccess_key_id: %s\nsecret_access_key: \"${env:%s}\"",
+		name, awstest.Region, ep, awstest.AccessKeyID, e2eAWSSecretEnv)
+	res := runE2E(t, e2eRun{
+		StoreURL:    e2eSQLiteURL(t),
+		Sources:     []*e2eSource{rec, aud},
+		SourcesYAML: rec.YAML("kinesis", section) + aud.YAML("kinesis", section),
+	})
+	e2eNoSecret(t, res, awstest.SecretAccessKey)
+}
+
+// e2ePutKinesis puts msgs in order, 500 per call, with their key (or "-"
+// for an unkeyed one) as partition key, and returns them with their shards
+// and sequence numbers.
+func e2ePutKinesis(ctx context.Context, t *testing.T, c *awskinesis.Client, stream string, msgs []brokers.Message) []e2eMsg {
+	t.Helper()
+	out := make([]e2eMsg, 0, len(msgs))
+	shards := map[string]int{}
+	for start := 0; start < len(msgs); start += 500 {
+		chunk := msgs[start:min(start+500, len(msgs))]
+		entries := make([]kintypes.PutRecordsRequestEntry, len(chunk))
+		for i, m := range chunk {
+			pk := string(m.Key)
+			if pk == "" {
+				pk = "-"
+			}
+			entries[i] = kintypes.PutRecordsRequestEntry{Data: m.Value, PartitionKey: aws.String(pk)}
+		}
+		resp, err := c.PutRecords(ctx, &awskinesis.PutRecordsInput{StreamName: aws.String(stream), Records: entries})
+		if err != nil {
+			t.Fatalf("put records: %v", err)
+		}
+		if n := aws.ToInt32(resp.FailedRecordCount); n > 0 || len(resp.Records) != len(chunk) {
+			t.Fatalf("put records: %d failed, %d answers for %d", n, len(resp.Records), len(chunk))
+		}
+		for i, r := range resp.Records {
+			m := chunk[i]
+			m.Position = aws.ToString(r.SequenceNumber)
+			shard := aws.ToString(r.ShardId)
+			shards[shard]++
+			out = append(out, e2eMsg{Part: shard, Msg: m})
+		}
+	}
+	if len(shards) != 2 {
+		t.Fatalf("records went to shards %v: want both shards used", shards)
+	}
+	return out
+}
