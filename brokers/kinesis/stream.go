@@ -2,21 +2,17 @@ package kinesis
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // Operation names in the errors of this package (brokers.Error.Op).
@@ -55,32 +51,16 @@ func NewStream(ctx context.Context, cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(awshttp.NewBuildableClient()),
-		awsconfig.WithLogger(logging.Nop{}),
+	hint := ""
+	if cfg.StreamARN != "" {
+		hint = regionFromARN(cfg.StreamARN)
 	}
-	region := cfg.Region
-	if region == "" && cfg.StreamARN != "" {
-		region = regionFromARN(cfg.StreamARN)
-	}
-	if region != "" {
-		opts = append(opts, awsconfig.WithRegion(region))
-	}
-	creds := "default chain"
-	if cfg.AccessKeyID != "" {
-		creds = "static"
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	loaded, err := awsutil.Load(ctx, awsutil.Settings{Region: cfg.Region, RegionHint: hint, AccessKeyID: cfg.AccessKeyID,
+		SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken, ResponseHeaderTimeout: 30 * time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("kinesis: load AWS config: %w", flatten(err))
+		return nil, fmt.Errorf("kinesis: %w", err)
 	}
-	if awsCfg.Region == "" {
-		return nil, errors.New("kinesis: Region: required (set it, AWS_REGION, or a region in the shared config)")
-	}
-	tr := ownTransport(awsCfg.HTTPClient)
-	awsCfg.HTTPClient = &http.Client{Transport: tr}
+	awsCfg, tr, creds := loaded.Config, loaded.Transport, loaded.Credentials
 	client := awskinesis.NewFromConfig(awsCfg, func(o *awskinesis.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -121,17 +101,6 @@ func (s *Stream) label() string {
 // ownTransport returns a transport of our own (so that Close can close
 // its idle connections) with the settings the SDK's config loading gave
 // its client, such as the root CAs of AWS_CA_BUNDLE.
-func ownTransport(c aws.HTTPClient) *http.Transport {
-	var tr *http.Transport
-	if bc, ok := c.(*awshttp.BuildableClient); ok {
-		tr = bc.GetTransport()
-	} else {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	tr.MaxIdleConnsPerHost = 64
-	tr.ResponseHeaderTimeout = 30 * time.Second
-	return tr
-}
 
 // begin starts a call: it fails when the stream (or the reader r, when not
 // nil) is closed, and otherwise returns a context that ends with ctx or

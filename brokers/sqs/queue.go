@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,14 +11,11 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
-	awsconfig "github.com/aws/aws-sdk-go-v2/config"
-	"github.com/aws/aws-sdk-go-v2/credentials"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
-	"github.com/aws/smithy-go/logging"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // Operation names in the errors of this package (brokers.Error.Op).
@@ -62,31 +58,13 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 	}
 	cfg = cfg.withDefaults()
 
-	opts := []func(*awsconfig.LoadOptions) error{
-		awsconfig.WithHTTPClient(awshttp.NewBuildableClient()),
-		awsconfig.WithLogger(logging.Nop{}),
-	}
-	if cfg.Region != "" {
-		opts = append(opts, awsconfig.WithRegion(cfg.Region))
-	}
-	creds := "default chain"
-	if cfg.AccessKeyID != "" {
-		creds = "static"
-		opts = append(opts, awsconfig.WithCredentialsProvider(
-			credentials.NewStaticCredentialsProvider(cfg.AccessKeyID, cfg.SecretAccessKey, cfg.SessionToken)))
-	}
-	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	loaded, err := awsutil.Load(ctx, awsutil.Settings{Region: cfg.Region, RegionHint: regionFromURL(cfg.QueueURL),
+		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken,
+		ResponseHeaderTimeout: DefaultWaitTime + 15*time.Second})
 	if err != nil {
-		return nil, fmt.Errorf("sqs: load AWS config: %w", flatten(err))
+		return nil, fmt.Errorf("sqs: %w", err)
 	}
-	tr := ownTransport(awsCfg.HTTPClient)
-	awsCfg.HTTPClient = &http.Client{Transport: tr}
-	if awsCfg.Region == "" {
-		awsCfg.Region = regionFromURL(cfg.QueueURL)
-	}
-	if awsCfg.Region == "" {
-		return nil, errors.New("sqs: Region: required (set it, AWS_REGION, or a region in the shared config)")
-	}
+	awsCfg, tr, creds := loaded.Config, loaded.Transport, loaded.Credentials
 	client := awssqs.NewFromConfig(awsCfg, func(o *awssqs.Options) {
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -214,17 +192,6 @@ func newAttemptID() string {
 // its idle connections) with the settings the SDK's config loading gave
 // its client, such as the root CAs of AWS_CA_BUNDLE. No response header
 // may take longer than the longest long poll plus a margin.
-func ownTransport(c aws.HTTPClient) *http.Transport {
-	var tr *http.Transport
-	if bc, ok := c.(*awshttp.BuildableClient); ok {
-		tr = bc.GetTransport()
-	} else {
-		tr = http.DefaultTransport.(*http.Transport).Clone()
-	}
-	tr.MaxIdleConnsPerHost = 64
-	tr.ResponseHeaderTimeout = DefaultWaitTime + 15*time.Second
-	return tr
-}
 
 // flatten keeps an error's text and drops its SDK types.
 func flatten(err error) error { return &apiError{msg: err.Error()} }
