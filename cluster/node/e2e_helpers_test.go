@@ -260,7 +260,8 @@ const (
 )
 
 // runE2E runs r: node 1 until about half of the audit sources' messages
-// are applied, a kill, node 2 until everything is applied (and the broker
+// are applied (give a run one audit source: with several, one may be done
+// before the kill while another has hardly begun), a kill, node 2 until everything is applied (and the broker
 // drained), a graceful shutdown of node 2, the checks against the store,
 // and Drained once more after the shutdown.
 func runE2E(t *testing.T, r e2eRun) e2eResult {
@@ -361,7 +362,7 @@ func runE2E(t *testing.T, r e2eRun) e2eResult {
 		}
 	})
 	why := ""
-	err = e2eWaitFor(ctx, 100*time.Millisecond, 90*time.Second, func() (bool, string) {
+	err = e2eWaitFor(ctx, 100*time.Millisecond, 60*time.Second, func() (bool, string) {
 		ok, w, err := e2eDone(ctx, st, db, r.Sources)
 		if err != nil {
 			w = err.Error()

@@ -15,10 +15,12 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// NATS JetStream end to end on an embedded nats-server, both shapes in one
-// node: two queue-mode sources (two durable consumers of one limits
-// stream, so each sees every message) and two stream-mode sources reading
-// a stream of two subjects (partitions) in order.
+// NATS JetStream end to end on an embedded nats-server, in both shapes:
+// two queue-mode sources (two durable consumers of one limits stream, so
+// each sees every message), and two stream-mode sources reading a stream
+// of two subjects (partitions) in order. Each shape is its own run, so
+// that each run's kill lands in the middle of its own data (queue and
+// stream sources go at different speeds).
 func TestE2ENATS(t *testing.T) {
 	url := e2eStartNATS(t)
 	nc, err := natsgo.Connect(url)
@@ -30,7 +32,7 @@ func TestE2ENATS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, sc := range []jetstream.StreamConfig{
 		{Name: "E2EQ", Subjects: []string{"e2eq"}, Retention: jetstream.LimitsPolicy},
@@ -41,42 +43,50 @@ func TestE2ENATS(t *testing.T) {
 		}
 	}
 
-	queued := e2ePublishNATS(ctx, t, js, "E2EQ", e2eWorkload(t, 21, true, false), true, func(brokers.Message) string { return "e2eq" })
-	streamed := e2ePublishNATS(ctx, t, js, "E2ES", e2eWorkload(t, 22, false, false), false, func(m brokers.Message) string {
-		return "e2es." + testkit.PartitionOf(m, 2)
+	t.Run("queue", func(t *testing.T) {
+		sent := e2ePublishNATS(ctx, t, js, "E2EQ", e2eWorkload(t, 21, true, false), true, func(brokers.Message) string { return "e2eq" })
+		rec := &e2eSource{Name: "q-orders", Table: "q_orders", Queue: true, Slots: 2, Sent: sent}
+		aud := &e2eSource{Name: "q-audit", Audit: true, Queue: true, Slots: 2, Sent: sent}
+		section := func(consumer string) string {
+			return fmt.Sprintf("url: %q\nstream: E2EQ\nmode: queue\nconsumer: %s\nack_wait: 3s", url, consumer)
+		}
+		runE2E(t, e2eRun{
+			StoreURL:    e2eSQLiteURL(t),
+			Sources:     []*e2eSource{rec, aud},
+			SourcesYAML: rec.YAML("nats", section("rec")) + aud.YAML("nats", section("aud")),
+			// Both durable consumers acked every message.
+			Drained: func(ctx context.Context) (bool, string) {
+				for _, name := range []string{"rec", "aud"} {
+					c, err := js.Consumer(ctx, "E2EQ", name)
+					if err != nil {
+						return false, fmt.Sprintf("consumer %s: %v", name, err)
+					}
+					info, err := c.Info(ctx)
+					if err != nil {
+						return false, fmt.Sprintf("consumer %s: %v", name, err)
+					}
+					if info.NumPending != 0 || info.NumAckPending != 0 || info.AckFloor.Stream != uint64(len(sent)) {
+						return false, fmt.Sprintf("consumer %s: %d pending, %d ack pending, ack floor %d of %d",
+							name, info.NumPending, info.NumAckPending, info.AckFloor.Stream, len(sent))
+					}
+				}
+				return true, ""
+			},
+		})
 	})
 
-	qrec := &e2eSource{Name: "q-orders", Table: "q_orders", Queue: true, Slots: 2, Sent: queued}
-	qaud := &e2eSource{Name: "q-audit", Audit: true, Queue: true, Slots: 2, Sent: queued}
-	srec := &e2eSource{Name: "s-orders", Table: "s_orders", Sent: streamed}
-	saud := &e2eSource{Name: "s-audit", Audit: true, Sent: streamed}
-	queue := func(consumer string) string {
-		return fmt.Sprintf("url: %q\nstream: E2EQ\nmode: queue\nconsumer: %s\nack_wait: 3s", url, consumer)
-	}
-	stream := fmt.Sprintf("url: %q\nstream: E2ES\nmode: stream", url)
-	runE2E(t, e2eRun{
-		StoreURL: e2eSQLiteURL(t),
-		Sources:  []*e2eSource{qrec, qaud, srec, saud},
-		SourcesYAML: qrec.YAML("nats", queue("rec")) + qaud.YAML("nats", queue("aud")) +
-			srec.YAML("nats", stream) + saud.YAML("nats", stream),
-		// Both durable consumers acked every message of the queue stream.
-		Drained: func(ctx context.Context) (bool, string) {
-			for _, name := range []string{"rec", "aud"} {
-				c, err := js.Consumer(ctx, "E2EQ", name)
-				if err != nil {
-					return false, fmt.Sprintf("consumer %s: %v", name, err)
-				}
-				info, err := c.Info(ctx)
-				if err != nil {
-					return false, fmt.Sprintf("consumer %s: %v", name, err)
-				}
-				if info.NumPending != 0 || info.NumAckPending != 0 || info.AckFloor.Stream != uint64(len(queued)) {
-					return false, fmt.Sprintf("consumer %s: %d pending, %d ack pending, ack floor %d of %d",
-						name, info.NumPending, info.NumAckPending, info.AckFloor.Stream, len(queued))
-				}
-			}
-			return true, ""
-		},
+	t.Run("stream", func(t *testing.T) {
+		sent := e2ePublishNATS(ctx, t, js, "E2ES", e2eWorkload(t, 22, false, false), false, func(m brokers.Message) string {
+			return "e2es." + testkit.PartitionOf(m, 2)
+		})
+		rec := &e2eSource{Name: "s-orders", Table: "s_orders", Sent: sent}
+		aud := &e2eSource{Name: "s-audit", Audit: true, Sent: sent}
+		section := fmt.Sprintf("url: %q\nstream: E2ES\nmode: stream", url)
+		runE2E(t, e2eRun{
+			StoreURL:    e2eSQLiteURL(t),
+			Sources:     []*e2eSource{rec, aud},
+			SourcesYAML: rec.YAML("nats", section) + aud.YAML("nats", section),
+		})
 	})
 }
 
