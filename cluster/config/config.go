@@ -236,9 +236,6 @@ type NATS struct {
 type PubSub struct {
 	Project      string `json:"project"`
 	Subscription string `json:"subscription"`
-	// Topic, when set, is created with the subscription if missing
-	// (emulator use).
-	Topic string `json:"topic,omitempty"`
 	// Endpoint is host:port of an emulator; empty: Google, or the
 	// PUBSUB_EMULATOR_HOST environment variable the client reads.
 	Endpoint        string `json:"endpoint,omitempty"`

@@ -153,7 +153,7 @@ sources:
     type: pubsub
     mode: handler
     handler_name: billing.v2
-    pubsub: {project: p1, subscription: s1, topic: t1, endpoint: "127.0.0.1:8085", max_outstanding: 100}
+    pubsub: {project: p1, subscription: s1, endpoint: "127.0.0.1:8085", max_outstanding: 100}
   - name: audit
     type: nats
     nats: {url: "nats://a:4222, nats://b:4222", stream: AUDIT, subject: audit.>, ack_wait: 30s, max_ack_pending: 500, user: n, password: '${env:NATS_PW}'}

@@ -623,7 +623,6 @@ func (r *reader) source(path string, v any) Source {
 		s.PubSub = &PubSub{}
 		p.str("project", &s.PubSub.Project)
 		p.str("subscription", &s.PubSub.Subscription)
-		p.str("topic", &s.PubSub.Topic)
 		p.str("endpoint", &s.PubSub.Endpoint)
 		p.str("credentials_file", &s.PubSub.CredentialsFile)
 		p.int("max_outstanding", &s.PubSub.MaxOutstanding)

@@ -313,10 +313,8 @@ func (v *checker) source(p string, s *Source) {
 	}
 	if ps := s.PubSub; ps != nil {
 		q := p + ".pubsub"
-		for _, f := range []struct{ name, val string }{{"project", ps.Project}, {"subscription", ps.Subscription}, {"topic", ps.Topic}} {
-			if f.name != "topic" {
-				v.required(q+"."+f.name, f.val)
-			}
+		for _, f := range []struct{ name, val string }{{"project", ps.Project}, {"subscription", ps.Subscription}} {
+			v.required(q+"."+f.name, f.val)
 			if strings.ContainsAny(f.val, " \t/") {
 				v.fail(q+"."+f.name, "%q must be an id, without spaces or '/'", f.val)
 			}
