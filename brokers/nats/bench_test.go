@@ -104,7 +104,12 @@ func BenchmarkQueueReceiveAck(b *testing.B) {
 				b.Fatal(err)
 			}
 			for m := range batch.Messages() {
-				_ = m.Data()
+				// what a consumer applying effectively once needs: the
+				// stream sequence (its dedupe id), the body and headers
+				if _, err := m.Metadata(); err != nil {
+					b.Fatal(err)
+				}
+				_, _ = m.Data(), m.Headers()
 				if err := m.Ack(); err != nil {
 					b.Fatal(err)
 				}
@@ -173,7 +178,7 @@ func BenchmarkStreamFetch(b *testing.B) {
 				if _, err := m.Metadata(); err != nil { // the sequence, as a reader must know it
 					b.Fatal(err)
 				}
-				_ = m.Data()
+				_, _ = m.Data(), m.Headers()
 				got++
 			}
 		}
