@@ -3,6 +3,7 @@ package debug
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -22,7 +23,11 @@ const chromium = "/usr/bin/chromium"
 // unreachable with its error.
 func TestPageInHeadlessChromium(t *testing.T) {
 	if _, err := os.Stat(chromium); err != nil {
-		t.Skipf("optional extra: %s not found (apt-get install -y chromium to run this browser smoke test; the other page tests do not need it)", chromium)
+		msg := fmt.Sprintf("%s not found: scripts/setup installs it (apt-get install -y chromium)", chromium)
+		if os.Getenv("CI") == "true" {
+			t.Fatal("CI=true: " + msg)
+		}
+		t.Skip(msg)
 	}
 	const token = "page-token"
 	b := start(t, Config{Token: token, Node: &fakeNode{trees: []actors.Tree{
