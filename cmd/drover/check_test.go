@@ -1,0 +1,57 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func writeConfig(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "drover.yaml")
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestCheckNamesEveryBadFieldAndExitsTwo(t *testing.T) {
+	p := writeConfig(t, `node: {name: n1}
+cluster: {profile: quick}
+sources:
+  - name: orders
+    type: kafka
+    kafka: {brokers: ["kafka://h:9092"]}
+    batch_size: 0
+    surprise: 1
+`)
+	code, _, errs := runCLI(t, "check", "--config", p)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, errs)
+	}
+	for _, want := range []string{"cluster.profile:", "sources[0].kafka.topic: required", "sources[0].kafka.brokers[0]", "sources[0].batch_size:", "sources[0].surprise:"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
+func TestCheckAcceptsAGoodConfig(t *testing.T) {
+	t.Setenv("DROVER_TEST_STORE", "postgres://drover:s3cret@db:5432/d")
+	p := writeConfig(t, `node: {name: n1}
+store: {url: "${env:DROVER_TEST_STORE}"}
+sources:
+  - name: orders
+    type: kafka
+    kafka: {brokers: ["127.0.0.1:9092"], topic: orders}
+    records: {key: id}
+`)
+	code, out, errs := runCLI(t, "check", "--config", p)
+	if code != 0 || !strings.Contains(out, "ok") || strings.Contains(out+errs, "s3cret") {
+		t.Fatalf("exit %d: %s%s", code, out, errs)
+	}
+	if code, _, _ := runCLI(t, "check"); code != 2 {
+		t.Errorf("check without --config: exit %d, want 2", code)
+	}
+}
