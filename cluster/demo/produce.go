@@ -98,14 +98,17 @@ func (p *Producer) Run(ctx context.Context, rate int) error {
 		case now := <-t.C:
 			want := int(now.Sub(start).Seconds() * float64(rate))
 			if want > done {
-				err := p.Produce(ctx, want-done)
+				// A send is never cancelled half-way: a message the broker
+				// took must be recorded, or the verifier would find it
+				// applied but never produced. ctx stops the loop between
+				// sends.
+				sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				err := p.Produce(sctx, want-done)
 				if err == nil && want/QueueShare > done/QueueShare {
-					err = p.queues.produce(ctx, want/QueueShare-done/QueueShare)
+					err = p.queues.produce(sctx, want/QueueShare-done/QueueShare)
 				}
+				cancel()
 				if err != nil {
-					if ctx.Err() != nil {
-						return nil
-					}
 					return err
 				}
 				done = want
