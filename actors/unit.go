@@ -453,7 +453,7 @@ func (u *unitActor) onRenew(ctx actor.Context, r renewResult) {
 // leaseLost drops everything not applied and stops: placement decides again.
 func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 	u.ne.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
-	u.hasLease = false
+	u.dropLease()
 	u.status(func(s *UnitStatus) { s.LastError = "lease lost (" + where + "): another node owns the unit" })
 	ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evLeaseLost, pid: ctx.Self()})
 	ctx.Stop(ctx.Self())
@@ -943,8 +943,16 @@ func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 	if r.err == nil {
 		u.ne.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
 	}
-	u.hasLease = false
+	u.dropLease()
 	ctx.Stop(ctx.Self())
+}
+
+// dropLease forgets the lease, in the tree too, at once: a successor may
+// acquire it before this actor has finished stopping, and the tree must not
+// show two holders.
+func (u *unitActor) dropLease() {
+	u.hasLease = false
+	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 }
 
 // end cancels the incarnation's jobs and timers (stop or restart). On a
@@ -965,6 +973,9 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 	u.res = nil
 	held, l, store := u.hasLease, u.lease, u.ne.env.Store
 	u.hasLease = false
+	if stopping {
+		u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	}
 	if res == nil && !(held && stopping) {
 		return
 	}
@@ -977,7 +988,4 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 		}
 		return nil
 	}, func(any) {})
-	if stopping {
-		u.status(func(s *UnitStatus) { s.State = StateStopped })
-	}
 }
