@@ -57,6 +57,16 @@ func (f *dlqFlags) open(ctx context.Context) (persistence.Store, *config.Config,
 	return s, cfg, nil
 }
 
+// openIDs parses dead-letter ids, then opens the store; the caller closes it.
+func (f *dlqFlags) openIDs(ctx context.Context, args []string) ([]int64, persistence.Store, *config.Config, error) {
+	ids, err := parseIDs(args)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, cfg, err := f.open(ctx)
+	return ids, s, cfg, err
+}
+
 func newDLQ() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dlq list|show|replay|resolve",
@@ -139,11 +149,7 @@ func newDLQShow() *cobra.Command {
 		Short: "show one dead letter with its payload",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
-			s, _, err := f.open(cmd.Context())
+			ids, s, _, err := f.openIDs(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -175,14 +181,10 @@ func newDLQReplay() *cobra.Command {
 		Short: "apply dead letters again through their source's decode and apply path",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
 			if f.config == "" {
 				return &exitError{2, errors.New("--config: required to replay (the sources' decoding comes from it)")}
 			}
-			s, cfg, err := f.open(cmd.Context())
+			ids, s, cfg, err := f.openIDs(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
@@ -247,11 +249,7 @@ func newDLQResolve() *cobra.Command {
 		Short: "mark dead letters as handled by hand",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ids, err := parseIDs(args)
-			if err != nil {
-				return err
-			}
-			s, _, err := f.open(cmd.Context())
+			ids, s, _, err := f.openIDs(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
