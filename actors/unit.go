@@ -175,7 +175,6 @@ type pendingBatch struct {
 	msgs     []brokers.Message // all fetched (queues ack all of them)
 	batch    *persistence.Batch
 	rejected int // dead letters made by decoding
-	end      bool
 }
 
 // events the unit sends its supervisor
@@ -462,10 +461,7 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 // ---- open ----
 
 func (u *unitActor) open(ctx actor.Context) {
-	if u.res != nil {
-		u.res.close()
-		u.res = nil
-	}
+	u.closeRes()
 	store, spec, part := u.ne.env.Store, u.spec, u.part
 	unit, earliest := u.id, u.fromEarliest
 	u.run(ctx, "open", func(c context.Context) any {
@@ -513,6 +509,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		return
 	}
 	u.res = r.res
+	u.fromEarliest = false // reopened; from now on the checkpoint is where to start
 	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
 	u.fetch(ctx)
 }
@@ -587,7 +584,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 
 // prepare decodes a fetch into a batch; nil when there is nothing to write.
 func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
-	pb := &pendingBatch{msgs: res.Messages, end: res.End}
+	pb := &pendingBatch{msgs: res.Messages}
 	b := &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: u.spec.isQueue()}
 	var handled map[string]brokers.Message
 	for _, m := range res.Messages {
@@ -682,9 +679,14 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			u.apply(ctx, pb, r.attempts+1)
 			return
 		}
-		if u.spec.isQueue() && len(pb.msgs) > 0 {
+		if u.spec.isQueue() {
+			// nothing to re-read: the messages come back after the nack
 			u.nack(ctx, pb.msgs)
+			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
+			return
 		}
+		// a stream reads its checkpoint again: the failed apply may have
+		// committed
 		u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
 		return
 	}
@@ -929,10 +931,7 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 		return
 	}
 	u.releasing = true
-	if u.res != nil {
-		u.res.close()
-		u.res = nil
-	}
+	u.closeRes()
 	store, l := u.ne.env.Store, u.lease
 	u.runSide(ctx, "release", func(c context.Context) any {
 		return releaseResult{err: store.Release(c, l)}
@@ -969,23 +968,31 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 			t.Stop()
 		}
 	}
-	res := u.res
-	u.res = nil
+	u.closeRes()
 	held, l, store := u.hasLease, u.lease, u.ne.env.Store
 	u.hasLease = false
-	if stopping {
-		u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	if !stopping {
+		return // the next incarnation acquires the lease again
 	}
-	if res == nil && !(held && stopping) {
+	u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	if held {
+		u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "release"), func(c context.Context) any {
+			return store.Release(c, l)
+		}, func(any) {})
+	}
+}
+
+// closeRes closes the reader or receiver in the background: closing is
+// broker I/O and never runs on the mailbox. A fetch still using it is
+// waited for (the resource's lock), after its context was cancelled.
+func (u *unitActor) closeRes() {
+	res := u.res
+	if res == nil {
 		return
 	}
-	u.ne.env.Executor.Go(u.ne.ctx, func(c context.Context) any {
-		if res != nil {
-			res.close()
-		}
-		if held && stopping {
-			_ = store.Release(c, l)
-		}
+	u.res = nil
+	u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "close"), func(context.Context) any {
+		res.close()
 		return nil
 	}, func(any) {})
 }
