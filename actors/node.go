@@ -26,38 +26,15 @@ type Metrics interface {
 	Forget(source, unit string)
 }
 
-type metricsSink struct{ m Metrics }
+// noMetrics is the Metrics of a node given none.
+type noMetrics struct{}
 
-func (s metricsSink) received(src, u string, n, lag int64) {
-	if s.m != nil {
-		s.m.Received(src, u, n, lag)
-	}
-}
-func (s metricsSink) applied(src, u string, a, r, d int64) {
-	if s.m != nil {
-		s.m.Applied(src, u, a, r, d)
-	}
-}
-func (s metricsSink) acked(src, u string, n int64) {
-	if s.m != nil {
-		s.m.Acked(src, u, n)
-	}
-}
-func (s metricsSink) restart(src, u string) {
-	if s.m != nil {
-		s.m.Restarted(src, u)
-	}
-}
-func (s metricsSink) forget(src, u string) {
-	if s.m != nil {
-		s.m.Forget(src, u)
-	}
-}
-func (s metricsSink) leaseChange(src, u string) {
-	if s.m != nil {
-		s.m.LeaseChanged(src, u)
-	}
-}
+func (noMetrics) Received(string, string, int64, int64)       {}
+func (noMetrics) Applied(string, string, int64, int64, int64) {}
+func (noMetrics) Acked(string, string, int64)                 {}
+func (noMetrics) Restarted(string, string)                    {}
+func (noMetrics) LeaseChanged(string, string)                 {}
+func (noMetrics) Forget(string, string)                       {}
 
 // nodeEnv is what every actor of a node shares. Immutable after Start,
 // except reg which locks itself.
@@ -65,7 +42,7 @@ type nodeEnv struct {
 	env     Env
 	tuning  Tuning
 	reg     *registry
-	metrics metricsSink
+	metrics Metrics
 	system  *actor.ActorSystem
 	// ctx is cancelled when the node is closed; background jobs (releases
 	// after a hard stop) run under it.
@@ -130,7 +107,10 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	ne := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx}
 	ne.env.Logger = logger
-	ne.metrics = metricsSink{env.Metrics}
+	ne.metrics = env.Metrics
+	if ne.metrics == nil {
+		ne.metrics = noMetrics{}
+	}
 	n := &Node{ne: ne, cancel: cancel, drained: make(chan struct{})}
 	for _, s := range full {
 		ne.reg.addSource(s.Name, s.Type)

@@ -33,7 +33,6 @@ type supervisor struct {
 	units    map[string]brokers.Partition // discovered, by unit id
 	finished map[string]bool              // units read to their end
 	members  []cluster.Member
-	haveView bool
 	children map[string]*child // by unit id
 	byPID    map[string]*child // by pid id
 	draining bool
@@ -96,7 +95,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *discovered:
 		s.onDiscovered(ctx, m)
 	case *membersChanged:
-		s.members, s.haveView = m.members, true
+		s.members = m.members
 		s.reconcile(ctx)
 	case *drain:
 		s.draining = true
@@ -153,7 +152,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.wStart = s.ne.env.Clock.Now()
 	s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{})
 	s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateRunning })
-	s.members, s.haveView = s.ne.env.Membership.Members(), true
+	s.members = s.ne.env.Membership.Members()
 	s.discover(ctx)
 }
 
@@ -237,7 +236,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 // the ones it should not.
 func (s *supervisor) reconcile(ctx actor.Context) {
 	want := map[string]bool{}
-	if !s.draining && s.haveView {
+	if !s.draining {
 		eligible := make([]string, 0, len(s.units))
 		for u := range s.units {
 			if !s.finished[u] {
@@ -297,7 +296,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 		c.restartT.Stop()
 	}
 	s.ne.reg.removeUnit(s.spec.Name, c.unit)
-	s.ne.metrics.forget(s.spec.Name, c.unit)
+	s.ne.metrics.Forget(s.spec.Name, c.unit)
 	s.ne.env.trace("unit-stopped", c.unit, "")
 	if s.checkDrained(ctx) {
 		return
@@ -389,7 +388,7 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 	}
 	s.ne.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
 	s.ne.reg.unit(s.spec.Name, c.unit, func(st *UnitStatus) { st.Restarts++ })
-	s.ne.metrics.restart(s.spec.Name, c.unit)
+	s.ne.metrics.Restarted(s.spec.Name, c.unit)
 	s.sup.RestartChildren(c.pid)
 }
 

@@ -383,7 +383,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 	}
 	u.lease, u.hasLease = r.lease, true
 	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
-	u.ne.metrics.leaseChange(u.spec.Name, u.id)
+	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
 	u.clearNote()
 	u.status(func(s *UnitStatus) {
 		s.LeaseToken = r.lease.Token
@@ -573,7 +573,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		s.LastPullAt = timePtr(now)
 		s.Lag = r.res.Lag
 	})
-	u.ne.metrics.received(u.spec.Name, u.id, n, r.res.Lag)
+	u.ne.metrics.Received(u.spec.Name, u.id, n, r.res.Lag)
 	pb := u.prepare(r.res)
 	if pb == nil {
 		u.fetch(ctx)
@@ -731,7 +731,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			s.NextRetryAt = nil
 		}
 	})
-	u.ne.metrics.applied(u.spec.Name, u.id, applied, rejected, dead)
+	u.ne.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
 	if len(b.Ops) > 0 {
 		u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
 	}
@@ -824,7 +824,7 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 	} else {
 		n := int64(r.n)
 		u.status(func(s *UnitStatus) { s.Acked += n })
-		u.ne.metrics.acked(u.spec.Name, u.id, n)
+		u.ne.metrics.Acked(u.spec.Name, u.id, n)
 	}
 	u.fetch(ctx)
 }
