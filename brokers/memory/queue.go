@@ -52,16 +52,15 @@ type Queue struct {
 	// testHookWait, when set, is called before a Receive starts waiting.
 	testHookWait func()
 
-	mu        sync.Mutex
-	seq       int
-	msgs      []*queued // not yet acked, in Send order (acked ones removed lazily)
-	live      int       // entries of msgs not acked
-	byID      map[string]*queued
-	acked     int
-	receivers map[*Receiver]struct{}
-	faults    faults
-	dropAcks  int
-	closed    bool
+	mu       sync.Mutex
+	seq      int
+	msgs     []*queued // not yet acked, in Send order (acked ones removed lazily)
+	live     int       // entries of msgs not acked
+	byID     map[string]*queued
+	acked    int
+	faults   faults
+	dropAcks int
+	closed   bool
 	// wake is closed and replaced when a waiting receiver may find
 	// something new (Send, Nack, Close).
 	wake chan struct{}
@@ -94,11 +93,10 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 	}
 	cfg = cfg.withDefaults()
 	return &Queue{
-		clock:     cfg.Clock,
-		deadline:  cfg.AckDeadline,
-		byID:      make(map[string]*queued),
-		receivers: make(map[*Receiver]struct{}),
-		wake:      make(chan struct{}),
+		clock:    cfg.Clock,
+		deadline: cfg.AckDeadline,
+		byID:     make(map[string]*queued),
+		wake:     make(chan struct{}),
 	}, nil
 }
 
@@ -230,15 +228,11 @@ func (q *Queue) openReceiver(ctx context.Context, owner *QueueClient, slot strin
 	if err := q.checkLocked(OpOpen, nil); err != nil {
 		return nil, err
 	}
-	r := &Receiver{q: q, slot: slot, owner: owner}
-	q.receivers[r] = struct{}{}
-	if owner != nil {
-		owner.receivers[r] = struct{}{}
-	}
-	return r, nil
+	return &Receiver{q: q, slot: slot, owner: owner}, nil
 }
 
-// Close closes the queue and every receiver; waiting receives return
+// Close closes the queue and every receiver (a receiver is closed when
+// it, its client or its queue is); waiting receives return
 // brokers.ErrClosed. Closing twice is harmless.
 func (q *Queue) Close() error {
 	q.mu.Lock()
@@ -247,10 +241,6 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
-	for r := range q.receivers {
-		r.closed = true
-	}
-	clear(q.receivers)
 	q.notifyLocked()
 	return nil
 }
@@ -526,10 +516,6 @@ func (r *Receiver) Close() error {
 	r.q.mu.Lock()
 	defer r.q.mu.Unlock()
 	r.closed = true
-	delete(r.q.receivers, r)
-	if r.owner != nil {
-		delete(r.owner.receivers, r)
-	}
 	r.q.notifyLocked()
 	return nil
 }
@@ -539,17 +525,15 @@ func (r *Receiver) Close() error {
 // it (their messages stay in flight until their deadline), and the queue
 // goes on for everyone else. It implements brokers.Queue.
 type QueueClient struct {
-	q *Queue
-	// Guarded by q.mu.
-	receivers map[*Receiver]struct{}
-	closed    bool
+	q      *Queue
+	closed bool // guarded by q.mu
 }
 
 var _ brokers.Queue = (*QueueClient)(nil)
 
 // NewClient returns a new client of q.
 func (q *Queue) NewClient() *QueueClient {
-	return &QueueClient{q: q, receivers: make(map[*Receiver]struct{})}
+	return &QueueClient{q: q}
 }
 
 // Open is Queue.Open; the receiver is closed with the client.
@@ -570,11 +554,6 @@ func (c *QueueClient) Close() error {
 		return nil
 	}
 	c.closed = true
-	for r := range c.receivers {
-		r.closed = true
-		delete(c.q.receivers, r)
-	}
-	clear(c.receivers)
 	c.q.notifyLocked()
 	return nil
 }

@@ -49,12 +49,11 @@ type Stream struct {
 	// testHookWait, when set, is called before a Fetch starts waiting.
 	testHookWait func()
 
-	mu      sync.Mutex
-	parts   []*partition // in creation order
-	byID    map[string]*partition
-	readers map[*Reader]struct{}
-	faults  faults
-	closed  bool
+	mu     sync.Mutex
+	parts  []*partition // in creation order
+	byID   map[string]*partition
+	faults faults
+	closed bool
 }
 
 var _ brokers.Stream = (*Stream)(nil)
@@ -84,9 +83,8 @@ func NewStream(cfg StreamConfig) (*Stream, error) {
 	}
 	cfg = cfg.withDefaults()
 	s := &Stream{
-		clock:   cfg.Clock,
-		byID:    make(map[string]*partition),
-		readers: make(map[*Reader]struct{}),
+		clock: cfg.Clock,
+		byID:  make(map[string]*partition),
 	}
 	s.addLocked(cfg.Partitions, nil)
 	return s, nil
@@ -341,15 +339,15 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	default:
 		r.next = p.base
 	}
-	s.readers[r] = struct{}{}
 	if owner != nil {
 		owner.readers[r] = struct{}{}
 	}
 	return r, nil
 }
 
-// Close closes the stream and every reader opened from it; waiting fetches
-// return brokers.ErrClosed. Closing twice is harmless.
+// Close closes the stream and every reader opened from it (a reader is
+// closed when it, its client or its stream is); waiting fetches return
+// brokers.ErrClosed. Closing twice is harmless.
 func (s *Stream) Close() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -357,10 +355,6 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	for r := range s.readers {
-		r.closed = true
-	}
-	clear(s.readers)
 	for _, p := range s.parts {
 		p.notify()
 	}
@@ -476,7 +470,6 @@ func (r *Reader) Close() error {
 	r.s.mu.Lock()
 	defer r.s.mu.Unlock()
 	r.closed = true
-	delete(r.s.readers, r)
 	if r.owner != nil {
 		delete(r.owner.readers, r)
 	}
@@ -528,7 +521,8 @@ func cloneBytes(b []byte) []byte {
 // brokers.Stream; faults injected on the Stream apply to it.
 type StreamClient struct {
 	s *Stream
-	// Guarded by s.mu.
+	// Guarded by s.mu. readers are the open readers of this client, whose
+	// partitions Close wakes.
 	readers map[*Reader]struct{}
 	closed  bool
 }
@@ -570,8 +564,6 @@ func (c *StreamClient) Close() error {
 	}
 	c.closed = true
 	for r := range c.readers {
-		r.closed = true
-		delete(c.s.readers, r)
 		r.p.notify()
 	}
 	clear(c.readers)
