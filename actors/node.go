@@ -197,9 +197,6 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			a.sups[spec.Name] = pid
 			a.byPID[pid.Id] = spec.Name
 		}
-		if len(a.specs) == 0 {
-			a.pending = map[string]bool{}
-		}
 	case *viewChanged:
 		ms := a.ne.env.Membership.Members()
 		a.ne.env.trace("view", a.ne.env.Node, memberNames(ms))

@@ -117,7 +117,7 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.TraceTo != nil {
 		c.digest = teeHash{c.digest, cfg.TraceTo}
 	}
-	s.trace = func(kind string, node int, label string) {
+	s.trace = func(node int, label string) {
 		if label != "probe" {
 			fmt.Fprintf(c.digest, "%d %d %s\n", s.now.UnixNano(), node, label)
 		}

@@ -35,7 +35,7 @@ type scheduler struct {
 	ready   []*task
 	nodes   map[int]*nodeSched
 	steps   uint64
-	trace   func(kind string, node int, detail string)
+	trace   func(node int, label string) // called before each task runs
 }
 
 type task struct {
@@ -45,7 +45,6 @@ type task struct {
 	label   string
 	fn      func()
 	stopped bool
-	index   int
 }
 
 type nodeSched struct {
@@ -129,16 +128,11 @@ func (s *scheduler) step(limit time.Time) bool {
 	if tk.stopped {
 		return true
 	}
-	if tk.node >= 0 && (s.node(tk.node).dead) {
-		return true
-	}
-	if tk.node >= 0 && s.node(tk.node).paused {
-		s.node(tk.node).held = append(s.node(tk.node).held, tk)
-		return true
-	}
+	// ready never holds tasks of dead or paused nodes: promote skips them,
+	// kill drops and pause holds those already ready
 	s.steps++
 	if s.trace != nil {
-		s.trace("run", tk.node, tk.label)
+		s.trace(tk.node, tk.label)
 	}
 	tk.stopped = true
 	tk.fn()
@@ -230,8 +224,8 @@ func (h taskHeap) Less(i, j int) bool {
 	}
 	return h[i].seq < h[j].seq
 }
-func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i]; h[i].index = i; h[j].index = j }
-func (h *taskHeap) Push(x any)   { t := x.(*task); t.index = len(*h); *h = append(*h, t) }
+func (h taskHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *taskHeap) Push(x any)   { *h = append(*h, x.(*task)) }
 func (h *taskHeap) Pop() any {
 	old := *h
 	n := len(old)
