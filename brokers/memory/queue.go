@@ -380,9 +380,9 @@ func (r *Receiver) takeLocked(max int) (res brokers.Result, next time.Duration) 
 	return res, next
 }
 
-// current returns the message m's handle names when that handle is its
-// latest delivery and it is not acked yet; nil otherwise. It fails for a
-// message that did not come from this queue.
+// currentLocked returns the message m's handle names when that handle is
+// its latest delivery and it is not acked yet; nil otherwise. It fails for
+// a message that did not come from this queue.
 func (q *Queue) currentLocked(op string, m brokers.Message) (*queued, error) {
 	h, ok := m.Handle.(handle)
 	if !ok || h.q != q {
@@ -395,21 +395,23 @@ func (q *Queue) currentLocked(op string, m brokers.Message) (*queued, error) {
 	return qm, nil
 }
 
-// Ack removes msgs for good. Messages delivered again since (their deadline
-// passed) or already acked are left alone.
-func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
+// settle runs an Ack, Nack or Extend: it waits op's injected delay, fails
+// on a closed receiver, an injected failure or a message that did not come
+// from this queue, and otherwise calls apply, under the queue's lock, with
+// the messages of msgs whose handle is still their latest delivery.
+func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, apply func(targets []*queued)) error {
 	q := r.q
-	if err := q.enter(ctx, OpAck, r); err != nil {
+	if err := q.enter(ctx, op, r); err != nil {
 		return err
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if err := q.checkLocked(OpAck, r); err != nil {
+	if err := q.checkLocked(op, r); err != nil {
 		return err
 	}
 	var targets []*queued
 	for _, m := range msgs {
-		qm, err := q.currentLocked(OpAck, m)
+		qm, err := q.currentLocked(op, m)
 		if err != nil {
 			return err
 		}
@@ -417,22 +419,31 @@ func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
 			targets = append(targets, qm)
 		}
 	}
-	if q.dropAcks > 0 {
-		q.dropAcks--
-		return nil
-	}
-	for _, qm := range targets {
-		if qm.acked { // the same message twice in msgs
-			continue
-		}
-		qm.acked = true
-		qm.holder = nil
-		delete(q.byID, qm.msg.ID)
-		q.live--
-		q.acked++
-	}
-	q.compactLocked()
+	apply(targets)
 	return nil
+}
+
+// Ack removes msgs for good. Messages delivered again since (their deadline
+// passed) or already acked are left alone.
+func (r *Receiver) Ack(ctx context.Context, msgs []brokers.Message) error {
+	q := r.q
+	return r.settle(ctx, OpAck, msgs, func(targets []*queued) {
+		if q.dropAcks > 0 {
+			q.dropAcks--
+			return
+		}
+		for _, qm := range targets {
+			if qm.acked { // the same message twice in msgs
+				continue
+			}
+			qm.acked = true
+			qm.holder = nil
+			delete(q.byID, qm.msg.ID)
+			q.live--
+			q.acked++
+		}
+		q.compactLocked()
+	})
 }
 
 // compactLocked drops acked entries once they are the majority.
@@ -452,62 +463,30 @@ func (q *Queue) compactLocked() {
 // Nack gives msgs back, deliverable again after delay.
 func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.Duration) error {
 	q := r.q
-	if err := q.enter(ctx, OpNack, r); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := q.checkLocked(OpNack, r); err != nil {
-		return err
-	}
-	var targets []*queued
-	for _, m := range msgs {
-		qm, err := q.currentLocked(OpNack, m)
-		if err != nil {
-			return err
+	return r.settle(ctx, OpNack, msgs, func(targets []*queued) {
+		now := q.clock.Now()
+		for _, qm := range targets {
+			qm.holder = nil
+			qm.visibleAt = now.Add(max(delay, 0))
 		}
-		if qm != nil {
-			targets = append(targets, qm)
+		if len(targets) > 0 {
+			q.notifyLocked()
 		}
-	}
-	now := q.clock.Now()
-	for _, qm := range targets {
-		qm.holder = nil
-		qm.visibleAt = now.Add(max(delay, 0))
-	}
-	if len(targets) > 0 {
-		q.notifyLocked()
-	}
-	return nil
+	})
 }
 
 // Extend moves the ack deadline of msgs to d from now. Messages delivered
-// again since, or acked, are left alone.
+// again since, nacked, or acked are left alone.
 func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Duration) error {
 	q := r.q
-	if err := q.enter(ctx, OpExtend, r); err != nil {
-		return err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if err := q.checkLocked(OpExtend, r); err != nil {
-		return err
-	}
-	var targets []*queued
-	for _, m := range msgs {
-		qm, err := q.currentLocked(OpExtend, m)
-		if err != nil {
-			return err
+	return r.settle(ctx, OpExtend, msgs, func(targets []*queued) {
+		now := q.clock.Now()
+		for _, qm := range targets {
+			if qm.holder != nil { // not given back by a nack
+				qm.deadline = now.Add(max(d, 0))
+			}
 		}
-		if qm != nil && qm.holder != nil {
-			targets = append(targets, qm)
-		}
-	}
-	now := q.clock.Now()
-	for _, qm := range targets {
-		qm.deadline = now.Add(max(d, 0))
-	}
-	return nil
+	})
 }
 
 // Close releases the receiver. Its unacknowledged messages stay in flight
