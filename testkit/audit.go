@@ -116,6 +116,7 @@ func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persisten
 // the store committed.
 type ledger struct {
 	produced     map[string]produced // key -> message
+	unapplied    int                 // produced messages not committed yet
 	applied      map[string]int      // key -> commits that applied it
 	lastPos      map[string]string   // unit -> last applied position (streams)
 	tokens       map[string]string   // unit#token -> owner that acquired it
@@ -168,6 +169,17 @@ func streamKey(unit, pos string) string      { return unit + "@" + pos }
 func queueKey(source, id string) string      { return source + "#" + id }
 func tokenKey(unit string, tok int64) string { return fmt.Sprintf("%s#%d", unit, tok) }
 
+// expect records a published message.
+func (l *ledger) expect(key string, p produced) {
+	if _, ok := l.produced[key]; ok {
+		return
+	}
+	l.produced[key] = p
+	if l.applied[key] == 0 {
+		l.unapplied++
+	}
+}
+
 func (c *Cluster) onAcquired(l persistence.Lease) {
 	k := tokenKey(l.Unit, l.Token)
 	if prev, ok := c.led.tokens[k]; ok && prev != l.Owner {
@@ -215,6 +227,9 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 			l.lastPos[b.Unit] = op.Position
 		}
 		l.applied[key]++
+		if _, ok := l.produced[key]; ok && l.applied[key] == 1 {
+			l.unapplied--
+		}
 		if l.applied[key] == 2 {
 			c.violate("duplicated", fmt.Sprintf("%s applied twice (last by %s, token %d)", key, b.Lease.Owner, b.Lease.Token))
 		}

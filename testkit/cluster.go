@@ -58,17 +58,18 @@ type Clock = vclock
 // virtual time. It is not safe for concurrent use: drive it from one
 // goroutine (a test).
 type Cluster struct {
-	cfg    Config
-	s      *scheduler
-	w      *world
-	clock  *vclock
-	inner  persistence.Store
-	mem    *memstore.Store // nil unless the store is the default memory store
-	store  *auditStore
-	led    *ledger
-	digest hash.Hash
-	events int
-	log    []Event
+	cfg     Config
+	s       *scheduler
+	w       *world
+	clock   *vclock
+	inner   persistence.Store
+	mem     *memstore.Store // nil unless the store is the default memory store
+	store   *auditStore
+	led     *ledger
+	digest  hash.Hash
+	events  int
+	log     []Event
+	scripts int // scenario steps (At) not run yet
 
 	specs   []actors.SourceSpec
 	streams map[string]*memory.Stream
@@ -83,12 +84,11 @@ type Cluster struct {
 }
 
 type simNode struct {
-	name    string
-	sid     int
-	node    *actors.Node
-	member  *simMembership
-	state   string // running, stopping, stopped, killed
-	stopped bool
+	name   string
+	sid    int
+	node   *actors.Node
+	member *simMembership
+	state  string // new, running, stopping, stopped, killed
 }
 
 // New builds a cluster; add sources, then Start it.
@@ -239,7 +239,7 @@ func (c *Cluster) startNode(n *simNode) error {
 	if err != nil {
 		return fmt.Errorf("testkit: start %s: %w", n.name, err)
 	}
-	n.node, n.state, n.stopped = node, "running", false
+	n.node, n.state = node, "running"
 	c.event("node-start", n.name, "", strconv.Itoa(n.sid))
 	return nil
 }
@@ -310,7 +310,10 @@ func (c *Cluster) RunUntil(cond func() bool, limit time.Duration) bool {
 
 // At runs fn at virtual time now+d, as part of the simulation (a scripted
 // scenario step: publish, kill, ...).
-func (c *Cluster) At(d time.Duration, fn func()) { c.s.after(-1, d, "script", fn) }
+func (c *Cluster) At(d time.Duration, fn func()) {
+	c.scripts++
+	c.s.after(-1, d, "script", func() { c.scripts--; fn() })
+}
 
 // Publish adds messages to a source: to partition of a stream, or to a
 // queue (partition ignored). It returns their positions (queues: ids) and
@@ -323,7 +326,7 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 		}
 		unit := source + "/" + partition
 		for _, p := range pos {
-			c.led.produced[streamKey(unit, p)] = produced{source: source, unit: unit, position: p}
+			c.led.expect(streamKey(unit, p), produced{source: source, unit: unit, position: p})
 		}
 		c.event("publish", "", unit, strconv.Itoa(len(pos)))
 		return pos, nil
@@ -331,7 +334,7 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 	if q, ok := c.queues[source]; ok {
 		ids := q.Send(msgs...)
 		for _, id := range ids {
-			c.led.produced[queueKey(source, id)] = produced{source: source, position: id}
+			c.led.expect(queueKey(source, id), produced{source: source, position: id})
 		}
 		c.event("publish", "", source, strconv.Itoa(len(ids)))
 		return ids, nil
@@ -433,7 +436,7 @@ func (c *Cluster) Stop(name string) error {
 			case <-done:
 				_ = n.member.Leave(context.Background())
 				n.node.Close()
-				n.state, n.stopped = "stopped", true
+				n.state = "stopped"
 				c.event("stopped", name, "", "")
 			default:
 				c.s.after(sid, 10*time.Millisecond, "leave-wait", wait)
@@ -447,7 +450,7 @@ func (c *Cluster) Stop(name string) error {
 // Stopped reports whether a graceful stop has finished.
 func (c *Cluster) Stopped(name string) bool {
 	n, err := c.node(name)
-	return err == nil && n.stopped
+	return err == nil && n.state == "stopped"
 }
 
 // Partition cuts a node off from every other node (not from the store or
@@ -522,13 +525,8 @@ func (c *Cluster) Busy(node, kind string) bool {
 // Settled reports whether every message published so far is committed and
 // no queue holds messages.
 func (c *Cluster) Settled() bool {
-	if c.s.has(-1, "script") {
-		return false // the scenario still has steps to run
-	}
-	for k := range c.led.produced {
-		if c.led.applied[k] == 0 {
-			return false
-		}
+	if c.scripts > 0 || c.led.unapplied > 0 {
+		return false // scenario steps still to run, or messages not committed
 	}
 	for _, q := range c.queues {
 		if q.Pending() > 0 || q.InFlight() > 0 {
