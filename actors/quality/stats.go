@@ -103,20 +103,28 @@ func (s *Stats) Observe(op persistence.Op) {
 		if j+1 < len(ms) && string(ms[j+1].name) == string(m.name) {
 			continue // a duplicated name: count the last (canonical docs have none)
 		}
-		name, ok := decodeString(m.name)
-		if !ok {
-			continue
+		name := m.name[1 : len(m.name)-1] // without escapes, the raw text is the name
+		if m.esc {
+			text, ok := decodeString(m.name)
+			if !ok {
+				continue
+			}
+			name = []byte(text)
 		}
-		f := s.field(name)
+		// Looked up as bytes: only a field seen for the first time in the
+		// window allocates its name (this runs for every applied op).
+		f := s.fields[string(name)]
 		if f == nil {
-			continue
+			if f = s.field(string(name)); f == nil {
+				continue
+			}
 		}
 		f.present++
 		f.types[m.typ]++
 		if m.typ == jNull {
 			continue // null fits every type; the null rate reports it
 		}
-		if t, ok := s.schema.Lookup(name); ok && !fits(t, m.typ, m.val) {
+		if t, ok := s.schema.Lookup(string(name)); ok && !fits(t, m.typ, m.val) {
 			f.misfits++
 			misfit = true
 		}
