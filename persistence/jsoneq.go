@@ -27,16 +27,18 @@ func JSONEqual(a, b []byte) (bool, error) {
 	return sameJSON(va, vb), nil
 }
 
+var errInvalidJSON = errors.New("invalid JSON document")
+
 // decodeJSON decodes one JSON value, keeping numbers as text.
 func decodeJSON(doc []byte) (any, error) {
-	if !json.Valid(doc) {
-		return nil, errors.New("invalid JSON document")
+	if err := CheckJSON(doc); err != nil {
+		return nil, err
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, errors.New("invalid JSON document")
+		return nil, errInvalidJSON
 	}
 	return v, nil
 }
@@ -133,8 +135,10 @@ func normalNumber(s string) (decimal, bool) {
 }
 
 // CheckJSON reports whether doc is one valid JSON value, as a store must
-// before writing it.
+// before writing it. It validates without decoding.
 func CheckJSON(doc []byte) error {
-	_, err := decodeJSON(doc)
-	return err
+	if !json.Valid(doc) {
+		return errInvalidJSON
+	}
+	return nil
 }

@@ -135,7 +135,6 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 		}
 		applied.Handled = len(msgs)
 	}
-	t.finish()
 
 	if b.Checkpoint != "" || b.Finished {
 		cur, has := s.checkpoints[b.Unit]
@@ -272,12 +271,9 @@ func (t *tx) current(table, key string) ([]byte, bool) {
 	return r.Doc, ok
 }
 
-// sameAsStored validates doc and reports whether it equals what the
-// transaction sees under key.
+// sameAsStored reports whether doc, already checked to be JSON, equals
+// what the transaction sees under key.
 func (t *tx) sameAsStored(table, key string, doc []byte) (bool, error) {
-	if err := persistence.CheckJSON(doc); err != nil {
-		return false, err
-	}
 	old, ok := t.current(table, key)
 	if !ok {
 		return false, nil
@@ -308,6 +304,9 @@ func (t *tx) Put(ctx context.Context, table, key string, doc []byte) error {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if err := persistence.ValidTable(table); err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, err)
+	}
+	if err := persistence.CheckJSON(doc); err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	same, err := t.sameAsStored(table, key, doc)
