@@ -253,17 +253,14 @@ type applyPlan struct {
 	lastPosition string
 
 	// After fold:
-	msgs                 []persistence.Op // fresh OpMessage ops
-	upKeys, upPositions  []string
-	upDocs               [][]byte
-	delKeys              []string
-	dlPositions, dlKeys  []string
-	dlPayloads           [][]byte
-	dlReasons            []string
-	dlCounts             []int32
-	checkpoint           bool
-	queuedUp, queuedDel  bool
-	queuedDL, queuedCkpt bool
+	msgs                []persistence.Op // fresh OpMessage ops
+	upKeys, upPositions []string
+	upDocs              [][]byte
+	delKeys             []string
+	dlPositions, dlKeys []string
+	dlPayloads          [][]byte
+	dlReasons           []string
+	dlCounts            []int32
 
 	applied persistence.Applied
 }
@@ -349,7 +346,6 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 			a.msgs = append(a.msgs, op)
 		}
 	}
-	a.checkpoint = a.b.Checkpoint != "" || a.b.Finished
 }
 
 // pgText makes s storable in a text column: PostgreSQL refuses NUL bytes
@@ -370,26 +366,32 @@ func (a *applyPlan) check() error {
 	return nil
 }
 
-// queueWrites queues one statement per kind of write that the batch has.
+// writesCheckpoint reports whether the batch moves or finishes its
+// checkpoint.
+func (a *applyPlan) writesCheckpoint() bool { return a.b.Checkpoint != "" || a.b.Finished }
+
+// queueWrites queues one statement per kind of write that the folded batch
+// has.
 func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 	b := a.b
-	if a.queuedUp = len(a.upKeys) > 0; a.queuedUp {
+	if len(a.upKeys) > 0 {
 		q.Queue(rec.upsert, a.upKeys, a.upDocs, a.upPositions, b.Source, b.Unit)
 	}
-	if a.queuedDel = len(a.delKeys) > 0; a.queuedDel {
+	if len(a.delKeys) > 0 {
 		q.Queue(rec.deletes, a.delKeys)
 	}
-	if a.queuedDL = len(a.dlPositions) > 0; a.queuedDL {
+	if len(a.dlPositions) > 0 {
 		q.Queue(s.sql.deadLetters, b.Source, b.Unit, a.dlPositions, a.dlKeys, a.dlPayloads, a.dlReasons, a.dlCounts)
 	}
-	if a.queuedCkpt = a.checkpoint; a.queuedCkpt {
+	if a.writesCheckpoint() {
 		q.Queue(s.sql.checkpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
 	}
 }
 
-// readWrites reads the results of queueWrites, in the same order.
+// readWrites reads the results of queueWrites, in the same order: the plan
+// does not change between the two.
 func (a *applyPlan) readWrites(br pgx.BatchResults) error {
-	if a.queuedUp {
+	if len(a.upKeys) > 0 {
 		tag, err := br.Exec()
 		if err != nil {
 			return wrapf(err, "upsert into %s", a.b.Table)
@@ -397,17 +399,17 @@ func (a *applyPlan) readWrites(br pgx.BatchResults) error {
 		a.applied.Upserted = int(tag.RowsAffected())
 		a.applied.Unchanged = len(a.upKeys) - a.applied.Upserted
 	}
-	if a.queuedDel {
+	if len(a.delKeys) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return wrapf(err, "delete from %s", a.b.Table)
 		}
 	}
-	if a.queuedDL {
+	if len(a.dlPositions) > 0 {
 		if _, err := br.Exec(); err != nil {
 			return wrapf(err, "dead letters")
 		}
 	}
-	if a.queuedCkpt {
+	if a.writesCheckpoint() {
 		if _, err := br.Exec(); err != nil {
 			return wrapf(err, "checkpoint")
 		}
