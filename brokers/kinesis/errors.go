@@ -91,6 +91,3 @@ func callError(ctx, closing context.Context, op string, err error) error {
 	}
 	return translate(op, err)
 }
-
-// flatten keeps an error's text and drops its SDK types.
-func flatten(err error) error { return &apiError{msg: err.Error()} }

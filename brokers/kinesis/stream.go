@@ -73,7 +73,7 @@ func NewStream(ctx context.Context, cfg Config) (*Stream, error) {
 	if _, err := client.DescribeStreamSummary(ctx, in); err != nil {
 		s.shutdown()
 		if codeOf(err) == codeNotFound {
-			return nil, &brokers.Error{Op: OpConnect, Err: fmt.Errorf("stream %s: %w (%s)", s.label(), ErrStreamNotFound, flatten(err))}
+			return nil, &brokers.Error{Op: OpConnect, Err: fmt.Errorf("stream %s: %w (%s)", s.label(), ErrStreamNotFound, awsutil.Flatten(err))}
 		}
 		return nil, fmt.Errorf("kinesis: stream %s: %w", s.label(), translate(OpConnect, err))
 	}
@@ -97,10 +97,6 @@ func (s *Stream) label() string {
 	}
 	return s.cfg.StreamName
 }
-
-// ownTransport returns a transport of our own (so that Close can close
-// its idle connections) with the settings the SDK's config loading gave
-// its client, such as the root CAs of AWS_CA_BUNDLE.
 
 // begin starts a call: it fails when the stream (or the reader r, when not
 // nil) is closed, and otherwise returns a context that ends with ctx or

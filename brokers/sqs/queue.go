@@ -187,11 +187,3 @@ func newAttemptID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
-
-// ownTransport returns a transport of our own (so that Close can close
-// its idle connections) with the settings the SDK's config loading gave
-// its client, such as the root CAs of AWS_CA_BUNDLE. No response header
-// may take longer than the longest long poll plus a margin.
-
-// flatten keeps an error's text and drops its SDK types.
-func flatten(err error) error { return &apiError{msg: err.Error()} }
