@@ -15,36 +15,30 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// expectation is what a run should leave behind, worked out from the
-// messages alone (decode + last-op-wins per key in partition order).
-type expectation struct {
-	docs   map[string]string // key -> canonical doc, for keys that exist at the end
-	bad    int               // messages that must be dead-lettered
-	badIDs map[string]string // position -> reason prefix (streams)
-}
-
-func expect(dc decode.Config, byPart map[string][]brokers.Message) expectation {
-	e := expectation{docs: map[string]string{}, badIDs: map[string]string{}}
+// expect is testkit.Expect over messages published per partition: the
+// table it gives, and the reasons of the dead letters by "partition@position".
+func expect(t *testing.T, dc decode.Config, byPart map[string][]brokers.Message) (docs, bad map[string]string) {
+	t.Helper()
 	parts := make([]string, 0, len(byPart))
 	for p := range byPart {
 		parts = append(parts, p)
 	}
 	sort.Strings(parts)
+	var sent []testkit.Sent
 	for _, p := range parts {
 		for _, m := range byPart[p] {
-			op := dc.Record(m)
-			switch op.Kind {
-			case persistence.OpUpsert:
-				e.docs[op.Key] = string(op.Doc)
-			case persistence.OpDelete:
-				delete(e.docs, op.Key)
-			case persistence.OpDeadLetter:
-				e.bad++
-				e.badIDs[p+"@"+m.Position] = op.Reason
-			}
+			sent = append(sent, testkit.Sent{Partition: p, Msg: m})
 		}
 	}
-	return e
+	e, err := testkit.Expect(dc, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad = make(map[string]string, len(e.Dead))
+	for i, reason := range e.Dead {
+		bad[sent[i].Partition+"@"+sent[i].Msg.Position] = reason
+	}
+	return e.Docs, bad
 }
 
 func newCluster(t *testing.T, cfg testkit.Config) *testkit.Cluster {
@@ -158,24 +152,24 @@ func TestTwentyThousandMixedMessages(t *testing.T) {
 	}
 
 	dc := decode.Config{KeyField: "id", MaxBytes: 2048}
-	want := expect(dc, byPart)
+	wantDocs, wantBad := expect(t, dc, byPart)
 	got := records(t, c.Store(), "orders")
-	if len(got) != len(want.docs) {
-		t.Errorf("orders table has %d keys, want %d", len(got), len(want.docs))
+	if len(got) != len(wantDocs) {
+		t.Errorf("orders table has %d keys, want %d", len(got), len(wantDocs))
 	}
-	for k, d := range want.docs {
+	for k, d := range wantDocs {
 		if got[k] != d {
 			t.Errorf("key %s: got %s, want %s", k, got[k], d)
 			break
 		}
 	}
 	dls := deadLetters(t, c.Store(), "orders")
-	if len(dls) != want.bad || want.bad == 0 {
-		t.Errorf("orders: %d dead letters, want %d (> 0)", len(dls), want.bad)
+	if len(dls) != len(wantBad) || len(wantBad) == 0 {
+		t.Errorf("orders: %d dead letters, want %d (> 0)", len(dls), len(wantBad))
 	}
 	for _, dl := range dls {
 		part := strings.TrimPrefix(dl.Unit, "orders/")
-		if reason, ok := want.badIDs[part+"@"+dl.Position]; !ok || dl.Reason != reason {
+		if reason, ok := wantBad[part+"@"+dl.Position]; !ok || dl.Reason != reason {
 			t.Errorf("dead letter %s@%s reason %q, want %q", dl.Unit, dl.Position, dl.Reason, reason)
 		}
 	}

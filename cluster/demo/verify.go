@@ -2,19 +2,15 @@ package demo
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
-
-	"github.com/jackc/pgx/v5"
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver, to read the audit table
 
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
+	"github.com/drover-dev/drover/testkit"
 )
 
 // Verdict is the demo's result line.
@@ -73,12 +69,12 @@ func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, err
 		// every message is in the dedupe table of the records source and
 		// in the audit of the audit source
 		var deduped, audited int
-		if err := c.query(ctx, `SELECT count(*) FROM drover_dedupe WHERE source = $1`, []any{src}, func(scan func(...any) error) error {
+		if err := stores.Query(ctx, c.cfg.StoreURL, `SELECT count(*) FROM drover_dedupe WHERE source = $1`, []any{src}, func(scan func(...any) error) error {
 			return scan(&deduped)
 		}); err != nil {
 			return false, err.Error(), nil
 		}
-		if err := c.query(ctx, `SELECT count(DISTINCT position) FROM drover_audit WHERE source = $1`, []any{src + "_audit"}, func(scan func(...any) error) error {
+		if err := stores.Query(ctx, c.cfg.StoreURL, `SELECT count(DISTINCT position) FROM drover_audit WHERE source = $1`, []any{src + "_audit"}, func(scan func(...any) error) error {
 			return scan(&audited)
 		}); err != nil {
 			return false, err.Error(), nil // no audit table yet
@@ -134,9 +130,7 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	}
 	defer s.Close()
 
-	dc := decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}
-	want := map[string]string{}
-	wantDead := map[string]string{} // unit@position -> reason
+	var kafka []checked
 	parts := make([]int, 0, len(sent))
 	for p := range sent {
 		parts = append(parts, int(p))
@@ -144,37 +138,13 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	sort.Ints(parts)
 	for _, p := range parts {
 		for _, r := range sent[int32(p)] {
-			v.Produced++
-			pos := strconv.FormatInt(r.Offset, 10)
-			key := fmt.Sprintf("audit/%d@%s", p, pos)
-			switch n := counts[key]; {
-			case n == 0:
-				v.Lost++
-				v.problem("lost: %s never applied", key)
-			case n > 1:
-				v.Duplicated += n - 1
-				v.problem("duplicated: %s applied %d times", key, n)
-			}
-			delete(counts, key)
 			m := r.Msg
-			m.Position = pos
-			op := dc.Record(m)
-			switch op.Kind {
-			case persistence.OpUpsert:
-				want[op.Key] = string(op.Doc)
-			case persistence.OpDelete:
-				delete(want, op.Key)
-			case persistence.OpDeadLetter:
-				wantDead[fmt.Sprintf("orders/%d@%s", p, pos)] = op.Reason
-			}
+			m.Position = strconv.FormatInt(r.Offset, 10)
+			kafka = append(kafka, checked{audit: fmt.Sprintf("audit/%d@%s", p, m.Position),
+				dead: fmt.Sprintf("orders/%d@%s", p, m.Position), sent: testkit.Sent{Partition: strconv.Itoa(p), Msg: m}})
 		}
 	}
-	for k, n := range counts {
-		v.Duplicated += n
-		v.problem("duplicated: %s applied but never produced", k)
-	}
-
-	if err := v.compare(ctx, s, "orders", want, wantDead, func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position }); err != nil {
+	if err := v.check(ctx, s, "orders", counts, kafka, func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position }); err != nil {
 		return v, err
 	}
 	for _, src := range sortedKeys(prod.Queues) {
@@ -186,12 +156,10 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	return v, nil
 }
 
-// verifyQueue checks one queue: its audit source applied every message
-// exactly once, its records table and dead letters are what decoding the
-// messages gives (keys are distinct, so order does not matter).
+// verifyQueue checks one queue (jobs, events) and its audit source.
 func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdict, src string, msgs []QueueSent) error {
 	counts := map[string]int{}
-	if err := c.query(ctx, `SELECT position, count(*) FROM drover_audit WHERE source = $1 GROUP BY position`, []any{src + "_audit"},
+	if err := stores.Query(ctx, c.cfg.StoreURL, `SELECT position, count(*) FROM drover_audit WHERE source = $1 GROUP BY position`, []any{src + "_audit"},
 		func(scan func(...any) error) error {
 			var pos string
 			var n int
@@ -203,35 +171,54 @@ func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdi
 		}); err != nil {
 		return err
 	}
-	dc := decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}
-	want, wantDead := map[string]string{}, map[string]string{}
-	for _, m := range msgs {
-		v.Produced++
-		switch n := counts[m.ID]; {
-		case n == 0:
-			v.Lost++
-			v.problem("lost: %s message %s never applied", src, m.ID)
-		case n > 1:
-			v.Duplicated += n - 1
-			v.problem("duplicated: %s message %s applied %d times", src, m.ID, n)
-		}
-		delete(counts, m.ID)
+	items := make([]checked, len(msgs))
+	for i, m := range msgs {
 		msg := m.Msg
 		msg.Position, msg.ID = m.ID, m.ID
-		switch op := dc.Record(msg); op.Kind {
-		case persistence.OpUpsert:
-			want[op.Key] = string(op.Doc)
-		case persistence.OpDelete:
-			delete(want, op.Key)
-		case persistence.OpDeadLetter:
-			wantDead[m.ID] = op.Reason
+		// a queue keeps no order: each message is a partition of its own
+		items[i] = checked{audit: m.ID, dead: m.ID, sent: testkit.Sent{Partition: m.ID, Msg: msg}}
+	}
+	return v.check(ctx, s, src, counts, items, func(dl persistence.DeadLetter) string { return dl.Position })
+}
+
+// checked is one produced message as the verifier looks for it: the key of
+// its audit row, the key of its dead letter, and the message.
+type checked struct {
+	audit, dead string
+	sent        testkit.Sent
+}
+
+// check verifies one broker's messages: each is in the audit exactly once
+// (counts: audit key -> rows), and the records source's table and dead
+// letters are what testkit.Expect works out from them.
+func (v *Verdict) check(ctx context.Context, s persistence.Store, records string, counts map[string]int, msgs []checked, deadKey func(persistence.DeadLetter) string) error {
+	sents := make([]testkit.Sent, len(msgs))
+	for i, m := range msgs {
+		v.Produced++
+		switch n := counts[m.audit]; {
+		case n == 0:
+			v.Lost++
+			v.problem("lost: %s %s never applied", records, m.audit)
+		case n > 1:
+			v.Duplicated += n - 1
+			v.problem("duplicated: %s %s applied %d times", records, m.audit, n)
 		}
+		delete(counts, m.audit)
+		sents[i] = m.sent
 	}
-	for id, n := range counts {
+	for k, n := range counts {
 		v.Duplicated += n
-		v.problem("duplicated: %s message %s applied but never produced", src, id)
+		v.problem("duplicated: %s %s applied but never produced", records, k)
 	}
-	return v.compare(ctx, s, src, want, wantDead, func(dl persistence.DeadLetter) string { return dl.Position })
+	exp, err := testkit.Expect(decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}, sents)
+	if err != nil {
+		return fmt.Errorf("demo: %s: %w", records, err)
+	}
+	wantDead := make(map[string]string, len(exp.Dead))
+	for i, reason := range exp.Dead {
+		wantDead[msgs[i].dead] = reason
+	}
+	return v.compare(ctx, s, records, exp.Docs, wantDead, deadKey)
 }
 
 // compare checks a records table and the dead letters of its source.
@@ -307,7 +294,7 @@ func clip(s string) string {
 // auditCounts reads the Kafka audit: "unit@position" -> rows.
 func (c *Cluster) auditCounts(ctx context.Context) (map[string]int, error) {
 	out := map[string]int{}
-	err := c.query(ctx, `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'audit' GROUP BY unit, position`, nil,
+	err := stores.Query(ctx, c.cfg.StoreURL, `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'audit' GROUP BY unit, position`, nil,
 		func(scan func(...any) error) error {
 			var unit, pos string
 			var n int
@@ -318,45 +305,4 @@ func (c *Cluster) auditCounts(ctx context.Context) (map[string]int, error) {
 			return nil
 		})
 	return out, err
-}
-
-// query runs a read-only query on the store's database (PostgreSQL or
-// SQLite; $1-style parameters work on both) and calls row for each row.
-func (c *Cluster) query(ctx context.Context, q string, args []any, row func(scan func(...any) error) error) error {
-	u := c.cfg.StoreURL
-	if strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://") {
-		conn, err := pgx.Connect(ctx, u)
-		if err != nil {
-			return fmt.Errorf("demo: query store: %w", err)
-		}
-		defer conn.Close(ctx)
-		rows, err := conn.Query(ctx, q, args...)
-		if err != nil {
-			return fmt.Errorf("demo: query store: %w", err)
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := row(rows.Scan); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}
-	path := strings.TrimPrefix(strings.TrimPrefix(u, "sqlite:"), "//")
-	db, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		return fmt.Errorf("demo: query store: %w", err)
-	}
-	defer db.Close()
-	rows, err := db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return fmt.Errorf("demo: query store: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
 }

@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"database/sql"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -36,7 +35,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	_ "modernc.org/sqlite" // database/sql driver "sqlite", to read drover_audit
 
 	"github.com/drover-dev/drover/actors"
@@ -642,34 +640,26 @@ func e2eCheckAudit(t *testing.T, s *e2eSource, all []auditRow) {
 // (key → document) and the dead letters (store key → reason).
 func e2eExpect(t *testing.T, s *e2eSource) (table, dead map[string]string) {
 	t.Helper()
-	dc := decode.Config{KeyField: "id", MaxBytes: e2eMaxBytes}
 	msgs := slices.Clone(s.Sent)
 	e2eSortParts(msgs)
-	table, dead = map[string]string{}, map[string]string{}
-	partOf := map[string]string{} // key -> the partition it was written in
-	for _, m := range msgs {
-		op := dc.Record(m.Msg)
-		switch op.Kind {
-		case persistence.OpUpsert, persistence.OpDelete:
-			// A stream keeps the order of one partition only, a queue none:
-			// the table is well defined only if each key lives in one
-			// partition (streams) or is written once (queues).
-			if p, ok := partOf[op.Key]; ok && (s.Queue || p != m.Part) {
-				t.Fatalf("%s: key %q written more than once across partitions or on a queue: the expected table would depend on delivery order (pick another seed)", s.Name, op.Key)
-			}
-			partOf[op.Key] = m.Part
-			if op.Kind == persistence.OpUpsert {
-				table[op.Key] = string(op.Doc)
-			} else {
-				delete(table, op.Key)
-			}
-		case persistence.OpDeadLetter:
-			dead[e2eMsgKey(s, m)] = op.Reason
-		default:
-			t.Fatalf("%s: decode gave op kind %v", s.Name, op.Kind)
+	sent := make([]testkit.Sent, len(msgs))
+	for i, m := range msgs {
+		// a queue keeps no order: each message is a partition of its own
+		part := m.Part
+		if s.Queue {
+			part = m.Msg.Position
 		}
+		sent[i] = testkit.Sent{Partition: part, Msg: m.Msg}
 	}
-	return table, dead
+	e, err := testkit.Expect(decode.Config{KeyField: "id", MaxBytes: e2eMaxBytes}, sent)
+	if err != nil {
+		t.Fatalf("%s: %v (pick another seed)", s.Name, err)
+	}
+	dead = make(map[string]string, len(e.Dead))
+	for i, reason := range e.Dead {
+		dead[e2eMsgKey(s, msgs[i])] = reason
+	}
+	return e.Docs, dead
 }
 
 // e2eCheckRecords compares a records source's table and dead letters
@@ -741,57 +731,13 @@ func e2eCheckRecords(ctx context.Context, t *testing.T, st persistence.Store, s 
 	t.Logf("%s: table %s has %d rows, %d dead letters, as expected when no difference is reported", s.Name, s.Table, len(got), len(dls))
 }
 
-// e2eDB reads the store's tables with SQL, as cluster/demo does: SQLite
-// read-only through database/sql, PostgreSQL through pgx.
-type e2eDB struct {
-	pg *pgx.Conn
-	sq *sql.DB
-}
+// e2eDB reads the store's tables with SQL (stores.Query).
+type e2eDB struct{ url string }
 
-func openE2EDB(ctx context.Context, t *testing.T, storeURL string) *e2eDB {
-	t.Helper()
-	if strings.HasPrefix(storeURL, "postgres://") || strings.HasPrefix(storeURL, "postgresql://") {
-		c, err := pgx.Connect(ctx, storeURL)
-		if err != nil {
-			t.Fatalf("connect to the store: %v", err)
-		}
-		t.Cleanup(func() { _ = c.Close(context.Background()) })
-		return &e2eDB{pg: c}
-	}
-	path := strings.TrimPrefix(strings.TrimPrefix(storeURL, "sqlite:"), "//")
-	d, err := sql.Open("sqlite", "file:"+path+"?mode=ro&_pragma=busy_timeout(10000)")
-	if err != nil {
-		t.Fatalf("open the store: %v", err)
-	}
-	t.Cleanup(func() { _ = d.Close() })
-	return &e2eDB{sq: d}
-}
+func openE2EDB(_ context.Context, _ *testing.T, storeURL string) *e2eDB { return &e2eDB{url: storeURL} }
 
 func (d *e2eDB) each(ctx context.Context, q string, args []any, row func(scan func(...any) error) error) error {
-	if d.pg != nil {
-		rows, err := d.pg.Query(ctx, q, args...)
-		if err != nil {
-			return err
-		}
-		defer rows.Close()
-		for rows.Next() {
-			if err := row(rows.Scan); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}
-	rows, err := d.sq.QueryContext(ctx, q, args...)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := row(rows.Scan); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return stores.Query(ctx, d.url, q, args, row)
 }
 
 // auditRow is one row of drover_audit. Ord is the write order: SQLite's
@@ -804,7 +750,7 @@ type auditRow struct {
 
 func (d *e2eDB) audit(ctx context.Context) ([]auditRow, error) {
 	ord := "rowid"
-	if d.pg != nil {
+	if t, _ := stores.Parse(d.url); t.Kind == stores.Postgres {
 		ord = "xmin::text::bigint"
 	}
 	var out []auditRow

@@ -150,3 +150,32 @@ func TestOpenFailureHidesPassword(t *testing.T) {
 		t.Errorf("the error shows the password: %v", err)
 	}
 }
+
+// Query reads a SQL store's tables, and refuses the memory store.
+func TestQuery(t *testing.T) {
+	ctx := context.Background()
+	url := "sqlite:" + filepath.Join(t.TempDir(), "q.db")
+	s, err := Open(ctx, url, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "a/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	var units []string
+	err = Query(ctx, url, `SELECT unit FROM drover_leases WHERE owner = $1`, []any{"n1"}, func(scan func(...any) error) error {
+		var u string
+		if err := scan(&u); err != nil {
+			return err
+		}
+		units = append(units, u)
+		return nil
+	})
+	if err != nil || len(units) != 1 || units[0] != "a/0" {
+		t.Fatalf("units %v, err %v", units, err)
+	}
+	if err := Query(ctx, "memory:", "SELECT 1", nil, func(func(...any) error) error { return nil }); err == nil {
+		t.Fatal("querying the memory store: no error")
+	}
+}
