@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"slices"
 	"strconv"
@@ -287,13 +288,7 @@ func (m *Membership) dispatch() {
 		case <-m.changed:
 		}
 		m.watchMu.Lock()
-		ids := slices.Sorted(func(yield func(uint64) bool) {
-			for id := range m.watchers {
-				if !yield(id) {
-					return
-				}
-			}
-		})
+		ids := slices.Sorted(maps.Keys(m.watchers))
 		ws := make([]*watcher, len(ids))
 		for i, id := range ids {
 			ws[i] = m.watchers[id]
