@@ -10,11 +10,12 @@
 // replaced by an environment variable or a file's content (trailing
 // newlines trimmed); they are the ways to keep a secret out of the file
 // itself. A secret field (node.debug_token, cluster.secret_key, a Kafka
-// SASL password, a NATS password, an AWS secret access key) may also hold
-// a literal, but its type, Secret, never prints its value: fmt (every
-// verb), encoding/json, slog and YAML all show "[redacted]"; Reveal gives
-// the value to the code that uses it. URLs that may carry a password
-// (store.url, nats.url) are SecretURLs, printed with passwords masked.
+// SASL password, a NATS password, an AWS secret access key) must use one:
+// a literal written in the file is an error naming the field, and so is a
+// password written into a URL that may carry one (store.url, nats.url).
+// A Secret never prints its value: fmt (every verb), encoding/json, slog
+// and YAML all show "[redacted]"; Reveal gives the value to the code that
+// uses it. Those URLs are SecretURLs, printed with passwords masked.
 // Config.Redacted returns a copy safe to print by any means. Error messages
 // never quote a secret.
 //
