@@ -289,18 +289,18 @@ func (v *checker) source(p string, s *Source) {
 	if n := s.NATS; n != nil {
 		v.nats(p+".nats", n)
 	}
-	if q := s.SQS; q != nil {
+	if sq := s.SQS; sq != nil {
 		q := p + ".sqs"
-		v.required(q+".region", s.SQS.Region)
-		if v.required(q+".queue_url", s.SQS.QueueURL) {
-			v.httpURL(q+".queue_url", s.SQS.QueueURL)
+		v.required(q+".region", sq.Region)
+		if v.required(q+".queue_url", sq.QueueURL) {
+			v.httpURL(q+".queue_url", sq.QueueURL)
 		}
-		if s.SQS.Endpoint != "" {
-			v.httpURL(q+".endpoint", s.SQS.Endpoint)
+		if sq.Endpoint != "" {
+			v.httpURL(q+".endpoint", sq.Endpoint)
 		}
-		v.durBetween(q+".wait", s.SQS.Wait, 0, 20*time.Second)
-		v.durBetween(q+".visibility_timeout", s.SQS.VisibilityTimeout, 0, 12*time.Hour)
-		v.keyPair(q, s.SQS.AccessKeyID, s.SQS.SecretAccessKey)
+		v.durBetween(q+".wait", sq.Wait, 0, 20*time.Second)
+		v.durBetween(q+".visibility_timeout", sq.VisibilityTimeout, 0, 12*time.Hour)
+		v.keyPair(q, sq.AccessKeyID, sq.SecretAccessKey)
 	}
 	if k := s.Kinesis; k != nil {
 		q := p + ".kinesis"
