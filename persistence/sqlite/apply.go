@@ -36,23 +36,21 @@ type handlerError struct{ err error }
 func (e handlerError) Error() string { return e.err.Error() }
 
 func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persistence.Applied, err error) {
+	hasRecords := false
 	for i, op := range b.Ops {
-		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
-			return applied, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
-		}
-		if op.Kind == persistence.OpUpsert {
+		switch op.Kind {
+		case persistence.OpUpsert:
 			// The decoder only passes JSON; this keeps SQLite's json()
 			// from accepting JSON5 and makes the error the same as memory's.
 			if !json.Valid(op.Doc) {
 				return applied, fmt.Errorf("upsert %q: invalid JSON document", op.Key)
 			}
-		}
-	}
-	hasRecords := false
-	for _, op := range b.Ops {
-		if op.Kind == persistence.OpUpsert || op.Kind == persistence.OpDelete {
 			hasRecords = true
-			break
+		case persistence.OpDelete:
+			hasRecords = true
+		case persistence.OpDeadLetter, persistence.OpMessage:
+		default:
+			return applied, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
 		}
 	}
 	var table *tableStmts
