@@ -23,8 +23,10 @@
 //     reached at the host of the member's gossip address.
 //   - Authentication: New refuses a non-loopback Addr without a Token
 //     (ErrTokenRequired, naming node.debug_token). With a Token, every route
-//     but /healthz answers 401 unless the request carries
-//     "Authorization: Bearer <token>" (compared in constant time). The HTML
+//     but the probes answers 401 unless the request carries
+//     "Authorization: Bearer <token>" (compared in constant time); /healthz
+//     and /readyz answer without it, but /readyz then says only "not
+//     ready", not why (the reason may name hosts). The HTML
 //     page also accepts ?token=<token>, because a browser cannot add a
 //     header when it opens a URL; the page then sends the header itself and
 //     drops the token from the address bar. The cluster scope sends the
