@@ -238,7 +238,6 @@ func (r *Reader) positionGone(oldest string) error {
 func (r *Reader) Close() error {
 	r.s.mu.Lock()
 	r.closed = true
-	delete(r.s.readers, r)
 	r.s.mu.Unlock()
 	r.cancel()
 	return nil

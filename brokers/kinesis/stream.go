@@ -37,9 +37,8 @@ type Stream struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	readers map[*Reader]struct{}
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ brokers.Stream = (*Stream)(nil)
@@ -66,7 +65,7 @@ func NewStream(ctx context.Context, cfg Config) (*Stream, error) {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
 		}
 	})
-	s := &Stream{cfg: cfg, client: client, transport: tr, readers: map[*Reader]struct{}{}}
+	s := &Stream{cfg: cfg, client: client, transport: tr}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	in := &awskinesis.DescribeStreamSummaryInput{}
 	s.name(&in.StreamName, &in.StreamARN)
@@ -198,7 +197,6 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
 	}
 	r.ctx, r.cancel = context.WithCancel(s.ctx)
-	s.readers[r] = struct{}{}
 	return r, nil
 }
 
@@ -234,10 +232,6 @@ func (s *Stream) Close() error {
 		return nil
 	}
 	s.closed = true
-	for r := range s.readers {
-		r.closed = true
-	}
-	clear(s.readers)
 	s.mu.Unlock()
 	s.shutdown()
 	return nil

@@ -39,9 +39,8 @@ type Queue struct {
 	// ordered is set when the subscription delivers in ordering-key order.
 	ordered bool
 
-	mu        sync.Mutex
-	closed    bool
-	receivers map[*Receiver]struct{}
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ brokers.Queue = (*Queue)(nil)
@@ -67,7 +66,7 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 	cl.CallOptions.ModifyAckDeadline = nil
 	cl.CallOptions.GetSubscription = nil
 
-	q := &Queue{cfg: cfg, sub: cfg.path(), cl: cl, life: newLife(context.Background()), receivers: make(map[*Receiver]struct{})}
+	q := &Queue{cfg: cfg, sub: cfg.path(), cl: cl, life: newLife(context.Background())}
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
 	s, err := cl.GetSubscription(rctx, &pubsubpb.GetSubscriptionRequest{Subscription: q.sub})
@@ -154,9 +153,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	if q.closed {
 		return nil, closedErr("open")
 	}
-	r := &Receiver{q: q, slot: slot, life: newLife(q.life.ctx)}
-	q.receivers[r] = struct{}{}
-	return r, nil
+	return &Receiver{q: q, slot: slot, life: newLife(q.life.ctx)}, nil
 }
 
 // Close closes every receiver and the client. Receives in flight return
@@ -169,7 +166,6 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
-	clear(q.receivers)
 	q.mu.Unlock()
 	q.life.cancel()
 	if err := q.cl.Close(); err != nil {
@@ -347,8 +343,5 @@ func deadlineSeconds(d time.Duration) int32 {
 // harmless.
 func (r *Receiver) Close() error {
 	r.life.cancel()
-	r.q.mu.Lock()
-	delete(r.q.receivers, r)
-	r.q.mu.Unlock()
 	return nil
 }

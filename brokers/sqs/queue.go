@@ -42,9 +42,8 @@ type Queue struct {
 	cancel context.CancelFunc
 	calls  sync.WaitGroup
 
-	mu        sync.Mutex
-	closed    bool
-	receivers map[*Receiver]struct{}
+	mu     sync.Mutex
+	closed bool
 }
 
 var _ brokers.Queue = (*Queue)(nil)
@@ -71,7 +70,7 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 		}
 	})
 
-	q := &Queue{cfg: cfg, client: client, transport: tr, receivers: map[*Receiver]struct{}{}}
+	q := &Queue{cfg: cfg, client: client, transport: tr}
 	q.ctx, q.cancel = context.WithCancel(context.Background())
 	q.url = cfg.QueueURL
 	if q.url == "" {
@@ -128,7 +127,6 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	}
 	r := &Receiver{q: q, slot: slot}
 	r.ctx, r.cancel = context.WithCancel(q.ctx)
-	q.receivers[r] = struct{}{}
 	return r, nil
 }
 
@@ -143,10 +141,6 @@ func (q *Queue) Close() error {
 		return nil
 	}
 	q.closed = true
-	for r := range q.receivers {
-		r.closed = true
-	}
-	clear(q.receivers)
 	q.mu.Unlock()
 	q.shutdown()
 	return nil

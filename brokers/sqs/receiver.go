@@ -307,7 +307,6 @@ func (r *Receiver) batch(ctx context.Context, op string, ts []target,
 func (r *Receiver) Close() error {
 	r.q.mu.Lock()
 	r.closed = true
-	delete(r.q.receivers, r)
 	r.q.mu.Unlock()
 	r.cancel()
 	return nil
