@@ -282,25 +282,15 @@ func (n *Node) Shutdown(ctx context.Context) error {
 		err = fmt.Errorf("graceful stop cut short: %w", ctx.Err())
 		n.log.Warn("graceful stop cut short; leases will be taken over", "error", ctx.Err())
 	}
-	lctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	if lerr := n.member.Leave(lctx); lerr != nil {
-		n.log.Warn("leave memberlist", "error", lerr)
-	}
 	n.closeAll()
 	return err
 }
 
 // Close stops at once, without handing units over.
-func (n *Node) Close() {
-	if n.member != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_ = n.member.Leave(ctx)
-		cancel()
-	}
-	n.closeAll()
-}
+func (n *Node) Close() { n.closeAll() }
 
+// closeAll stops everything Start started, whatever got started: it is
+// also Start's clean-up when a later step fails.
 func (n *Node) closeAll() {
 	n.mu.Lock()
 	if n.closed {
@@ -311,6 +301,13 @@ func (n *Node) closeAll() {
 	n.mu.Unlock()
 	if n.stopWatch != nil {
 		n.stopWatch()
+	}
+	if n.member != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := n.member.Leave(ctx); err != nil {
+			n.log.Warn("leave memberlist", "error", err)
+		}
+		cancel()
 	}
 	if n.debug != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
