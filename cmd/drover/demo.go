@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"os/signal"
@@ -90,7 +89,7 @@ Ctrl-C.`,
 			if duration <= 0 {
 				n1 := c.Nodes()[0]
 				fmt.Fprintf(out, "\nOpen http://%s/debug/ to watch the cluster live.\n", n1.DebugAddr)
-				fmt.Fprintf(out, "Kill a node by hand with: kill -9 <pid> (pids are printed above), or: drover tree --cluster --addr %s\n", n1.DebugAddr)
+				fmt.Fprintf(out, "Kill a node by hand with kill -9 <pid> (each node's pid is printed as it starts); print the tree with: drover tree --cluster --addr %s\n", n1.DebugAddr)
 				fmt.Fprintf(out, "Ctrl-C stops the demo.\n\n")
 			}
 			v, err := c.Run(ctx, plan)
@@ -129,6 +128,5 @@ Ctrl-C.`,
 	f.Uint64Var(&seed, "seed", 1, "seed of the produced workload")
 	f.StringVar(&storeURL, "store", "", "store URL (default sqlite:<dir>/drover.db)")
 	f.BoolVar(&keep, "keep", false, "keep the previous run's store instead of starting fresh")
-	_ = context.Background
 	return cmd
 }
