@@ -2,7 +2,6 @@ package demo
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -229,9 +228,15 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 	perr := make(chan error, 1)
 	go func() { perr <- prod.Run(pctx, p.Rate) }()
 
+	// kills and restarts run beside the producer; they end with Run
+	schedCtx, stopSchedule := context.WithCancel(ctx)
+	var sched sync.WaitGroup
+	defer func() { stopSchedule(); sched.Wait() }()
 	start := time.Now()
 	for _, k := range p.Kills {
+		sched.Add(1)
 		go func() {
+			defer sched.Done()
 			select {
 			case <-pctx.Done():
 				return
@@ -247,7 +252,7 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 			}
 			if p.Restart > 0 {
 				select {
-				case <-ctx.Done():
+				case <-schedCtx.Done():
 					return
 				case <-time.After(p.Restart):
 				}
@@ -287,10 +292,10 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 		v.Problems = append(v.Problems, ferr.Error())
 	}
 	for _, b := range sampler.Violations() {
-		v.Problems = append(v.Problems, "listed twice: "+b)
+		v.Problems = append(v.Problems, "held by two nodes: "+b)
 	}
 	if ferr != nil && len(p.Kills) > 0 {
-		return v, errors.New(ferr.Error())
+		return v, ferr
 	}
 	return v, nil
 }
