@@ -103,6 +103,19 @@ func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
 	if !gossipFromSecret {
 		t.Error("the gossip key does not come from a Secret")
 	}
+	// no mount inside another: a runtime may not create a mount point in a
+	// read-only volume (the ConfigMap)
+	var paths []string
+	for _, m := range get(c, "volumeMounts").([]any) {
+		paths = append(paths, get(m, "mountPath").(string))
+	}
+	for _, a := range paths {
+		for _, b := range paths {
+			if a != b && strings.HasPrefix(b, a+"/") {
+				t.Errorf("volume mount %s is inside mount %s", b, a)
+			}
+		}
+	}
 
 	// the embedded configuration is valid for the real parser, and takes
 	// its secrets only through ${env:} and ${file:}
@@ -117,7 +130,7 @@ func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
 	cfg, err := config.Parse([]byte(text), config.Options{
 		LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok },
 		ReadFile: func(p string) ([]byte, error) {
-			if p == "/etc/drover/gossip/key" {
+			if p == "/etc/drover-gossip/key" {
 				return []byte(base64.StdEncoding.EncodeToString(make([]byte, 32))), nil
 			}
 			return nil, errors.New("no such file")
