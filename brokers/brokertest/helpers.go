@@ -74,30 +74,79 @@ func equal(a, b []string) bool {
 	return true
 }
 
-// fetchN fetches until it has n messages or timeout passes. With
-// tolerateRetryable, retryable errors are logged and fetching goes on (a
-// server coming back); any other error fails t.
+// poll is a Reader's Fetch or a Receiver's Receive: the stream and queue
+// definitions check both calls the same way. Its name in failure messages
+// is "fetch" or "receive".
+type poll func(ctx context.Context, max int, wait time.Duration) (brokers.Result, error)
+
+// fetchN fetches until it has n messages or timeout passes; see collect.
 func fetchN(t *testing.T, r brokers.Reader, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
+	t.Helper()
+	return collect(t, "fetch", r.Fetch, n, timeout, tolerateRetryable)
+}
+
+// collect calls p until it has n messages or timeout passes. With
+// tolerateRetryable, retryable errors are logged and calling goes on (a
+// server coming back); any other error fails t.
+func collect(t *testing.T, name string, p poll, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
 	t.Helper()
 	ctx := testCtx(t, timeout)
 	var got []brokers.Message
 	for len(got) < n {
-		res, err := r.Fetch(ctx, n-len(got), time.Second)
+		res, err := p(ctx, n-len(got), time.Second)
 		switch {
 		case err != nil && ctx.Err() != nil:
 			t.Fatalf("after %v got %d of %d messages: %v", timeout, len(got), n, values(got))
 		case err != nil && tolerateRetryable && brokers.Retryable(err):
-			t.Logf("fetch: retryable error while recovering: %v", err)
+			t.Logf("%s: retryable error while recovering: %v", name, err)
 			continue
 		case err != nil:
-			t.Fatalf("fetch: %v (retryable %v)", err, brokers.Retryable(err))
+			t.Fatalf("%s: %v (retryable %v)", name, err, brokers.Retryable(err))
 		}
 		if len(res.Messages) > n-len(got) {
-			t.Fatalf("fetch with max %d returned %d messages", n-len(got), len(res.Messages))
+			t.Fatalf("%s with max %d returned %d messages", name, n-len(got), len(res.Messages))
 		}
 		got = append(got, res.Messages...)
 	}
 	return got
+}
+
+// checkMaxWait checks that p on an empty partition or queue waits about
+// its wait and no longer, for a wait of 1 s and of 0.
+func checkMaxWait(t *testing.T, name string, p poll) {
+	t.Helper()
+	for _, wait := range []time.Duration{time.Second, 0} {
+		start := time.Now()
+		res, err := p(testCtx(t, wait+opTimeout), 10, wait)
+		el := time.Since(start)
+		if err != nil || len(res.Messages) != 0 {
+			t.Fatalf("empty %s = %+v, %v", name, res, err)
+		}
+		if el > wait+3*time.Second {
+			t.Fatalf("%s with wait %v took %v", name, wait, el)
+		}
+		if el < wait/2 {
+			t.Fatalf("%s with wait %v returned empty after %v: callers would spin", name, wait, el)
+		}
+	}
+}
+
+// checkServerDown checks that p, with the server stopped, returns in time
+// with nothing or a retryable error.
+func checkServerDown(t *testing.T, name string, p poll) {
+	t.Helper()
+	start := time.Now()
+	res, err := p(testCtx(t, opTimeout), 10, time.Second)
+	if el := time.Since(start); el > time.Second+prompt {
+		t.Fatalf("%s with the server down took %v", name, el)
+	}
+	if err != nil && !brokers.Retryable(err) {
+		t.Fatalf("%s with the server down: %v, want nothing or a retryable error", name, err)
+	}
+	if len(res.Messages) > 0 {
+		t.Fatalf("%s with the server down returned %v", name, values(res.Messages))
+	}
+	t.Logf("%s with the server down: %v", name, err)
 }
 
 // expectNothing fetches once with wait and fails when a message comes.

@@ -73,28 +73,10 @@ func openRecv(t *testing.T, q brokers.Queue, slot string) brokers.Receiver {
 	return r
 }
 
-// receiveN receives until it has n messages or timeout passes; see fetchN.
+// receiveN receives until it has n messages or timeout passes; see collect.
 func receiveN(t *testing.T, r brokers.Receiver, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
 	t.Helper()
-	ctx := testCtx(t, timeout)
-	var got []brokers.Message
-	for len(got) < n {
-		res, err := r.Receive(ctx, n-len(got), time.Second)
-		switch {
-		case err != nil && ctx.Err() != nil:
-			t.Fatalf("after %v got %d of %d messages: %v", timeout, len(got), n, values(got))
-		case err != nil && tolerateRetryable && brokers.Retryable(err):
-			t.Logf("receive: retryable error while recovering: %v", err)
-			continue
-		case err != nil:
-			t.Fatalf("receive: %v (retryable %v)", err, brokers.Retryable(err))
-		}
-		if len(res.Messages) > n-len(got) {
-			t.Fatalf("receive with max %d returned %d messages", n-len(got), len(res.Messages))
-		}
-		got = append(got, res.Messages...)
-	}
-	return got
+	return collect(t, "receive", r.Receive, n, timeout, tolerateRetryable)
 }
 
 // receiveNone receives for d and fails when a message comes.
@@ -295,21 +277,7 @@ func queueExtend(t *testing.T, h QueueHarness) {
 
 func queueMaxWait(t *testing.T, h QueueHarness) {
 	_, q := newQueue(t, h)
-	r := openRecv(t, q, "slot-0")
-	for _, wait := range []time.Duration{time.Second, 0} {
-		start := time.Now()
-		res, err := r.Receive(testCtx(t, wait+opTimeout), 10, wait)
-		el := time.Since(start)
-		if err != nil || len(res.Messages) != 0 {
-			t.Fatalf("empty receive = %+v, %v", res, err)
-		}
-		if el > wait+3*time.Second {
-			t.Fatalf("receive with wait %v took %v", wait, el)
-		}
-		if el < wait/2 {
-			t.Fatalf("receive with wait %v returned empty after %v: callers would spin", wait, el)
-		}
-	}
+	checkMaxWait(t, "receive", openRecv(t, q, "slot-0").Receive)
 }
 
 func queueEarlyReturn(t *testing.T, h QueueHarness) {
@@ -410,18 +378,7 @@ func queueServerRestart(t *testing.T, h QueueHarness) {
 			rs.StartServer(t)
 		}
 	})
-	start := time.Now()
-	res, err := r.Receive(testCtx(t, opTimeout), 10, time.Second)
-	if el := time.Since(start); el > time.Second+prompt {
-		t.Fatalf("receive with the server down took %v", el)
-	}
-	if err != nil && !brokers.Retryable(err) {
-		t.Fatalf("receive with the server down: %v, want nothing or a retryable error", err)
-	}
-	if len(res.Messages) > 0 {
-		t.Fatalf("receive with the server down returned %v", values(res.Messages))
-	}
-	t.Logf("receive with the server down: %v", err)
+	checkServerDown(t, "receive", r.Receive)
 	rs.StartServer(t)
 	restarted = true
 	eventually(t, readTimeout, "sending after the restart kept failing", func() bool {

@@ -199,21 +199,7 @@ func streamUnknownPartition(t *testing.T, h StreamHarness) {
 
 func streamMaxWait(t *testing.T, h StreamHarness) {
 	_, s, ids := newStream(t, h, 1)
-	r := openReader(t, s, ids[0], earliest)
-	for _, wait := range []time.Duration{time.Second, 0} {
-		start := time.Now()
-		res, err := r.Fetch(testCtx(t, wait+opTimeout), 10, wait)
-		el := time.Since(start)
-		if err != nil || len(res.Messages) != 0 {
-			t.Fatalf("empty fetch = %+v, %v", res, err)
-		}
-		if el > wait+3*time.Second {
-			t.Fatalf("fetch with wait %v took %v", wait, el)
-		}
-		if el < wait/2 {
-			t.Fatalf("fetch with wait %v returned empty after %v: callers would spin", wait, el)
-		}
-	}
+	checkMaxWait(t, "fetch", openReader(t, s, ids[0], earliest).Fetch)
 }
 
 func streamEarlyReturn(t *testing.T, h StreamHarness) {
@@ -428,18 +414,7 @@ func streamServerRestart(t *testing.T, h StreamHarness) {
 	if _, err := s.Partitions(ctx); err == nil || !brokers.Retryable(err) {
 		t.Fatalf("partitions with the server down: %v, want a retryable error", err)
 	}
-	start := time.Now()
-	res, err := r.Fetch(testCtx(t, opTimeout), 10, time.Second)
-	if el := time.Since(start); el > time.Second+prompt {
-		t.Fatalf("fetch with the server down took %v", el)
-	}
-	if err != nil && !brokers.Retryable(err) {
-		t.Fatalf("fetch with the server down: %v, want nothing or a retryable error", err)
-	}
-	if len(res.Messages) > 0 {
-		t.Fatalf("fetch with the server down returned %v", values(res.Messages))
-	}
-	t.Logf("fetch with the server down: %v", err)
+	checkServerDown(t, "fetch", r.Fetch)
 
 	rs.StartServer(t)
 	restarted = true
