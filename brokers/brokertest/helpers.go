@@ -62,18 +62,6 @@ func wantValues(prefix string, from, n int) []string {
 	return values(numbered(prefix, from, n))
 }
 
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // poll is a Reader's Fetch or a Receiver's Receive: the stream and queue
 // definitions check both calls the same way. Its name in failure messages
 // is "fetch" or "receive".

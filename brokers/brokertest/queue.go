@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -291,7 +292,7 @@ func queueEarlyReturn(t *testing.T, h QueueHarness) {
 	mustStillRun(t, done, "a receive on an empty queue")
 	send(t, f, numbered("m", 0, 1)...)
 	waitDone(t, done, 10*time.Second, "a receive after a message was sent")
-	if err != nil || !equal(values(res.Messages), []string{"m-0"}) {
+	if err != nil || !slices.Equal(values(res.Messages), []string{"m-0"}) {
 		t.Fatalf("receive = %v, %v", values(res.Messages), err)
 	}
 	ack(t, r, res.Messages)

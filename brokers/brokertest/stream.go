@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -102,7 +103,7 @@ func streamOrder(t *testing.T, h StreamHarness) {
 		produce(t, f, p1, numbered("b", batch*10, 10)...)
 	}
 	got := fetchN(t, openReader(t, s, p0, earliest), 150, readTimeout, false)
-	if !equal(values(got), wantValues("a", 0, 150)) {
+	if !slices.Equal(values(got), wantValues("a", 0, 150)) {
 		t.Fatalf("partition %s values = %v", p0, values(got))
 	}
 	for i, m := range got {
@@ -112,7 +113,7 @@ func streamOrder(t *testing.T, h StreamHarness) {
 	}
 	checkPositionsIncrease(t, got)
 	got = fetchN(t, openReader(t, s, p1, earliest), 30, readTimeout, false)
-	if !equal(values(got), wantValues("b", 0, 30)) {
+	if !slices.Equal(values(got), wantValues("b", 0, 30)) {
 		t.Fatalf("partition %s values = %v", p1, values(got))
 	}
 }
@@ -153,7 +154,7 @@ func streamReopen(t *testing.T, h StreamHarness) {
 	for _, k := range []int{0, 9, 18} {
 		after := all[k].Position
 		got := fetchN(t, openReader(t, s, p, brokers.Start{After: after}), 19-k, readTimeout, false)
-		if !equal(values(got), wantValues("m", k+1, 19-k)) {
+		if !slices.Equal(values(got), wantValues("m", k+1, 19-k)) {
 			t.Fatalf("after %s (message %d): %v", after, k, values(got))
 		}
 		if got[0].Position != pos[k+1] {
@@ -173,13 +174,13 @@ func streamStart(t *testing.T, h StreamHarness) {
 	f, s, ids := newStream(t, h, 1)
 	p := ids[0]
 	produce(t, f, p, numbered("m", 0, 5)...)
-	if got := fetchN(t, openReader(t, s, p, earliest), 5, readTimeout, false); !equal(values(got), wantValues("m", 0, 5)) {
+	if got := fetchN(t, openReader(t, s, p, earliest), 5, readTimeout, false); !slices.Equal(values(got), wantValues("m", 0, 5)) {
 		t.Fatalf("earliest: %v", values(got))
 	}
 	latest := openReader(t, s, p, brokers.Start{Mode: brokers.Latest})
 	expectNothing(t, latest, 500*time.Millisecond)
 	produce(t, f, p, numbered("m", 5, 2)...)
-	if got := fetchN(t, latest, 2, readTimeout, false); !equal(values(got), wantValues("m", 5, 2)) {
+	if got := fetchN(t, latest, 2, readTimeout, false); !slices.Equal(values(got), wantValues("m", 5, 2)) {
 		t.Fatalf("latest: %v", values(got))
 	}
 	expectNothing(t, latest, 200*time.Millisecond)
@@ -215,7 +216,7 @@ func streamEarlyReturn(t *testing.T, h StreamHarness) {
 	mustStillRun(t, done, "a fetch on an empty partition")
 	produce(t, f, ids[0], numbered("m", 0, 1)...)
 	waitDone(t, done, 10*time.Second, "a fetch after a message was produced")
-	if err != nil || !equal(values(res.Messages), []string{"m-0"}) {
+	if err != nil || !slices.Equal(values(res.Messages), []string{"m-0"}) {
 		t.Fatalf("fetch = %v, %v after %v", values(res.Messages), err, time.Since(start))
 	}
 }
@@ -234,7 +235,7 @@ func streamCancel(t *testing.T, h StreamHarness) {
 		t.Fatalf("cancelled fetch: %v, want context.Canceled", err)
 	}
 	produce(t, f, ids[0], numbered("m", 0, 3)...)
-	if got := fetchN(t, r, 3, readTimeout, false); !equal(values(got), wantValues("m", 0, 3)) {
+	if got := fetchN(t, r, 3, readTimeout, false); !slices.Equal(values(got), wantValues("m", 0, 3)) {
 		t.Fatalf("after a cancelled fetch: %v", values(got))
 	}
 }
@@ -312,7 +313,7 @@ func streamDiscovery(t *testing.T, h StreamHarness) {
 		return false
 	})
 	produce(t, f, added, numbered("new", 0, 2)...)
-	if got := fetchN(t, openReader(t, s, added, earliest), 2, readTimeout, false); !equal(values(got), wantValues("new", 0, 2)) {
+	if got := fetchN(t, openReader(t, s, added, earliest), 2, readTimeout, false); !slices.Equal(values(got), wantValues("new", 0, 2)) {
 		t.Fatalf("added partition: %v", values(got))
 	}
 }
@@ -326,11 +327,11 @@ func streamPositionGone(t *testing.T, h StreamHarness) {
 	if err := f.(Trimmer).Trim(testCtx(t, opTimeout), p, pos[5]); err != nil {
 		t.Fatalf("trim: %v", err)
 	}
-	if got := fetchN(t, ahead, 3, readTimeout, false); !equal(values(got), wantValues("m", 7, 3)) {
+	if got := fetchN(t, ahead, 3, readTimeout, false); !slices.Equal(values(got), wantValues("m", 7, 3)) {
 		t.Fatalf("reader ahead of the trim: %v", values(got))
 	}
 	// After pos[4] the next message is pos[5], still held.
-	if got := fetchN(t, openReader(t, s, p, brokers.Start{After: pos[4]}), 5, readTimeout, false); !equal(values(got), wantValues("m", 5, 5)) {
+	if got := fetchN(t, openReader(t, s, p, brokers.Start{After: pos[4]}), 5, readTimeout, false); !slices.Equal(values(got), wantValues("m", 5, 5)) {
 		t.Fatalf("after the last trimmed position: %v", values(got))
 	}
 	// After pos[2] the next message, pos[3], is gone: at Open or at the
@@ -374,7 +375,7 @@ func streamReshardEnd(t *testing.T, h StreamHarness) {
 			break
 		}
 	}
-	if !equal(values(got), wantValues("m", 1, 3)) {
+	if !slices.Equal(values(got), wantValues("m", 1, 3)) {
 		t.Fatalf("parent's remaining messages: %v", values(got))
 	}
 	if res, err := r.Fetch(testCtx(t, opTimeout), 10, time.Second); err != nil || !res.End || len(res.Messages) > 0 {
@@ -422,7 +423,7 @@ func streamServerRestart(t *testing.T, h StreamHarness) {
 		_, err := f.Produce(testCtx(t, opTimeout), p, numbered("m", 3, 3)...)
 		return err == nil
 	})
-	if got := fetchN(t, r, 3, readTimeout, true); !equal(values(got), wantValues("m", 3, 3)) {
+	if got := fetchN(t, r, 3, readTimeout, true); !slices.Equal(values(got), wantValues("m", 3, 3)) {
 		t.Fatalf("after the restart: %v", values(got))
 	}
 	expectNothing(t, r, 300*time.Millisecond)
@@ -439,7 +440,7 @@ func streamConnectionLoss(t *testing.T, h StreamHarness) {
 	fetchN(t, r, 3, readTimeout, false)
 	f.(ConnectionCutter).CutConnections(t)
 	produce(t, f, p, numbered("m", 3, 3)...)
-	if got := fetchN(t, r, 3, readTimeout, true); !equal(values(got), wantValues("m", 3, 3)) {
+	if got := fetchN(t, r, 3, readTimeout, true); !slices.Equal(values(got), wantValues("m", 3, 3)) {
 		t.Fatalf("after the connection loss: %v", values(got))
 	}
 	expectNothing(t, r, 300*time.Millisecond)
