@@ -82,14 +82,19 @@ func maxReconnects(n int) int {
 
 func joinURLs(urls []string) string { return strings.Join(urls, ",") }
 
-func (c *conn) onDisconnect(nc *natsgo.Conn, err error) {
+// markLost closes lost, once per connection loss.
+func (c *conn) markLost() {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	select {
 	case <-c.lost:
 	default:
 		close(c.lost)
 	}
-	c.mu.Unlock()
+}
+
+func (c *conn) onDisconnect(nc *natsgo.Conn, err error) {
+	c.markLost()
 	if err != nil {
 		c.log.Warn("nats: connection lost", "name", c.cfg.Name, "err", err)
 	} else {
@@ -108,15 +113,7 @@ func (c *conn) onReconnect(nc *natsgo.Conn) {
 	c.log.Info("nats: reconnected", "name", c.cfg.Name, "server", nc.ConnectedUrlRedacted())
 }
 
-func (c *conn) onClosed(*natsgo.Conn) {
-	c.mu.Lock()
-	select {
-	case <-c.lost:
-	default:
-		close(c.lost)
-	}
-	c.mu.Unlock()
-}
+func (c *conn) onClosed(*natsgo.Conn) { c.markLost() }
 
 func (c *conn) onAsyncError(_ *natsgo.Conn, sub *natsgo.Subscription, err error) {
 	subject := ""
