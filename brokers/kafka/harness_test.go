@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"sync"
 	"testing"
@@ -24,7 +25,6 @@ const testTopic = "events"
 // fakeCluster is an in-process Kafka (kfake, the real protocol on real TCP)
 // that can be stopped and started again on the same port with its data.
 type fakeCluster struct {
-	t       *testing.T
 	dir     string
 	port    int
 	opts    []kfake.Opt
@@ -35,27 +35,22 @@ type fakeCluster struct {
 
 func startCluster(t *testing.T, partitions int32, opts ...kfake.Opt) *fakeCluster {
 	t.Helper()
-	fc := &fakeCluster{t: t, dir: t.TempDir(), opts: opts}
+	fc := &fakeCluster{dir: t.TempDir(), opts: opts}
 	all := append([]kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(partitions, testTopic), kfake.DataDir(fc.dir)}, opts...)
 	c, err := kfake.NewCluster(all...)
 	if err != nil {
 		t.Fatalf("kfake: %v", err)
 	}
 	fc.c = c
-	_, port, _ := splitPort(c.ListenAddrs()[0])
-	fc.port = port
 	t.Cleanup(fc.close)
-	return fc
-}
-
-func splitPort(addr string) (string, int, error) {
-	for i := len(addr) - 1; i >= 0; i-- {
-		if addr[i] == ':' {
-			p, err := strconv.Atoi(addr[i+1:])
-			return addr[:i], p, err
-		}
+	_, port, err := net.SplitHostPort(c.ListenAddrs()[0])
+	if err == nil {
+		fc.port, err = strconv.Atoi(port)
 	}
-	return "", 0, errors.New("no port")
+	if err != nil {
+		t.Fatalf("kfake address %s: %v", c.ListenAddrs()[0], err)
+	}
+	return fc
 }
 
 func (fc *fakeCluster) addr() string { return fmt.Sprintf("127.0.0.1:%d", fc.port) }
@@ -74,9 +69,6 @@ func (fc *fakeCluster) close() {
 		fc.stopped = true
 	}
 }
-
-// stop closes the cluster; its data stays in dir.
-func (fc *fakeCluster) stop(t *testing.T) { fc.close() }
 
 // start starts a new cluster on the same port from the same data.
 func (fc *fakeCluster) start(t *testing.T) {
@@ -196,7 +188,8 @@ func (f *fixture) Trim(ctx context.Context, partition, before string) error {
 	return resp.Error()
 }
 
-func (f *fixture) StopServer(t *testing.T)  { f.fc.stop(t) }
+// StopServer closes the cluster; its data stays in its directory.
+func (f *fixture) StopServer(t *testing.T)  { f.fc.close() }
 func (f *fixture) StartServer(t *testing.T) { f.fc.start(t) }
 
 // CutConnections makes the server close the connection of each of the next

@@ -19,8 +19,6 @@ import (
 // them, for the cases kinesalite cannot produce: throttling, an expired
 // iterator, and counting GetRecords calls.
 type fakeKinesis struct {
-	t *testing.T
-
 	mu        sync.Mutex
 	records   func(call int, iter string) (status int, body string) // GetRecords answers
 	iterators []map[string]any                                      // GetShardIterator requests
@@ -28,7 +26,7 @@ type fakeKinesis struct {
 }
 
 func newFake(t *testing.T, records func(call int, iter string) (int, string)) (*fakeKinesis, string) {
-	f := &fakeKinesis{t: t, records: records}
+	f := &fakeKinesis{records: records}
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	return f, srv.URL
