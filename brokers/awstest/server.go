@@ -75,7 +75,6 @@ type Server struct {
 	skip     string // why there is no server (skip, or fail under CI)
 	err      error  // a server should exist but could not be started
 	endpoint string
-	external bool
 
 	mu      sync.Mutex
 	cmd     *exec.Cmd
@@ -125,12 +124,6 @@ func (s *Server) Endpoint(t testing.TB) string {
 	return s.endpoint
 }
 
-// External reports whether the endpoint came from the environment.
-func (s *Server) External() bool {
-	s.once.Do(s.setup)
-	return s.external
-}
-
 // Close stops an emulator awstest started (it kills its process group) and
 // waits for it. It does nothing to an external server. It may be called
 // more than once.
@@ -167,7 +160,6 @@ func (s *Server) stopLocked() error {
 
 func (s *Server) setup() {
 	if ep := strings.TrimSpace(os.Getenv(s.kind.env)); ep != "" {
-		s.external = true
 		s.endpoint = strings.TrimRight(ep, "/")
 		ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
 		defer cancel()

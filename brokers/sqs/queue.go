@@ -99,12 +99,6 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 	return q, nil
 }
 
-// URL is the queue's URL.
-func (q *Queue) URL() string { return q.url }
-
-// FIFO reports whether the queue is a FIFO queue.
-func (q *Queue) FIFO() bool { return q.fifo }
-
 // Open returns a receiver for slot. Receivers compete for the queue's
 // messages; SQS does not know slots, the name is only for drover.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
