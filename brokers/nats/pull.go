@@ -69,7 +69,8 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	if err != nil {
 		return p, err
 	}
-	msgs, complete, err = collect(wctx, b, lost, conv, make([]converted, 0, max))
+	// The first request brought nothing: its buffer takes this one's.
+	msgs, complete, err = collect(wctx, b, lost, conv, msgs[:0])
 	p = pulled{msgs: msgs, abandoned: !complete}
 	switch {
 	case ctx.Err() != nil:
@@ -87,8 +88,7 @@ func (c *conn) pull(ctx context.Context, op string, cons jetstream.Consumer, max
 	if err != nil {
 		return p, nil // the one message stands; the rest come next time
 	}
-	more, complete, _ := collect(ctx, b, lost, conv, make([]converted, 0, max))
-	p.msgs = append(p.msgs, more...)
+	p.msgs, complete, _ = collect(ctx, b, lost, conv, p.msgs)
 	p.abandoned = !complete
 	if ctx.Err() != nil {
 		return p, ctx.Err()
