@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/brokertest"
+	"github.com/drover-dev/drover/brokers/internal/tcpproxy"
 )
 
 // queuePlan runs every queue definition. Two notes for readers:
@@ -44,10 +45,22 @@ const testProject = "drover-test"
 
 type queueFixture struct {
 	srv      *pstest.Server
-	px       *proxy
+	px       *tcpproxy.Proxy
 	topic    string
 	sub      string
 	deadline time.Duration
+}
+
+// newProxy starts a proxy in front of the server at addr, closed in
+// t.Cleanup.
+func newProxy(t *testing.T, addr string) *tcpproxy.Proxy {
+	t.Helper()
+	p, err := tcpproxy.New(addr)
+	if err != nil {
+		t.Fatalf("proxy: %v", err)
+	}
+	t.Cleanup(func() { _ = p.Close() })
+	return p
 }
 
 // newFixture starts pstest with a proxy in front, and a topic and a
@@ -85,7 +98,7 @@ func (queueHarness) NewQueue(t *testing.T, opts brokertest.QueueOptions) brokert
 }
 
 func (f *queueFixture) config() Config {
-	return Config{Project: testProject, Subscription: f.sub, Endpoint: f.px.addr, Insecure: true}
+	return Config{Project: testProject, Subscription: f.sub, Endpoint: f.px.Addr(), Insecure: true}
 }
 
 func (f *queueFixture) open(t *testing.T, cfg Config) *Queue {
@@ -121,18 +134,18 @@ func attrs(m brokers.Message) map[string]string {
 
 func (f *queueFixture) AckDeadline() time.Duration { return f.deadline }
 
-func (f *queueFixture) StopServer(t *testing.T) { f.px.stop() }
+func (f *queueFixture) StopServer(t *testing.T) { f.px.Stop() }
 
 func (f *queueFixture) StartServer(t *testing.T) {
 	t.Helper()
-	if err := f.px.start(); err != nil {
+	if err := f.px.Start(); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func (f *queueFixture) CutConnections(t *testing.T) {
 	t.Helper()
-	if f.px.cut() == 0 {
+	if f.px.Cut() == 0 {
 		t.Fatal("cut connections: none to cut")
 	}
 }

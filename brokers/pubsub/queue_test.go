@@ -194,7 +194,7 @@ func TestErrors(t *testing.T) {
 func TestEmulatorHostFromEnvironment(t *testing.T) {
 	f := newFixture(t, 10*time.Second, false)
 	f.srv.Publish(f.topic, []byte("via env"), nil)
-	t.Setenv("PUBSUB_EMULATOR_HOST", f.px.addr)
+	t.Setenv("PUBSUB_EMULATOR_HOST", f.px.Addr())
 	r := openRecv(t, f.open(t, Config{Project: testProject, Subscription: f.sub}), "slot-0")
 	if got := receiveN(t, r, 1); string(got[0].Value) != "via env" {
 		t.Fatalf("got %q", got[0].Value)
