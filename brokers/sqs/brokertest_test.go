@@ -6,44 +6,33 @@ import (
 	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
-// TestBrokertest runs every queue definition of the conformance suite
-// against fauxqs, on a standard queue. "Server restart" stops a proxy in
-// front of the emulator (the adapter sees connections refused, the
+// plan runs every queue definition of the conformance suite, on a
+// standard queue and on a FIFO queue alike. "Server restart" stops a proxy
+// in front of the emulator (the adapter sees connections refused, the
 // emulator keeps its queues), since fauxqs keeps its data in memory.
+var plan = brokertest.Plan{Run: []string{
+	brokertest.QueueFields,
+	brokertest.QueueAck,
+	brokertest.QueueNack,
+	brokertest.QueueDeadline,
+	brokertest.QueueExclusive,
+	brokertest.QueueExtend,
+	brokertest.QueueMaxWait,
+	brokertest.QueueEarlyReturn,
+	brokertest.QueueCancel,
+	brokertest.QueueClose,
+	brokertest.QueueServerRestart,
+	brokertest.QueueConnectionLoss,
+}}
+
+// TestBrokertest runs the plan against fauxqs on a standard queue.
 func TestBrokertest(t *testing.T) {
-	h := newHarness(t)
-	brokertest.RunQueue(t, h, brokertest.Plan{Run: []string{
-		brokertest.QueueFields,
-		brokertest.QueueAck,
-		brokertest.QueueNack,
-		brokertest.QueueDeadline,
-		brokertest.QueueExclusive,
-		brokertest.QueueExtend,
-		brokertest.QueueMaxWait,
-		brokertest.QueueEarlyReturn,
-		brokertest.QueueCancel,
-		brokertest.QueueClose,
-		brokertest.QueueServerRestart,
-		brokertest.QueueConnectionLoss,
-	}})
+	brokertest.RunQueue(t, newHarness(t), plan)
 }
 
-// TestBrokertestFIFO runs the same definitions on a FIFO queue.
+// TestBrokertestFIFO runs the same plan on a FIFO queue.
 func TestBrokertestFIFO(t *testing.T) {
 	h := newHarness(t)
 	h.fifo = true
-	brokertest.RunQueue(t, h, brokertest.Plan{Run: []string{
-		brokertest.QueueFields,
-		brokertest.QueueAck,
-		brokertest.QueueNack,
-		brokertest.QueueDeadline,
-		brokertest.QueueExclusive,
-		brokertest.QueueExtend,
-		brokertest.QueueMaxWait,
-		brokertest.QueueEarlyReturn,
-		brokertest.QueueCancel,
-		brokertest.QueueClose,
-		brokertest.QueueServerRestart,
-		brokertest.QueueConnectionLoss,
-	}})
+	brokertest.RunQueue(t, h, plan)
 }
