@@ -33,7 +33,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether err may go away on its own: a connection loss,
 // throttling, a timeout. Errors that are not *Error are taken as retryable,
-// except ErrClosed and ErrUnknownPartition.
+// except ErrClosed, ErrUnknownPartition and ErrPositionGone (deleted
+// messages do not come back).
 func Retryable(err error) bool {
 	if err == nil {
 		return false
@@ -42,5 +43,5 @@ func Retryable(err error) bool {
 	if errors.As(err, &be) {
 		return be.Retryable
 	}
-	return !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownPartition)
+	return !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownPartition) && !errors.Is(err, ErrPositionGone)
 }

@@ -22,6 +22,7 @@ func TestRetryable(t *testing.T) {
 		{"the Error's flag wins over its sentinel", &Error{Op: "fetch", Retryable: true, Err: ErrClosed}, true},
 		{"bare ErrClosed", ErrClosed, false},
 		{"wrapped ErrUnknownPartition", fmt.Errorf("open 7: %w", ErrUnknownPartition), false},
+		{"bare ErrPositionGone", fmt.Errorf("fetch 2: %w", ErrPositionGone), false},
 		{"other error", errors.New("connection reset"), true},
 		{"context error", context.DeadlineExceeded, true},
 	}
