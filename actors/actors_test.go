@@ -80,11 +80,12 @@ func TestUnitOrderIsNatural(t *testing.T) {
 // static is a membership view that never changes.
 type static struct{ members []cluster.Member }
 
-func (s static) Local() cluster.Member                             { return s.members[0] }
-func (s static) Members() []cluster.Member                         { return append([]cluster.Member(nil), s.members...) }
-func (static) Watch(func()) func()                                 { return func() {} }
-func (static) SetState(context.Context, cluster.MemberState) error { return nil }
-func (static) Leave(context.Context) error                         { return nil }
+func (s static) Local() cluster.Member                               { return s.members[0] }
+func (s static) Members() []cluster.Member                           { return append([]cluster.Member(nil), s.members...) }
+func (static) Watch(func()) func()                                   { return func() {} }
+func (static) SetState(context.Context, cluster.MemberState) error   { return nil }
+func (static) SetSources(context.Context, []cluster.SourceTag) error { return nil }
+func (static) Leave(context.Context) error                           { return nil }
 
 // The production wiring: protoactor's goroutine dispatcher, one goroutine
 // per job, the wall clock — under the race detector.

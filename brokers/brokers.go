@@ -78,9 +78,33 @@ const (
 // Start says where a Reader begins.
 type Start struct {
 	// After is the last position already applied; the reader returns the
-	// messages after it. Empty means use Mode.
+	// messages after it. Empty means use At, then Mode.
 	After string
-	Mode  StartMode
+	// At, when not zero and After is empty, starts at the first message
+	// the broker stamped at or after At: a start resolved by a broker that
+	// cannot name its newest position (Kinesis LATEST).
+	At   time.Time
+	Mode StartMode
+}
+
+// Resolver is implemented by streams that turn a start mode into a
+// concrete Start of one partition, so that drover can record where a unit
+// began before it reads anything (DESIGN §7: start is resolved once). The
+// result is one of
+//   - Start{After: p}: p is the position of the last message before the
+//     start (Kafka Latest: the high watermark - 1);
+//   - Start{At: t}: the first message stamped at or after t, for brokers
+//     that cannot name their newest position; t must not be later than the
+//     broker's own time of the call (no message written after Resolve
+//     returns may be skipped);
+//   - Start{Mode: Earliest}: the very beginning of the partition, when no
+//     message was ever removed from its front (nothing to name before it).
+//
+// Resolve never returns a start after a message that was written before
+// it was called and is meant to be read: for Earliest that is every
+// message still held.
+type Resolver interface {
+	Resolve(ctx context.Context, partition string, mode StartMode) (Start, error)
 }
 
 // Stream is a partitioned, ordered log. Safe for concurrent use.

@@ -16,6 +16,14 @@ var (
 	// after is no longer held by the broker (retention or trimming deleted
 	// it). Messages were lost before drover could read them.
 	ErrPositionGone = errors.New("broker: position no longer available")
+	// ErrPositionUnknown is returned by Open or Fetch when the position to
+	// read after is not one of the partition's: it lies beyond the
+	// partition's end, or came from an earlier incarnation of it (a topic or
+	// stream deleted and created again, an unclean leader election). The
+	// broker may reuse such positions for new messages, so reading on after
+	// them would silently drop those. Not retryable: the position must be
+	// reset (on_position_reset).
+	ErrPositionUnknown = errors.New("broker: position unknown to the partition")
 	// ErrInjected is the default error of injected faults.
 	ErrInjected = errors.New("broker: injected fault")
 )
@@ -33,8 +41,8 @@ func (e *Error) Unwrap() error { return e.Err }
 
 // Retryable reports whether err may go away on its own: a connection loss,
 // throttling, a timeout. Errors that are not *Error are taken as retryable,
-// except ErrClosed, ErrUnknownPartition and ErrPositionGone (deleted
-// messages do not come back).
+// except ErrClosed, ErrUnknownPartition, ErrPositionGone (deleted messages
+// do not come back) and ErrPositionUnknown.
 func Retryable(err error) bool {
 	if err == nil {
 		return false
@@ -43,5 +51,6 @@ func Retryable(err error) bool {
 	if errors.As(err, &be) {
 		return be.Retryable
 	}
-	return !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownPartition) && !errors.Is(err, ErrPositionGone)
+	return !errors.Is(err, ErrClosed) && !errors.Is(err, ErrUnknownPartition) && !errors.Is(err, ErrPositionGone) &&
+		!errors.Is(err, ErrPositionUnknown)
 }

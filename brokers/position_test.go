@@ -1,6 +1,9 @@
 package brokers
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestComparePositions(t *testing.T) {
 	tests := []struct {
@@ -26,6 +29,12 @@ func TestComparePositions(t *testing.T) {
 		{"", "a", -1},
 		{"ab", "abc", -1}, // text against text
 		{"b", "abc", 1},
+		// start markers: after the empty position, before every other
+		{"", MarkerBeginning, -1},
+		{MarkerBeginning, "0", -1},
+		{"@at:2026-01-01T00:00:00Z", "0", -1},
+		{"@at:2026-01-01T00:00:00Z", "a", -1},
+		{MarkerBeginning, "@at:2026-01-01T00:00:00Z", 1}, // as text among markers
 	}
 	for _, tt := range tests {
 		if got := ComparePositions(tt.a, tt.b); got != tt.want {
@@ -34,5 +43,28 @@ func TestComparePositions(t *testing.T) {
 		if got := ComparePositions(tt.b, tt.a); got != -tt.want {
 			t.Errorf("ComparePositions(%q, %q) = %d, want %d", tt.b, tt.a, got, -tt.want)
 		}
+	}
+}
+
+func TestStartPositionRoundTrip(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 123456789, time.UTC)
+	for _, s := range []Start{{After: "41"}, {Mode: Earliest}, {At: at}} {
+		pos := StartPosition(s)
+		got, ok := ParseStart(pos)
+		if !ok || got.After != s.After || !got.At.Equal(s.At) || got.Mode != s.Mode {
+			t.Errorf("ParseStart(StartPosition(%+v) = %q) = %+v, %v", s, pos, got, ok)
+		}
+		if want := s.After; Applied(pos) != want {
+			t.Errorf("Applied(%q) = %q, want %q", pos, Applied(pos), want)
+		}
+		if (s.After == "") != IsMarker(pos) {
+			t.Errorf("IsMarker(%q) = %v", pos, IsMarker(pos))
+		}
+	}
+	if _, ok := ParseStart("@from-the-future"); ok {
+		t.Error("an unknown marker parsed")
+	}
+	if s, ok := ParseStart(""); !ok || s != (Start{Mode: Earliest}) {
+		t.Errorf(`ParseStart("") = %+v, %v`, s, ok)
 	}
 }

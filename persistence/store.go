@@ -13,6 +13,9 @@ type Lease struct {
 	Token      int64
 	ExpiresAt  time.Time
 	AcquiredAt time.Time
+	// RenewedAt is the store's time of the last Acquire or renewal: how
+	// recently the holder reached the store (takeover, AcquireRequest.Stale).
+	RenewedAt time.Time
 }
 
 // AcquireRequest asks for a unit's lease.
@@ -21,19 +24,35 @@ type AcquireRequest struct {
 	Owner string
 	TTL   time.Duration
 	// Live are the members alive in the caller's membership view. A lease
-	// held by an owner that is not among them is taken over at once.
+	// held by an owner that is not among them is taken over when that
+	// owner has stopped renewing: its RenewedAt is older than Stale by the
+	// store's clock. A holder that still renews keeps its lease whatever
+	// the caller's view says (a partition cannot make nodes take leases
+	// back and forth; the store is the tie-breaker).
 	Live []string
+	// Stale is how long a holder absent from Live must have gone without
+	// renewing before its lease is taken over; 0 takes it over at once.
+	Stale time.Duration
 }
 
 // Leases manages unit leases.
 type Leases interface {
 	// Acquire takes the unit's lease when it is free, expired, already the
-	// requester's, or held by an owner not in req.Live. Every success
-	// increments the token. Otherwise it returns a *LeaseHeldError (which
-	// matches ErrLeaseHeld).
+	// requester's, or held by an owner not in req.Live whose last renewal
+	// is older than req.Stale. Every success increments the token and sets
+	// RenewedAt. Otherwise it returns a *LeaseHeldError (which matches
+	// ErrLeaseHeld).
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 	// Renew extends a lease still held with l's token; otherwise ErrLeaseLost.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
+	// RenewLeases extends, in one round trip, every lease of ls that owner
+	// still holds with its token: their ExpiresAt becomes now + ttl and
+	// RenewedAt now, by the store's clock. renewed are the new leases;
+	// lost names the units of ls whose lease owner no longer holds with
+	// that token (as Renew's ErrLeaseLost). A lease in neither could not be
+	// renewed this time (its row was locked by another transaction) and is
+	// still held. An error means nothing is known; ls is not modified.
+	RenewLeases(ctx context.Context, owner string, ls []Lease, ttl time.Duration) (renewed []Lease, lost []string, err error)
 	// Release frees a lease still held with l's token (the token is kept, so
 	// the next Acquire still increments it); otherwise ErrLeaseLost.
 	Release(ctx context.Context, l Lease) error
@@ -106,6 +125,12 @@ type Batch struct {
 	// Finished records that the unit was read to its end (a closed Kinesis
 	// shard); its children may start.
 	Finished bool
+	// Reset writes Checkpoint as the unit's position whatever the stored
+	// one is — backwards too, creating the row when there is none, and
+	// clearing Finished: a resolved start (a start marker, see
+	// brokers.StartPosition) or a position reset. Checkpoint must not be
+	// empty.
+	Reset bool
 	// Handle, when set, is called inside the transaction, after fencing and
 	// dedupe, with the batch's fresh OpMessage ops. Its writes through tx
 	// commit or roll back with the batch. An error rolls everything back
@@ -157,7 +182,9 @@ type Applier interface {
 	Apply(ctx context.Context, b *Batch) (Applied, error)
 }
 
-// Checkpoint is the last applied position of a stream unit.
+// Checkpoint is the last applied position of a stream unit, or the start
+// marker it was resolved to before anything was applied
+// (brokers.IsMarker).
 type Checkpoint struct {
 	Unit      string
 	Source    string
@@ -282,11 +309,23 @@ type Dedupe interface {
 	PruneDedupe(ctx context.Context, before time.Time) (int64, error)
 }
 
+// Sources remembers what each source was when drover first discovered it,
+// so that units appearing later (new partitions, child shards) are told
+// apart from those of the first deployment (DESIGN §7).
+type Sources interface {
+	// InitSource records units as the initial units of source unless the
+	// source has initial units recorded already (the first caller wins),
+	// and returns the recorded ones, sorted. Concurrent callers all get the
+	// same answer.
+	InitSource(ctx context.Context, source string, units []string) ([]string, error)
+}
+
 // Store is everything drover needs from its database.
 type Store interface {
 	Leases
 	Applier
 	Checkpoints
+	Sources
 	Records
 	DeadLetters
 	Quality

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,6 +30,7 @@ type worldMember struct {
 	state    cluster.MemberState
 	left     bool
 	isolated bool // partitioned away from every other node
+	sources  []cluster.SourceTag
 	view     *simMembership
 }
 
@@ -80,7 +82,13 @@ func (w *world) join(name string, sid int) *simMembership {
 }
 
 func (m *worldMember) member() cluster.Member {
-	return cluster.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1, State: m.state}
+	return cluster.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1, State: m.state,
+		Sources: slices.Clone(m.sources)}
+}
+
+func sameMember(a, b cluster.Member) bool {
+	return a.Name == b.Name && a.Addr == b.Addr && a.DebugAddr == b.DebugAddr && a.Version == b.Version &&
+		a.Capacity == b.Capacity && a.State == b.State && a.SourceDigest == b.SourceDigest && slices.Equal(a.Sources, b.Sources)
 }
 
 // simMembership is one node's membership view.
@@ -125,7 +133,7 @@ func (v *simMembership) probeOnce() {
 		switch {
 		case w.reachable(v.me, o):
 			v.heard[n] = now
-			if !in || cur != o.member() {
+			if !in || !sameMember(cur, o.member()) {
 				v.view[n] = o.member()
 				changed = true
 			}
@@ -176,6 +184,15 @@ func (v *simMembership) Watch(f func()) func() {
 // their next probe.
 func (v *simMembership) SetState(_ context.Context, s cluster.MemberState) error {
 	v.me.state = s
+	v.view[v.me.name] = v.me.member()
+	v.notify()
+	return nil
+}
+
+// SetSources announces the sources this node runs; this node sees it at
+// once, the others at their next probe.
+func (v *simMembership) SetSources(_ context.Context, tags []cluster.SourceTag) error {
+	v.me.sources = slices.Clone(tags)
 	v.view[v.me.name] = v.me.member()
 	v.notify()
 	return nil

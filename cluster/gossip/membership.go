@@ -343,6 +343,16 @@ func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error 
 	}
 }
 
+// SetSources records the sources this node runs (interim: local only; the
+// gossip of them is part of issue 9's membership work).
+func (m *Membership) SetSources(_ context.Context, tags []cluster.SourceTag) error {
+	m.mu.Lock()
+	m.local.Sources = slices.Clone(tags)
+	m.mu.Unlock()
+	m.notify()
+	return nil
+}
+
 // waitFor is how long to wait for a broadcast under ctx.
 func waitFor(ctx context.Context) time.Duration {
 	d, ok := ctx.Deadline()

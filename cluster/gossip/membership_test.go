@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"net"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -171,7 +172,7 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 	}
 	for _, m := range []*Membership{a, b, c} {
 		for _, got := range m.Members() {
-			if got != want[got.Name] {
+			if !reflect.DeepEqual(got, want[got.Name]) {
 				t.Errorf("%s sees %+v, want %+v", m.cfg.Name, got, want[got.Name])
 			}
 		}

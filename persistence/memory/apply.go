@@ -136,7 +136,13 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 		applied.Handled = len(msgs)
 	}
 
-	if b.Checkpoint != "" || b.Finished {
+	if b.Reset {
+		if b.Checkpoint == "" {
+			return nil, applied, fmt.Errorf("apply %s: reset to an empty checkpoint", b.Unit)
+		}
+		t.checkpoint = &persistence.Checkpoint{Unit: b.Unit, Source: b.Source, Position: b.Checkpoint,
+			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now}
+	} else if b.Checkpoint != "" || b.Finished {
 		cur, has := s.checkpoints[b.Unit]
 		pos := b.Checkpoint
 		if pos == "" {

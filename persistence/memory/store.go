@@ -33,6 +33,7 @@ type Store struct {
 	dlByPos     map[dlKey]int64          // (source, unit, position) -> id
 	dedupe      map[dedupeKey]time.Time  // -> applied at
 	quality     []persistence.QualityWindow
+	sources     map[string][]string // source -> initial units
 	faults      faults
 }
 
@@ -55,6 +56,7 @@ func New(cfg Config) *Store {
 		tables:      make(map[string]map[string]persistence.Record),
 		dlByPos:     make(map[dlKey]int64),
 		dedupe:      make(map[dedupeKey]time.Time),
+		sources:     make(map[string][]string),
 	}
 }
 
@@ -103,6 +105,7 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 		Token:      cur.Token + 1,
 		ExpiresAt:  now.Add(req.TTL),
 		AcquiredAt: now,
+		RenewedAt:  now,
 	}
 	s.leases[req.Unit] = l
 	return l, nil
@@ -116,19 +119,22 @@ func checkAcquire(req persistence.AcquireRequest) error {
 		return errors.New("empty owner")
 	case req.TTL <= 0:
 		return fmt.Errorf("ttl %s: must be positive", req.TTL)
+	case req.Stale < 0:
+		return fmt.Errorf("stale %s: must not be negative", req.Stale)
 	}
 	return nil
 }
 
 // takeable reports whether Acquire may take the lease cur for req at now:
 // when it is released, expired (ExpiresAt <= now), already req.Owner's, or
-// held by an owner that is not in req.Live (an empty Live takes over any
-// lease: callers pass their whole membership view).
+// held by an owner that is not in req.Live (an empty Live counts every
+// owner absent: callers pass their whole membership view) and that has not
+// renewed for req.Stale.
 func takeable(cur persistence.Lease, req persistence.AcquireRequest, now time.Time) bool {
 	return cur.Owner == "" ||
 		!cur.ExpiresAt.After(now) ||
 		cur.Owner == req.Owner ||
-		!slices.Contains(req.Live, cur.Owner)
+		(!slices.Contains(req.Live, cur.Owner) && now.Sub(cur.RenewedAt) >= req.Stale)
 }
 
 // held returns the unit's lease when l's owner still holds it with l's
@@ -156,9 +162,58 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 	if err != nil {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: %w", l.Unit, err)
 	}
-	cur.ExpiresAt = s.now().Add(ttl)
+	now := s.now()
+	cur.ExpiresAt, cur.RenewedAt = now.Add(ttl), now
 	s.leases[l.Unit] = cur
 	return cur, nil
+}
+
+// RenewLeases implements persistence.Leases.
+func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpRenew); err != nil {
+		return nil, nil, fmt.Errorf("renew %d leases: %w", len(ls), err)
+	}
+	if ttl <= 0 {
+		return nil, nil, fmt.Errorf("renew %d leases: ttl %s: must be positive", len(ls), ttl)
+	}
+	now := s.now()
+	var renewed []persistence.Lease
+	var lost []string
+	for _, l := range ls {
+		l.Owner = owner
+		cur, err := s.held(l)
+		if err != nil {
+			lost = append(lost, l.Unit)
+			continue
+		}
+		cur.ExpiresAt, cur.RenewedAt = now.Add(ttl), now
+		s.leases[l.Unit] = cur
+		renewed = append(renewed, cur)
+	}
+	return renewed, lost, nil
+}
+
+// InitSource implements persistence.Sources.
+func (s *Store) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, opOther); err != nil {
+		return nil, fmt.Errorf("init source %s: %w", source, err)
+	}
+	if source == "" {
+		return nil, errors.New("init source: empty source")
+	}
+	cur, ok := s.sources[source]
+	if !ok {
+		cur = slices.Compact(slices.Sorted(slices.Values(units)))
+		if cur == nil {
+			cur = []string{}
+		}
+		s.sources[source] = cur
+	}
+	return slices.Clone(cur), nil
 }
 
 // Release implements persistence.Leases: the owner becomes empty, the token
