@@ -65,8 +65,31 @@ type Tuning struct {
 	// checks their checkpoints (default 1 s).
 	ParentPoll time.Duration
 	// HealthyAfter resets a unit's restart backoff once it has run that
-	// long without failing (default 30 s).
+	// long without failing (default 30 s); the same for a source
+	// supervisor's.
 	HealthyAfter time.Duration
+	// RenewInterval is how often a node renews all the leases it holds, in
+	// one store call (default 500 ms, at most a third of the shortest lease
+	// TTL).
+	RenewInterval time.Duration
+	// TakeoverMargin is added to RenewInterval to tell a holder that
+	// stopped renewing (dead, or cut off from the store) from one whose
+	// renewal is merely late: a lease whose holder is absent from the
+	// membership view is taken over once its last renewal is older than
+	// RenewInterval + TakeoverMargin by the store's clock (default 500 ms).
+	TakeoverMargin time.Duration
+	// PositionCheck is how often a unit whose checkpoint is no longer a
+	// position of the broker, under on_position_reset: fail, looks again
+	// whether an operator moved it (default 30 s).
+	PositionCheck time.Duration
+	// DiscoverySpacing is the least time between two discoveries of a
+	// source that gossip triggers (another member saw other units)
+	// (default 2 s).
+	DiscoverySpacing time.Duration
+	// RetryLogEvery rate-limits a unit's WARN lines about retrying: after
+	// one, the next comes at most that much later, counting the ones left
+	// out (default 30 s).
+	RetryLogEvery time.Duration
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -84,6 +107,11 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.StopTimeout, 10*time.Second)
 	def(&t.ParentPoll, time.Second)
 	def(&t.HealthyAfter, 30*time.Second)
+	def(&t.RenewInterval, 500*time.Millisecond)
+	def(&t.TakeoverMargin, 500*time.Millisecond)
+	def(&t.PositionCheck, 30*time.Second)
+	def(&t.DiscoverySpacing, 2*time.Second)
+	def(&t.RetryLogEvery, 30*time.Second)
 	return t
 }
 

@@ -8,9 +8,11 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/cluster"
 )
 
@@ -22,6 +24,9 @@ type Metrics interface {
 	Acked(source, unit string, n int64)
 	Restarted(source, unit string)
 	LeaseChanged(source, unit string)
+	// PositionReset counts checkpoints reset because the broker no longer
+	// had their position (on_position_reset).
+	PositionReset(source, unit string)
 	// Forget drops a unit's series: it no longer runs on this node.
 	Forget(source, unit string)
 }
@@ -34,6 +39,7 @@ func (noMetrics) Applied(string, string, int64, int64, int64) {}
 func (noMetrics) Acked(string, string, int64)                 {}
 func (noMetrics) Restarted(string, string)                    {}
 func (noMetrics) LeaseChanged(string, string)                 {}
+func (noMetrics) PositionReset(string, string)                {}
 func (noMetrics) Forget(string, string)                       {}
 
 // nodeEnv is what every actor of a node shares. Immutable after Start,
@@ -47,6 +53,11 @@ type nodeEnv struct {
 	// ctx is cancelled when the node is closed; background jobs (releases
 	// after a hard stop) run under it.
 	ctx context.Context
+	// leaser renews the node's leases (set before any unit starts).
+	leaser *actor.PID
+	// digest is cluster.SourceDigestOf this node's source ids: a member
+	// gossiping only a digest equal to it runs the same sources.
+	digest uint64
 }
 
 func (ne *nodeEnv) props() []actor.PropsOption {
@@ -112,9 +123,24 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		ne.metrics = noMetrics{}
 	}
 	n := &Node{ne: ne, cancel: cancel, drained: make(chan struct{})}
+	var minTTL time.Duration
+	ids := make([]uint32, 0, len(full))
 	for _, s := range full {
 		ne.reg.addSource(s.Name, s.Type)
+		ids = append(ids, cluster.SourceID(s.Identity))
+		if minTTL == 0 || s.LeaseTTL < minTTL {
+			minTTL = s.LeaseTTL
+		}
 	}
+	ne.digest = cluster.SourceDigestOf(ids)
+	table := newLeaseTable()
+	lprops := actor.PropsFromProducer(func() actor.Actor { return newLeaser(ne, minTTL, table) }, ne.props()...)
+	lpid, err := system.Root.SpawnNamed(lprops, "leaser")
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("spawn leaser: %w", err)
+	}
+	ne.leaser = lpid
 	props := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{ne: ne, specs: full, node: n} }, ne.props()...)
 	pid, err := system.Root.SpawnNamed(props, "node")
 	if err != nil {
@@ -170,7 +196,14 @@ func (n *Node) Close() {
 	}
 	n.cancel()
 	n.ne.system.Root.Stop(n.root)
+	n.ne.system.Root.Stop(n.ne.leaser)
 	n.ne.system.Shutdown()
+}
+
+// CrashSupervisor makes the supervisor of source fail as a bug would (a
+// panic), for fault injection: its node restarts it after a backoff.
+func (n *Node) CrashSupervisor(source string) {
+	n.ne.system.Root.Send(n.root, &crashSource{source: source})
 }
 
 type viewChanged struct{}
@@ -184,12 +217,30 @@ type nodeActor struct {
 	byPID    map[string]string
 	pending  map[string]bool // sources not yet drained
 	draining bool
+
+	// tags are the sources this node runs, as gossiped (by source name).
+	tags       map[string]cluster.SourceTag
+	announcing bool // a SetSources job is in flight
+	reannounce bool // tags changed while it was
+
+	// restarts counts consecutive supervisor restarts (backoff exponent);
+	// restartedAt is when each was last restarted.
+	restarts    map[string]int
+	restartedAt map[string]time.Time
 }
+
+// announced is the result of a SetSources job.
+type announced struct{ err error }
 
 func (a *nodeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
+		a.tags, a.restarts, a.restartedAt = map[string]cluster.SourceTag{}, map[string]int{}, map[string]time.Time{}
+		for _, s := range a.specs {
+			a.tags[s.Name] = cluster.SourceTag{ID: cluster.SourceID(s.Identity)}
+		}
+		a.announce(ctx)
 		for _, s := range a.specs {
 			spec := s
 			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.ne, spec) }, a.ne.props()...)
@@ -217,7 +268,45 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *drainedMsg:
 		delete(a.pending, m.source)
 		a.checkDrained()
+	case *sourceUnits:
+		if t, ok := a.tags[m.source]; ok && t.Units != m.hash {
+			t.Units = m.hash
+			a.tags[m.source] = t
+			a.announce(ctx)
+		}
+	case *announced:
+		a.announcing = false
+		if m.err != nil {
+			a.ne.env.logger().Warn("announce this node's sources", "error", m.err)
+		}
+		if a.reannounce {
+			a.announce(ctx)
+		}
+	case *crashSource:
+		if pid, ok := a.sups[m.source]; ok {
+			ctx.Send(pid, m)
+		}
 	}
+}
+
+// announce gossips the sources this node runs with the unit sets it
+// discovered (Membership.SetSources may wait for its broadcast: it runs as
+// a job, one at a time, the newest tags last).
+func (a *nodeActor) announce(ctx actor.Context) {
+	if a.announcing {
+		a.reannounce = true
+		return
+	}
+	a.announcing, a.reannounce = true, false
+	tags := make([]cluster.SourceTag, 0, len(a.tags))
+	for _, t := range a.tags {
+		tags = append(tags, t)
+	}
+	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
+	m, self, root := a.ne.env.Membership, ctx.Self(), ctx.ActorSystem().Root
+	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "announce"), func(c context.Context) any {
+		return &announced{err: m.SetSources(c, tags)}
+	}, func(v any) { root.Send(self, v) })
 }
 
 func (a *nodeActor) checkDrained() {
@@ -233,12 +322,24 @@ func (a *nodeActor) checkDrained() {
 	}
 }
 
-// HandleFailure restarts a failed source supervisor after a backoff on the
-// injected clock.
+// HandleFailure restarts a failed source supervisor after an exponential
+// backoff with full jitter on the injected clock: base·2^(n-1) capped, n
+// counting the supervisor's consecutive failures; a supervisor that ran
+// HealthyAfter since its last restart starts again from the base.
 func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, who *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	name := a.byPID[who.Id]
-	a.ne.env.logger().Error("source supervisor failed", "source", name, "reason", fmt.Sprint(reason))
-	d := backoff(a.ne.env.Rand, 1, a.ne.tuning.RestartBase, a.ne.tuning.RestartCap)
+	now := a.ne.env.Clock.Now()
+	if at, ok := a.restartedAt[name]; ok && now.Sub(at) >= a.ne.tuning.HealthyAfter {
+		a.restarts[name] = 0
+	}
+	a.restarts[name]++
+	n := a.restarts[name]
+	d := backoff(a.ne.env.Rand, n, a.ne.tuning.RestartBase, a.ne.tuning.RestartCap)
+	a.restartedAt[name] = now.Add(d)
+	a.ne.env.logger().Error("source supervisor failed; restarting it after a backoff", "source", name, "failures", n,
+		"restart_in", d.Round(time.Millisecond), "reason", fmt.Sprint(reason))
+	a.ne.env.trace("source-restart-scheduled", name, fmt.Sprintf("n=%d in=%s", n, d))
+	a.ne.reg.source(name, func(st *SourceStatus) { st.State = StateRetrying; st.Error = fmt.Sprint(reason) })
 	a.ne.env.Clock.AfterFunc(d, func() { sup.RestartChildren(who) })
 }
 

@@ -26,8 +26,24 @@ type SourceSpec struct {
 	// Slots is the number of competing consumers of a queue (units
 	// "<Name>/slot-0" ...). Default 1.
 	Slots int
-	// Start is where a stream unit with no checkpoint begins.
+	// Start is where a stream unit of the source's first deployment begins
+	// when it has no checkpoint. It is resolved once, on the unit's first
+	// open, to a concrete position that is checkpointed before anything is
+	// fetched; units that appear later (new partitions, child shards) start
+	// at their earliest whatever Start says (DESIGN §7).
 	Start brokers.StartMode
+	// OnPositionReset says what a stream unit does when its checkpoint is
+	// gone from the broker (retention) or unknown to it (beyond the end, an
+	// earlier incarnation of the topic): ResetEarliest (the default) or
+	// ResetLatest reset the checkpoint there by a fenced write and go on;
+	// ResetFail keeps the unit retrying with the reason until an operator
+	// moves the checkpoint.
+	OnPositionReset ResetPolicy
+	// Identity is what must be equal for two nodes to run the same source
+	// (gossiped as a hash, so placement puts a unit only on members that run
+	// its source). Default "<Name>/<Type>"; production adds what the source
+	// reads (topic, stream, queue).
+	Identity string
 	// Table is the records table (records mode); default Name.
 	Table string
 	// KeyField is the dotted path of the record key in a JSON message;
@@ -54,6 +70,12 @@ type SourceSpec struct {
 	// NackDelay is the redelivery delay of queue messages given back after
 	// a failed apply (default 1 s).
 	NackDelay time.Duration
+	// AckDeadline is the queue's visibility timeout or ack deadline (SQS
+	// visibility timeout, Pub/Sub ack deadline, JetStream AckWait). While a
+	// batch is in flight the unit extends it every third of AckDeadline
+	// (brokers.Extender), so a slow apply or handler is never delivered
+	// again elsewhere. Default 10 s (Pub/Sub's default, the shortest).
+	AckDeadline time.Duration
 
 	schema quality.Schema // parsed Schema
 }
@@ -69,6 +91,9 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 	}
 	if s.Slots <= 0 {
 		s.Slots = 1
+	}
+	if s.Type == "" {
+		s.Type = "memory"
 	}
 	if s.Table == "" {
 		s.Table = s.Name
@@ -99,8 +124,16 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 	if s.NackDelay <= 0 {
 		s.NackDelay = time.Second
 	}
-	if s.Type == "" {
-		s.Type = "memory"
+	if s.AckDeadline <= 0 {
+		s.AckDeadline = 10 * time.Second
+	}
+	if s.Identity == "" {
+		s.Identity = s.Name + "/" + s.Type
+	}
+	switch s.OnPositionReset {
+	case ResetEarliest, ResetLatest, ResetFail:
+	default:
+		return s, fmt.Errorf("source %s: on_position_reset %d: unknown", s.Name, s.OnPositionReset)
 	}
 	sch, err := quality.ParseSchema(s.Schema)
 	if err != nil {
@@ -115,6 +148,32 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 }
 
 func (s *SourceSpec) isQueue() bool { return s.Queue != nil }
+
+// ResetPolicy is what a stream unit does when its checkpoint is no longer a
+// position of the broker (SourceSpec.OnPositionReset).
+type ResetPolicy int
+
+const (
+	// ResetEarliest resets the checkpoint to the earliest message held.
+	ResetEarliest ResetPolicy = iota
+	// ResetLatest resets it to the newest message (skipping what is there).
+	ResetLatest
+	// ResetFail leaves the checkpoint alone and keeps the unit retrying
+	// with the reason until an operator moves the checkpoint.
+	ResetFail
+)
+
+func (p ResetPolicy) String() string {
+	switch p {
+	case ResetEarliest:
+		return "earliest"
+	case ResetLatest:
+		return "latest"
+	case ResetFail:
+		return "fail"
+	}
+	return fmt.Sprintf("ResetPolicy(%d)", int(p))
+}
 
 // Handler is a user function that applies a batch in handler mode. Its
 // writes through tx share the batch's fenced transaction: they commit with
@@ -131,7 +190,14 @@ type Handler func(ctx context.Context, tx persistence.Tx, b Batch) error
 type Batch struct {
 	Source string
 	Unit   string
-	// IdempotencyKey is "source/unit/first-position..last-position".
+	// IdempotencyKey is "<unit>/<first position>..<last position>" over the
+	// messages of the batch as fetched (persistence.Batch.IdempotencyKey;
+	// the unit id is "<source>/<partition>"). A batch that failed is retried
+	// as the very same batch while its unit runs, so its retries carry the
+	// same key. After the unit restarts or moves, messages are fetched again
+	// and may be batched with other bounds: a handler with outside side
+	// effects that must happen once keys them by message position (streams)
+	// or message id (queues), which never change.
 	IdempotencyKey string
 	// Node applies the batch holding the unit's lease with Token, the
 	// fencing token: it strictly increases each time the unit changes

@@ -71,7 +71,20 @@ type UnitStatus struct {
 	Restarts       int64      `json:"restarts"`
 	LastPullAt     *time.Time `json:"last_pull_at"`
 	LastError      string     `json:"last_error"`
-	NextRetryAt    *time.Time `json:"next_retry_at"`
+	// LastErrorAt is when LastError was set: a unit running again keeps its
+	// last error, recognisable as old by its time.
+	LastErrorAt *time.Time `json:"last_error_at"`
+	NextRetryAt *time.Time `json:"next_retry_at"`
+}
+
+// setError records msg as the unit's last error at t ("" clears it).
+func (s *UnitStatus) setError(msg string, t time.Time) {
+	s.LastError = msg
+	if msg == "" {
+		s.LastErrorAt = nil
+	} else {
+		s.LastErrorAt = timePtr(t)
+	}
 }
 
 // registry holds the live status of a node's sources and units. Actors

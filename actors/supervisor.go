@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/cluster"
@@ -32,11 +34,19 @@ type supervisor struct {
 
 	units    map[string]brokers.Partition // discovered, by unit id
 	finished map[string]bool              // units read to their end
+	// initial are the source's units at its first discovery, recorded in
+	// the store (persistence.Sources); nil until known. A unit not among
+	// them appeared later and starts at its earliest.
+	initial  map[string]bool
 	members  []cluster.Member
+	id       uint32 // cluster.SourceID of the spec's identity
+	hash     uint32 // cluster.UnitsHash of what this node discovered; 0 before
+	lastDisc time.Time
 	children map[string]*child // by unit id
 	byPID    map[string]*child // by pid id
 	draining bool
 	drained  bool
+	ended    atomic.Bool // stopped or restarting: timers and results are stale
 
 	jobs        context.Context
 	cancel      context.CancelFunc
@@ -65,8 +75,16 @@ type (
 	discovered   struct {
 		parts    []brokers.Partition
 		finished map[string]bool
+		initial  []string // nil unless asked for
 		err      error
 	}
+	// sourceUnits tells the node actor what this source's units are now.
+	sourceUnits struct {
+		source string
+		hash   uint32
+	}
+	// crashSource makes a supervisor fail (fault injection).
+	crashSource    struct{ source string }
 	membersChanged struct{ members []cluster.Member }
 	drain          struct{}
 	drainedMsg     struct{ source string }
@@ -83,7 +101,7 @@ type (
 )
 
 func newSupervisor(ne *nodeEnv, spec *SourceSpec) *supervisor {
-	return &supervisor{ne: ne, spec: spec}
+	return &supervisor{ne: ne, spec: spec, id: cluster.SourceID(spec.Identity)}
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -97,6 +115,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *membersChanged:
 		s.members = m.members
 		s.reconcile(ctx)
+		s.compareUnits(ctx)
+	case *crashSource:
+		panic(fmt.Sprintf("source %s: crash injected", s.spec.Name))
 	case *drain:
 		s.draining = true
 		s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })
@@ -126,16 +147,34 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.ne.env.logger().Warn("write quality window", "source", s.spec.Name, "error", m.err)
 		}
 	case *actor.Stopping:
-		s.cancel()
-		for _, t := range []clock.Timer{s.discovery, s.reconcileAt, s.qTimer} {
-			if t != nil {
-				t.Stop()
-			}
+		s.end()
+	case *actor.Restarting:
+		// the children stop and a new instance starts: leave nothing of
+		// this one running
+		s.end()
+		for u := range s.children {
+			s.ne.reg.removeUnit(s.spec.Name, u)
+			s.ne.metrics.Forget(s.spec.Name, u)
 		}
-		for _, c := range s.children {
-			if c.restartT != nil {
-				c.restartT.Stop()
-			}
+	}
+}
+
+// end cancels the jobs and stops the timers of this instance (stop or
+// restart): results and ticks that arrive later are dropped.
+func (s *supervisor) end() {
+	if s.cancel == nil {
+		return
+	}
+	s.cancel()
+	s.ended.Store(true)
+	for _, t := range []clock.Timer{s.discovery, s.reconcileAt, s.qTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	for _, c := range s.children {
+		if c.restartT != nil {
+			c.restartT.Stop()
 		}
 	}
 }
@@ -158,7 +197,11 @@ func (s *supervisor) start(ctx actor.Context) {
 
 func (s *supervisor) after(ctx actor.Context, d time.Duration, msg any) clock.Timer {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	return s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, msg) })
+	return s.ne.env.Clock.AfterFunc(d, func() {
+		if !s.ended.Load() {
+			root.Send(self, msg)
+		}
+	})
 }
 
 // discover lists the units (streams: partitions and which are finished;
@@ -168,6 +211,7 @@ func (s *supervisor) discover(ctx actor.Context) {
 		s.discovery.Stop()
 	}
 	s.discovery = s.after(ctx, s.spec.Discovery, &discoverTick{})
+	s.lastDisc = s.ne.env.Clock.Now()
 	if s.spec.isQueue() {
 		parts := make([]brokers.Partition, s.spec.Slots)
 		for i := range parts {
@@ -177,8 +221,9 @@ func (s *supervisor) discover(ctx actor.Context) {
 		return
 	}
 	stream, store, name := s.spec.Stream, s.ne.env.Store, s.spec.Name
-	self, root := ctx.Self(), ctx.ActorSystem().Root
-	s.ne.env.Executor.Go(s.jobs, func(c context.Context) any {
+	needInitial := s.initial == nil
+	self, root, jobs := ctx.Self(), ctx.ActorSystem().Root, s.jobs
+	s.ne.env.Executor.Go(exec.WithLabel(jobs, "discover"), func(c context.Context) any {
 		parts, err := stream.Partitions(c)
 		if err != nil {
 			return &discovered{err: fmt.Errorf("list partitions: %w", err)}
@@ -193,8 +238,22 @@ func (s *supervisor) discover(ctx actor.Context) {
 				fin[cp.Unit] = true
 			}
 		}
-		return &discovered{parts: parts, finished: fin}
-	}, func(v any) { root.Send(self, v) })
+		d := &discovered{parts: parts, finished: fin}
+		if needInitial {
+			ids := make([]string, len(parts))
+			for i, p := range parts {
+				ids[i] = name + "/" + p.ID
+			}
+			if d.initial, err = store.InitSource(c, name, ids); err != nil {
+				return &discovered{err: fmt.Errorf("record the initial units: %w", err)}
+			}
+		}
+		return d
+	}, func(v any) {
+		if jobs.Err() == nil {
+			root.Send(self, v)
+		}
+	})
 }
 
 func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
@@ -218,9 +277,32 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		state = StateStopping
 	}
 	s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = ""; st.State = state })
+	if m.initial != nil && s.initial == nil {
+		s.initial = make(map[string]bool, len(m.initial))
+		for _, u := range m.initial {
+			s.initial[u] = true
+		}
+	}
+	listed := make(map[string]bool, len(m.parts))
+	for _, p := range m.parts {
+		listed[p.ID] = true
+	}
 	units := make(map[string]brokers.Partition, len(m.parts))
 	for _, p := range m.parts {
-		units[s.spec.Name+"/"+p.ID] = p
+		// A parent the stream no longer lists (aged past retention) counts
+		// as finished: nothing of it can be read any more.
+		var parents []string
+		for _, par := range p.Parents {
+			if listed[par] {
+				parents = append(parents, par)
+			}
+		}
+		p.Parents = parents
+		u := s.spec.Name + "/" + p.ID
+		if c, ok := s.children[u]; ok && len(parents) < len(s.units[u].Parents) {
+			ctx.Send(c.pid, &parentsListed{parents: parents})
+		}
+		units[u] = p
 	}
 	if len(units) != len(s.units) {
 		s.ne.env.trace("discovered", s.spec.Name, strconv.Itoa(len(units)))
@@ -229,7 +311,64 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	for u := range m.finished {
 		s.finished[u] = true
 	}
+	s.announceUnits(ctx)
 	s.reconcile(ctx)
+}
+
+// announceUnits tells the node actor (and through gossip the others) which
+// units this node discovered, so that a member that sees other units
+// discovers again (unit sets converge after a reshard).
+func (s *supervisor) announceUnits(ctx actor.Context) {
+	ids := make([]string, 0, len(s.units))
+	for u := range s.units {
+		if s.finished[u] {
+			ids = append(ids, u+"#finished")
+		} else {
+			ids = append(ids, u)
+		}
+	}
+	h := cluster.UnitsHash(ids)
+	if h != s.hash {
+		s.hash = h
+		ctx.Send(ctx.Parent(), &sourceUnits{source: s.spec.Name, hash: h})
+	}
+}
+
+// compareUnits discovers again when a member that runs this source says
+// it discovered other units than this node did (at most every
+// DiscoverySpacing).
+func (s *supervisor) compareUnits(ctx actor.Context) {
+	if s.hash == 0 || s.spec.isQueue() {
+		return
+	}
+	for _, m := range s.members {
+		tag, runs, known := m.Source(s.id, s.ne.digest)
+		if !runs || !known || tag.Units == 0 || tag.Units == s.hash || m.Name == s.ne.env.Node {
+			continue
+		}
+		if s.ne.env.Clock.Now().Sub(s.lastDisc) >= s.ne.tuning.DiscoverySpacing {
+			s.ne.env.trace("discover-triggered", s.spec.Name, m.Name)
+			s.discover(ctx)
+		} else if s.discovery != nil {
+			// soon: a discovery is due within the spacing anyway or now
+			s.discovery.Stop()
+			wait := s.ne.tuning.DiscoverySpacing - s.ne.env.Clock.Now().Sub(s.lastDisc)
+			s.discovery = s.after(ctx, wait, &discoverTick{})
+		}
+		return
+	}
+}
+
+// eligible are the members placement may give this source's units to:
+// those that run the source (gossiped source tags).
+func (s *supervisor) eligible() []cluster.Member {
+	out := make([]cluster.Member, 0, len(s.members))
+	for _, m := range s.members {
+		if _, runs, _ := m.Source(s.id, s.ne.digest); runs || m.Name == s.ne.env.Node {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // reconcile starts children for the units this node should own and stops
@@ -244,7 +383,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			}
 		}
 		sort.Strings(eligible)
-		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.members) {
+		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible()) {
 			want[u] = true
 		}
 	}
@@ -277,7 +416,8 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	p := s.units[unit]
 	ne, spec := s.ne, s.spec
-	props := actor.PropsFromProducer(func() actor.Actor { return newUnit(ne, spec, p) }, ne.props()...)
+	initial := s.initial[unit] || spec.isQueue()
+	props := actor.PropsFromProducer(func() actor.Actor { return newUnit(ne, spec, p, initial) }, ne.props()...)
 	pid := ctx.SpawnPrefix(props, p.ID)
 	c := &child{unit: unit, pid: pid}
 	s.children[unit] = c
@@ -361,9 +501,10 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		s.ne.env.logger().Error("unit actor panicked", "unit", c.unit, "panic", msg)
 	}
 	s.ne.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
+	now := s.ne.env.Clock.Now()
 	s.ne.reg.unit(s.spec.Name, c.unit, func(st *UnitStatus) {
 		st.State = StateRetrying
-		st.LastError = msg
+		st.setError(msg, now)
 		st.NextRetryAt = timePtr(next)
 	})
 	c.waiting = true

@@ -23,41 +23,57 @@ import (
 //
 // Life cycle: starting → (waiting for parents) → acquiring → running →
 // (retrying) → stopping → stopped. Invariants:
-//   - at most one job that touches the reader or receiver is in flight
-//     (open, fetch, apply+ack are sequential), so a Reader is never used by
-//     two goroutines at once;
+//   - at most one main-line job is in flight (parents, acquire, open,
+//     fetch, apply, ack, nack), so the reader or receiver is used by one
+//     job at a time; the only side job that touches a receiver, the
+//     deadline extension of the batch in flight, takes the resource's lock
+//     like every receiver job;
 //   - a batch is applied only while the actor believes it holds the lease,
 //     and the store checks the token, so a stale belief cannot commit;
-//   - a queue message is acked only after the store committed it;
-//   - after any failure the unit reads its position again from the store
-//     before fetching (an apply whose outcome is unknown may have committed).
+//   - a stream unit's start is resolved once, on its first open, and
+//     recorded by a fenced checkpoint write before anything is fetched;
+//     later opens start from the checkpoint;
+//   - a failed batch is retried as the very same batch (same messages, same
+//     idempotency key); a stream unit first reads its checkpoint again (an
+//     apply whose outcome is unknown may have committed), a queue unit
+//     relies on the dedupe table; queue messages stay invisible meanwhile
+//     (deadline extension);
+//   - a queue message is acked only after the store committed it.
 type unitActor struct {
 	ne   *nodeEnv
 	spec *SourceSpec
 	id   string            // "<source>/<partition>"
 	part brokers.Partition // for queues ID is the slot
 	sup  *actor.PID
+	// initial: the unit was one of the source's units at its first
+	// discovery (persistence.Sources), so a unit with no checkpoint starts
+	// as spec.Start says; other units start at their earliest.
+	initial bool
 
 	inc *incarnation // this instance's jobs and timers
 
-	lease        persistence.Lease
-	hasLease     bool
-	res          *resource // reader or receiver
-	position     string    // last applied position (streams: the checkpoint)
-	fromEarliest bool      // the checkpoint's position is gone from the broker
+	lease      persistence.Lease
+	hasLease   bool
+	res        *resource // reader or receiver
+	position   string    // last applied position (streams; "" before the first)
+	checkpoint string    // the stored checkpoint: a position or a start marker
+	resetCause error     // the checkpoint is no longer a broker position: the next open resets it
 
+	held      *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
 	failures  int
 	resumeAt  step
-	inflight  int  // main-line jobs in flight: parents, acquire, open, fetch, apply, ack
+	inflight  int  // main-line jobs in flight
 	fetching  bool // the job in flight is a fetch
-	renewing  bool
 	stopping  bool
 	releasing bool
 	stopTimer clock.Timer
 	retry     clock.Timer
-	renewT    clock.Timer
+	extendT   clock.Timer
 
 	note            bool // LastError holds a waiting note, not an error
+	retrying        bool // in retrying since the last success
+	retryLoggedAt   time.Time
+	retrySuppressed int
 	committedAt     time.Time
 	commitPending   string // newest position not yet sent to a Committer
 	decoder         decode.Config
@@ -74,13 +90,23 @@ type incarnation struct {
 	fetch  context.CancelFunc // cancels the fetch in flight
 }
 
-// resource guards a Reader or Receiver so that Close never runs while a
-// Fetch is using it.
+// resource guards a Reader or Receiver: every call on it holds mu, so two
+// jobs never use it at once and Close never runs while one does.
 type resource struct {
 	mu       sync.Mutex
 	reader   brokers.Reader
 	receiver brokers.Receiver
 	closed   bool
+}
+
+// use runs f with the resource locked; a closed resource gives ErrClosed.
+func (r *resource) use(f func() error) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return brokers.ErrClosed
+	}
+	return f()
 }
 
 func (r *resource) close() {
@@ -103,7 +129,10 @@ type (
 	// stopUnit asks for a graceful stop: finish the batch in flight,
 	// checkpoint, release the lease.
 	stopUnit struct{}
-	jobDone  struct {
+	// parentsListed tells a unit which of its parents the stream still
+	// lists: one no longer listed (aged past retention) counts as finished.
+	parentsListed struct{ parents []string }
+	jobDone       struct {
 		inc *incarnation
 		v   any
 	}
@@ -117,11 +146,11 @@ type timerKind int
 
 const (
 	timerRetry timerKind = iota + 1
-	timerRenew
 	timerStopDeadline
 	timerParents
 	timerAcquire
 	timerCommit
+	timerExtend
 )
 
 // step is where a unit resumes after a failure.
@@ -132,6 +161,7 @@ const (
 	stepAcquire
 	stepOpen
 	stepFetch
+	stepReapply
 )
 
 // job results
@@ -146,8 +176,13 @@ type (
 	}
 	openResult struct {
 		res        *resource
-		checkpoint persistence.Checkpoint
+		checkpoint string // the stored checkpoint after the open
+		finished   bool
+		resolved   string     // the start resolved and recorded now
+		reset      *resetInfo // the checkpoint was reset now
+		operator   error      // the checkpoint is invalid and on_position_reset is fail
 		err        error
+		broker     bool // err came from the broker
 	}
 	fetchResult struct {
 		res brokers.Result
@@ -158,17 +193,25 @@ type (
 		applied  persistence.Applied
 		err      error
 		attempts int
+		// already: a retry found the batch committed by the failed attempt.
+		already bool
 	}
 	ackResult struct {
 		n   int
 		err error
 	}
-	renewResult struct {
-		lease persistence.Lease
-		err   error
+	nackResult struct {
+		err  error
+		then func(ctx actor.Context)
 	}
 	releaseResult struct{ err error }
 )
+
+// resetInfo describes a checkpoint reset.
+type resetInfo struct {
+	from, to string
+	cause    error
+}
 
 // pendingBatch is a fetched batch on its way into the store.
 type pendingBatch struct {
@@ -194,9 +237,9 @@ const (
 
 type qualitySample struct{ stats *quality.Stats }
 
-func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition) *unitActor {
+func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *unitActor {
 	return &unitActor{
-		ne: ne, spec: spec, part: p, id: spec.Name + "/" + p.ID,
+		ne: ne, spec: spec, part: p, id: spec.Name + "/" + p.ID, initial: initial,
 		decoder: decode.Config{KeyField: spec.KeyField, MaxBytes: spec.MaxMessageBytes},
 	}
 }
@@ -227,6 +270,12 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		u.onTimer(ctx, m.kind)
 	case *stopUnit:
 		u.beginStop(ctx)
+	case *parentsListed:
+		u.part.Parents = m.parents
+	case *leaseLostNote:
+		if u.hasLease && m.token == u.lease.Token && !u.releasing {
+			u.leaseLost(ctx, "renew")
+		}
 	case *actor.Restarting:
 		u.end(ctx, false)
 	case *actor.Stopping:
@@ -236,13 +285,17 @@ func (u *unitActor) Receive(ctx actor.Context) {
 
 func (u *unitActor) status(f func(*UnitStatus)) { u.ne.reg.unit(u.spec.Name, u.id, f) }
 
-// run hands a job to the executor; its result comes back as a jobDone.
-// Main-line jobs (all but renew and release) are counted in inflight.
+func (u *unitActor) now() time.Time { return u.ne.env.Clock.Now() }
+
+// run hands a main-line job to the executor; its result comes back as a
+// jobDone.
 func (u *unitActor) run(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
 	u.inflight++
 	return u.runSide(ctx, label, job)
 }
 
+// runSide hands a job that is not main-line (release, extend) to the
+// executor.
 func (u *unitActor) runSide(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
 	self, inc, root := ctx.Self(), u.inc, ctx.ActorSystem().Root
 	return u.ne.env.Executor.Go(exec.WithLabel(inc.ctx, label), job, func(v any) {
@@ -268,9 +321,6 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 	case timerRetry:
 		u.retry = nil
 		u.resume(ctx)
-	case timerRenew:
-		u.renewT = nil
-		u.renew(ctx)
 	case timerStopDeadline:
 		u.ne.env.trace("stop-timeout", u.id, "")
 		u.finishStop(ctx, true)
@@ -282,12 +332,15 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 		if u.commitPending != "" {
 			u.sendCommit(u.commitPending)
 		}
+	case timerExtend:
+		u.extendT = nil
+		u.extend(ctx)
 	}
 }
 
 func (u *unitActor) onJob(ctx actor.Context, v any) {
 	switch v.(type) {
-	case renewResult, releaseResult:
+	case releaseResult, extendResult:
 	default:
 		u.inflight--
 	}
@@ -304,8 +357,10 @@ func (u *unitActor) onJob(ctx actor.Context, v any) {
 		u.onApply(ctx, r)
 	case ackResult:
 		u.onAck(ctx, r)
-	case renewResult:
-		u.onRenew(ctx, r)
+	case nackResult:
+		u.onNack(ctx, r)
+	case extendResult:
+		u.onExtend(ctx, r)
 	case releaseResult:
 		u.onRelease(ctx, r)
 	}
@@ -341,7 +396,8 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 	if len(r.waiting) > 0 {
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
 		u.note = true
-		u.status(func(s *UnitStatus) { s.State = StateStarting; s.LastError = msg })
+		now := u.now()
+		u.status(func(s *UnitStatus) { s.State = StateStarting; s.setError(msg, now) })
 		u.after(ctx, u.ne.tuning.ParentPoll, timerParents)
 		return
 	}
@@ -357,7 +413,8 @@ func (u *unitActor) acquire(ctx actor.Context) {
 		return
 	}
 	u.status(func(s *UnitStatus) { s.State = StateAcquiring; s.NextRetryAt = nil })
-	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames()}
+	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames(),
+		Stale: u.ne.tuning.RenewInterval + u.ne.tuning.TakeoverMargin}
 	store := u.ne.env.Store
 	u.run(ctx, "acquire", func(c context.Context) any {
 		l, err := store.Acquire(c, req)
@@ -374,7 +431,8 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 			}
 			msg := r.err.Error()
 			u.note = true
-			u.status(func(s *UnitStatus) { s.LastError = msg })
+			now := u.now()
+			u.status(func(s *UnitStatus) { s.setError(msg, now) })
 			u.after(ctx, u.ne.tuning.AcquireRetry, timerAcquire)
 			return
 		}
@@ -384,12 +442,12 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 	u.lease, u.hasLease = r.lease, true
 	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
 	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
+	ctx.Send(u.ne.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
 	u.clearNote()
 	u.status(func(s *UnitStatus) {
 		s.LeaseToken = r.lease.Token
 		s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt)
 	})
-	u.scheduleRenew(ctx, u.spec.LeaseTTL/3)
 	if u.stopping {
 		u.finishStop(ctx, false)
 		return
@@ -402,58 +460,16 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 func (u *unitActor) clearNote() {
 	if u.note {
 		u.note = false
-		u.status(func(s *UnitStatus) { s.LastError = "" })
+		u.status(func(s *UnitStatus) { s.setError("", time.Time{}) })
 	}
-}
-
-func (u *unitActor) scheduleRenew(ctx actor.Context, d time.Duration) {
-	if u.renewT != nil {
-		u.renewT.Stop()
-	}
-	u.renewT = u.after(ctx, d, timerRenew)
-}
-
-func (u *unitActor) renew(ctx actor.Context) {
-	if !u.hasLease || u.renewing {
-		return
-	}
-	u.renewing = true
-	store, l, ttl := u.ne.env.Store, u.lease, u.spec.LeaseTTL
-	u.runSide(ctx, "renew", func(c context.Context) any {
-		nl, err := store.Renew(c, l, ttl)
-		return renewResult{lease: nl, err: err}
-	})
-}
-
-func (u *unitActor) onRenew(ctx actor.Context, r renewResult) {
-	u.renewing = false
-	if !u.hasLease {
-		return
-	}
-	if errors.Is(r.err, persistence.ErrLeaseLost) {
-		u.leaseLost(ctx, "renew")
-		return
-	}
-	if r.err != nil {
-		// Not counted as a failure: the apply path counts store trouble,
-		// and fencing keeps an expired lease safe. Try again soon.
-		msg := fmt.Sprintf("renew lease: %v", r.err)
-		u.status(func(s *UnitStatus) { s.LastError = msg })
-		u.scheduleRenew(ctx, u.ne.tuning.RetryBase)
-		return
-	}
-	if r.lease.Token == u.lease.Token {
-		u.lease = r.lease
-	}
-	u.status(func(s *UnitStatus) { s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt) })
-	u.scheduleRenew(ctx, u.spec.LeaseTTL/3)
 }
 
 // leaseLost drops everything not applied and stops: placement decides again.
 func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 	u.ne.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
-	u.dropLease()
-	u.status(func(s *UnitStatus) { s.LastError = "lease lost (" + where + "): another node owns the unit" })
+	u.dropLease(ctx)
+	now := u.now()
+	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
 	ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evLeaseLost, pid: ctx.Self()})
 	ctx.Stop(ctx.Self())
 }
@@ -462,66 +478,240 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 
 func (u *unitActor) open(ctx actor.Context) {
 	u.closeRes()
-	store, spec, part := u.ne.env.Store, u.spec, u.part
-	unit, earliest := u.id, u.fromEarliest
-	u.run(ctx, "open", func(c context.Context) any {
-		if spec.isQueue() {
-			rc, err := spec.Queue.Open(c, part.ID)
+	u.stopExtend()
+	if u.spec.isQueue() {
+		q, slot := u.spec.Queue, u.part.ID
+		u.run(ctx, "open", func(c context.Context) any {
+			rc, err := q.Open(c, slot)
 			if err != nil {
-				return openResult{err: fmt.Errorf("open %s: %w", part.ID, err)}
+				return openResult{err: fmt.Errorf("open %s: %w", slot, err), broker: true}
 			}
 			return openResult{res: &resource{receiver: rc}}
+		})
+		return
+	}
+	o := streamOpen{store: u.ne.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
+		initial: u.initial, cause: u.resetCause}
+	u.run(ctx, "open", o.run)
+}
+
+// streamOpen is the open job of a stream unit: read the checkpoint; on a
+// first open resolve the start and record it; on a checkpoint that is no
+// longer a position of the broker reset it as on_position_reset says; open
+// the reader.
+type streamOpen struct {
+	store   persistence.Store
+	spec    *SourceSpec
+	part    string
+	unit    string
+	lease   persistence.Lease
+	initial bool
+	cause   error // reset at once: a fetch found the checkpoint invalid
+}
+
+func (o streamOpen) run(c context.Context) any {
+	var r openResult
+	cp, err := o.store.Checkpoint(c, o.unit)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+	case err != nil:
+		r.err = fmt.Errorf("read checkpoint: %w", err)
+		return r
+	}
+	r.checkpoint = cp.Position
+	if cp.Finished {
+		r.finished = true
+		return r
+	}
+	if cp.Position == "" {
+		// The unit's first open: resolve its start once and record it, so
+		// that whoever opens it next starts from there.
+		mode := brokers.Earliest
+		if o.initial {
+			mode = o.spec.Start
 		}
-		cp, err := store.Checkpoint(c, unit)
-		if err != nil && !errors.Is(err, persistence.ErrNotFound) {
-			return openResult{err: fmt.Errorf("read checkpoint: %w", err)}
-		}
-		if cp.Finished {
-			return openResult{checkpoint: cp}
-		}
-		start := brokers.Start{After: cp.Position, Mode: spec.Start}
-		if earliest {
-			start = brokers.Start{Mode: brokers.Earliest}
-		}
-		rd, err := spec.Stream.Open(c, part.ID, start)
+		pos, err := o.record(c, mode)
 		if err != nil {
-			return openResult{checkpoint: cp, err: fmt.Errorf("open partition %s: %w", part.ID, err)}
+			r.err, r.broker = err, !isStoreErr(err)
+			return r
 		}
-		return openResult{res: &resource{reader: rd}, checkpoint: cp}
-	})
+		r.checkpoint, r.resolved = pos, pos
+	}
+	cause := o.cause
+	if cause == nil {
+		start, ok := brokers.ParseStart(r.checkpoint)
+		if !ok {
+			r.err = fmt.Errorf("checkpoint %q: a start marker this drover does not know", r.checkpoint)
+			return r
+		}
+		rd, err := o.spec.Stream.Open(c, o.part, start)
+		if err == nil {
+			r.res = &resource{reader: rd}
+			return r
+		}
+		if !positionInvalid(err) {
+			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
+			return r
+		}
+		cause = err
+	}
+	// The checkpoint is not a position of the broker any more.
+	if o.spec.OnPositionReset == ResetFail {
+		r.operator = cause
+		return r
+	}
+	mode := brokers.Earliest
+	if o.spec.OnPositionReset == ResetLatest {
+		mode = brokers.Latest
+	}
+	pos, err := o.record(c, mode)
+	if err != nil {
+		r.err, r.broker = fmt.Errorf("reset checkpoint %s (%v): %w", r.checkpoint, cause, err), !isStoreErr(err)
+		return r
+	}
+	r.reset = &resetInfo{from: r.checkpoint, to: pos, cause: cause}
+	r.checkpoint = pos
+	start, _ := brokers.ParseStart(pos)
+	rd, err := o.spec.Stream.Open(c, o.part, start)
+	if err != nil {
+		r.err, r.broker = fmt.Errorf("open partition %s after a reset: %w", o.part, err), true
+		return r
+	}
+	r.res = &resource{reader: rd}
+	return r
+}
+
+// record resolves mode to a concrete start and writes it as the unit's
+// checkpoint by a fenced write; it returns the recorded position.
+func (o streamOpen) record(c context.Context, mode brokers.StartMode) (string, error) {
+	st, err := resolveStart(c, o.spec.Stream, o.part, mode)
+	if err != nil {
+		return "", fmt.Errorf("resolve the %s start of partition %s: %w", modeName(mode), o.part, err)
+	}
+	pos := brokers.StartPosition(st)
+	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true}
+	if _, err := o.store.Apply(c, b); err != nil {
+		return "", &storeError{fmt.Errorf("record checkpoint %s: %w", pos, err)}
+	}
+	return pos, nil
+}
+
+// storeError marks an error of the store inside a job that also calls the
+// broker.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+func isStoreErr(err error) bool {
+	var se *storeError
+	return errors.As(err, &se)
+}
+
+// resolveStart asks the stream for a concrete start (brokers.Resolver). A
+// stream that cannot resolve one is read from its beginning for Earliest
+// and refused for Latest.
+func resolveStart(c context.Context, s brokers.Stream, part string, mode brokers.StartMode) (brokers.Start, error) {
+	if r, ok := s.(brokers.Resolver); ok {
+		return r.Resolve(c, part, mode)
+	}
+	if mode == brokers.Earliest {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{}, fmt.Errorf("%T cannot resolve a latest start", s)
+}
+
+func modeName(m brokers.StartMode) string {
+	if m == brokers.Latest {
+		return "latest"
+	}
+	return "earliest"
+}
+
+// positionInvalid: the checkpoint is no longer a position the broker can
+// read after (deleted by retention, or unknown to it).
+func positionInvalid(err error) bool {
+	return errors.Is(err, brokers.ErrPositionGone) || errors.Is(err, brokers.ErrPositionUnknown)
 }
 
 func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
-	if !u.spec.isQueue() {
-		u.position = r.checkpoint.Position
-		pos := u.position
-		u.status(func(s *UnitStatus) { s.Position = pos })
+	if !u.spec.isQueue() && (r.err == nil || r.checkpoint != "") {
+		u.setCheckpoint(r.checkpoint)
+	}
+	if r.resolved != "" {
+		u.ne.env.trace("start-resolved", u.id, r.resolved)
+		u.ne.env.logger().Debug("start resolved", "unit", u.id, "start", r.resolved, "initial", u.initial)
+	}
+	if r.reset != nil {
+		u.positionReset(r.reset)
 	}
 	if r.err != nil {
-		if errors.Is(r.err, brokers.ErrPositionGone) {
-			u.positionGone(r.err)
+		if errors.Is(r.err, persistence.ErrLeaseLost) {
+			u.leaseLost(ctx, "open")
+			return
+		}
+		if r.broker && !brokers.Retryable(r.err) {
+			u.failNow(ctx, r.err)
+			return
 		}
 		u.fail(ctx, r.err, stepOpen)
 		return
 	}
-	if r.checkpoint.Finished {
+	if r.operator != nil {
+		u.needsOperator(ctx, r.operator)
+		return
+	}
+	if r.finished {
 		u.finished(ctx)
 		return
 	}
+	u.resetCause = nil
 	u.res = r.res
-	u.fromEarliest = false // reopened; from now on the checkpoint is where to start
 	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
 	u.fetch(ctx)
 }
 
-// positionGone: the broker deleted messages after our checkpoint before we
-// read them. They are lost upstream; say so loudly and go on from the
-// earliest message the broker still has.
-func (u *unitActor) positionGone(err error) {
-	u.fromEarliest = true
-	u.ne.env.logger().Error("messages lost upstream: position no longer held by the broker; resuming at the earliest",
-		"unit", u.id, "after", u.position, "error", err)
-	u.ne.env.trace("position-gone", u.id, u.position)
+// setCheckpoint records the stored checkpoint and the last applied
+// position it stands for.
+func (u *unitActor) setCheckpoint(cp string) {
+	u.checkpoint, u.position = cp, brokers.Applied(cp)
+	u.status(func(s *UnitStatus) { s.Position = cp })
+}
+
+// positionReset reports a checkpoint reset loudly: messages between the
+// old checkpoint and the new start were lost upstream (retention) or the
+// position was reused (a recreated topic).
+func (u *unitActor) positionReset(r *resetInfo) {
+	msg := fmt.Sprintf("checkpoint reset from %s to %s (on_position_reset: %s): %v", r.from, r.to, u.spec.OnPositionReset, r.cause)
+	u.ne.env.logger().Warn("checkpoint is no longer a position of the broker; reset by a fenced write",
+		"unit", u.id, "from", r.from, "to", r.to, "on_position_reset", u.spec.OnPositionReset.String(), "error", r.cause)
+	u.ne.env.trace("position-reset", u.id, r.from+" -> "+r.to)
+	u.ne.metrics.PositionReset(u.spec.Name, u.id)
+	now := u.now()
+	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+}
+
+// needsOperator parks a unit whose checkpoint is invalid under
+// on_position_reset: fail. It is not a failure of the unit: it waits in
+// retrying, with the reason, and looks again now and then whether the
+// checkpoint was moved.
+func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
+	msg := fmt.Sprintf("checkpoint %s is no longer a position of the broker (%v); on_position_reset is fail: move the checkpoint to go on", u.checkpoint, cause)
+	next := u.now().Add(u.ne.tuning.PositionCheck)
+	if !u.retrying {
+		u.ne.env.logger().Error("unit stopped on an invalid checkpoint (on_position_reset: fail)", "unit", u.id, "checkpoint", u.checkpoint, "error", cause)
+	}
+	u.retrying = true
+	u.ne.env.trace("position-invalid", u.id, u.checkpoint)
+	now := u.now()
+	u.status(func(s *UnitStatus) {
+		s.State = StateRetrying
+		s.setError(msg, now)
+		s.NextRetryAt = timePtr(next)
+	})
+	u.resetCause = nil // look at the checkpoint again next time
+	u.resumeAt = stepOpen
+	u.retry = u.after(ctx, u.ne.tuning.PositionCheck, timerRetry)
 }
 
 // ---- fetch, apply, ack ----
@@ -534,18 +724,15 @@ func (u *unitActor) fetch(ctx actor.Context) {
 	u.fetching = true
 	res, spec := u.res, u.spec
 	u.inc.fetch = u.run(ctx, "fetch", func(c context.Context) any {
-		res.mu.Lock()
-		defer res.mu.Unlock()
-		if res.closed {
-			return fetchResult{err: brokers.ErrClosed}
-		}
 		var r brokers.Result
-		var err error
-		if res.reader != nil {
-			r, err = res.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
-		} else {
-			r, err = res.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
-		}
+		err := res.use(func() (err error) {
+			if res.reader != nil {
+				r, err = res.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
+			} else {
+				r, err = res.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
+			}
+			return err
+		})
 		return fetchResult{res: r, err: err}
 	})
 }
@@ -558,15 +745,21 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 			u.finishStop(ctx, false)
 			return
 		}
-		if errors.Is(r.err, brokers.ErrPositionGone) {
-			u.positionGone(r.err)
-			u.fail(ctx, fmt.Errorf("fetch: %w", r.err), stepOpen)
+		if !u.spec.isQueue() && positionInvalid(r.err) {
+			// reopen at once: the open resets the checkpoint as configured
+			u.resetCause = r.err
+			u.open(ctx)
 			return
 		}
-		u.fail(ctx, fmt.Errorf("fetch: %w", r.err), stepFetch)
+		err := fmt.Errorf("fetch: %w", r.err)
+		if !brokers.Retryable(r.err) {
+			u.failNow(ctx, err)
+			return
+		}
+		u.fail(ctx, err, stepFetch)
 		return
 	}
-	now := u.ne.env.Clock.Now()
+	now := u.now()
 	n := int64(len(r.res.Messages))
 	u.status(func(s *UnitStatus) {
 		s.Received += n
@@ -574,10 +767,15 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		s.Lag = r.res.Lag
 	})
 	u.ne.metrics.Received(u.spec.Name, u.id, n, r.res.Lag)
+	u.succeeded(ctx)
 	pb := u.prepare(r.res)
 	if pb == nil {
 		u.fetch(ctx)
 		return
+	}
+	u.held = pb
+	if u.spec.isQueue() && len(pb.msgs) > 0 {
+		u.startExtend(ctx)
 	}
 	u.apply(ctx, pb, 0)
 }
@@ -634,9 +832,9 @@ func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
 
 // handle adapts the user's Handler to the store's Handle hook.
 func (u *unitActor) handle(b *persistence.Batch, msgs map[string]brokers.Message) func(context.Context, persistence.Tx, []persistence.Op) error {
-	h, src, unit := u.spec.Handler, u.spec.Name, u.id
+	h, src := u.spec.Handler, u.spec.Name
 	return func(c context.Context, tx persistence.Tx, ops []persistence.Op) error {
-		hb := Batch{Source: src, Unit: unit, IdempotencyKey: unit + "/" + firstLast(ops), Node: b.Lease.Owner, Token: b.Lease.Token}
+		hb := Batch{Source: src, Unit: b.Unit, IdempotencyKey: b.IdempotencyKey(), Node: b.Lease.Owner, Token: b.Lease.Token}
 		hb.Messages = make([]brokers.Message, 0, len(ops))
 		for _, op := range ops {
 			hb.Messages = append(hb.Messages, msgs[op.Position])
@@ -666,6 +864,44 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 	})
 }
 
+// reapply retries the batch that failed. A stream unit first reads its
+// checkpoint: when the failed attempt committed after all, the batch is
+// done. A queue unit applies again; the dedupe table refuses what
+// committed.
+func (u *unitActor) reapply(ctx actor.Context) {
+	pb := u.held
+	if pb == nil || pb.batch == nil {
+		u.fetch(ctx)
+		return
+	}
+	if u.spec.isQueue() {
+		u.apply(ctx, pb, 0)
+		return
+	}
+	store, unit := u.ne.env.Store, u.id
+	pb.batch.Lease = u.lease
+	u.run(ctx, "apply", func(c context.Context) any {
+		cp, err := store.Checkpoint(c, unit)
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+		case err != nil:
+			return applyResult{batch: pb, err: fmt.Errorf("read checkpoint: %w", err)}
+		case committed(cp, pb.batch):
+			return applyResult{batch: pb, already: true}
+		}
+		a, err := store.Apply(c, pb.batch)
+		return applyResult{batch: pb, applied: a, err: err}
+	})
+}
+
+// committed reports whether checkpoint cp shows batch b committed.
+func committed(cp persistence.Checkpoint, b *persistence.Batch) bool {
+	if b.Finished && !cp.Finished {
+		return false
+	}
+	return b.Checkpoint == "" || brokers.ComparePositions(brokers.Applied(cp.Position), b.Checkpoint) >= 0
+}
+
 func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 	pb := r.batch
 	if r.err != nil {
@@ -679,44 +915,44 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			u.apply(ctx, pb, r.attempts+1)
 			return
 		}
-		if u.spec.isQueue() {
-			// nothing to re-read: the messages come back after the nack
-			u.nack(ctx, pb.msgs)
-			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
-			return
-		}
-		// a stream reads its checkpoint again: the failed apply may have
-		// committed
-		u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
+		// Retry this very batch after a backoff (stepReapply).
+		u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepReapply)
 		return
 	}
 	b := pb.batch
-	dup := make(map[string]bool, len(r.applied.Duplicates))
-	for _, id := range r.applied.Duplicates {
-		dup[id] = true
-	}
 	var applied, dead, rejected int64
 	var sample *quality.Stats
-	for _, op := range b.Ops {
-		if op.MessageID != "" && dup[op.MessageID] {
-			continue
+	if r.already {
+		u.ne.env.trace("already-applied", u.id, firstLast(b.Ops))
+	} else {
+		dup := make(map[string]bool, len(r.applied.Duplicates))
+		for _, id := range r.applied.Duplicates {
+			dup[id] = true
 		}
-		if sample == nil {
-			sample = quality.New(u.spec.schema)
+		for _, op := range b.Ops {
+			if op.MessageID != "" && dup[op.MessageID] {
+				continue
+			}
+			if sample == nil {
+				sample = quality.New(u.spec.schema)
+			}
+			sample.Observe(op)
+			if op.Kind == persistence.OpDeadLetter {
+				dead++
+			} else {
+				applied++
+			}
 		}
-		sample.Observe(op)
-		if op.Kind == persistence.OpDeadLetter {
-			dead++
-		} else {
-			applied++
+		rejected = int64(pb.rejected)
+		if rejected > dead {
+			rejected = dead
 		}
-	}
-	rejected = int64(pb.rejected)
-	if rejected > dead {
-		rejected = dead
+		if len(b.Ops) > 0 {
+			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
+		}
 	}
 	if b.Checkpoint != "" {
-		u.position = b.Checkpoint
+		u.checkpoint, u.position = b.Checkpoint, b.Checkpoint
 	} else if len(b.Ops) > 0 && u.spec.isQueue() {
 		u.position = b.Ops[len(b.Ops)-1].Position
 	}
@@ -725,24 +961,20 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		s.Applied += applied
 		s.DeadLettered += dead
 		s.Rejected += rejected
-		s.Position = pos
-		if s.State == StateRetrying {
-			s.State = StateRunning
-			s.NextRetryAt = nil
+		if pos != "" {
+			s.Position = pos
 		}
 	})
 	u.ne.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
-	if len(b.Ops) > 0 {
-		u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
-	}
 	if sample != nil {
 		ctx.Send(u.sup, &qualitySample{stats: sample})
 	}
-	u.healthy(ctx)
-	if b.Checkpoint != "" {
+	u.succeeded(ctx)
+	if b.Checkpoint != "" && !u.spec.isQueue() {
 		u.commitToBroker(ctx, b.Checkpoint)
 	}
 	if b.Finished {
+		u.held = nil
 		u.finished(ctx)
 		return
 	}
@@ -750,6 +982,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		u.ack(ctx, pb.msgs)
 		return
 	}
+	u.held = nil
 	u.fetch(ctx)
 }
 
@@ -762,7 +995,7 @@ func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
 	if _, ok := u.spec.Stream.(brokers.Committer); !ok {
 		return
 	}
-	now := u.ne.env.Clock.Now()
+	now := u.now()
 	if wait := u.committedAt.Add(time.Second).Sub(now); wait > 0 {
 		if u.commitPending == "" {
 			u.after(ctx, wait, timerCommit)
@@ -775,7 +1008,7 @@ func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
 
 func (u *unitActor) sendCommit(pos string) {
 	c := u.spec.Stream.(brokers.Committer)
-	u.committedAt, u.commitPending = u.ne.env.Clock.Now(), ""
+	u.committedAt, u.commitPending = u.now(), ""
 	part, unit, log := u.part.ID, u.id, u.ne.env.logger()
 	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
 		if err := c.Committed(c2, part, pos); err != nil && c2.Err() == nil {
@@ -786,41 +1019,58 @@ func (u *unitActor) sendCommit(pos string) {
 }
 
 // deadLetter turns the op a handler refused into a dead letter; false when
-// the error names no op of the batch.
+// the error names no op of the batch. The message key is kept in its
+// dead-letter form (decode.MsgKey), as records mode keeps it, so that a
+// binary key survives and replays as itself.
 func deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 	for i, op := range pb.batch.Ops {
 		if op.Position == perm.Position && op.Kind == persistence.OpMessage {
 			pb.batch.Ops[i] = persistence.Op{Kind: persistence.OpDeadLetter, Position: op.Position, MessageID: op.MessageID,
-				MsgKey: op.Key, Payload: op.Payload, Reason: "handler: " + perm.Err.Error()}
+				MsgKey: decode.MsgKey([]byte(op.Key)), Payload: op.Payload, Reason: "handler: " + perm.Err.Error()}
 			return true
 		}
 	}
 	return false
 }
 
-// healthy resets the failure count after a success, and tells the
-// supervisor once the unit has run long enough to reset its restart backoff.
-func (u *unitActor) healthy(ctx actor.Context) {
+// succeeded records a successful fetch or apply: the failure count starts
+// again, a retrying unit is running again (logged once), and once the unit
+// has run long enough its supervisor resets its restart backoff.
+func (u *unitActor) succeeded(ctx actor.Context) {
 	u.failures = 0
-	if !u.reportedHealthy && u.ne.env.Clock.Now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
+	if u.retrying {
+		u.retrying = false
+		u.ne.env.logger().Info("unit recovered", "unit", u.id)
+		u.ne.env.trace("recovered", u.id, "")
+		u.status(func(s *UnitStatus) {
+			if s.State == StateRetrying {
+				s.State = StateRunning
+			}
+			s.NextRetryAt = nil
+		})
+	}
+	if !u.reportedHealthy && u.now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
 		u.reportedHealthy = true
 		ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evHealthy, pid: ctx.Self()})
 	}
 }
 
 func (u *unitActor) ack(ctx actor.Context, msgs []brokers.Message) {
+	u.stopExtend()
 	res := u.res
 	u.run(ctx, "ack", func(c context.Context) any {
-		err := res.receiver.Ack(c, msgs)
+		err := res.use(func() error { return res.receiver.Ack(c, msgs) })
 		return ackResult{n: len(msgs), err: err}
 	})
 }
 
 func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
+	u.held = nil
 	if r.err != nil {
 		// Harmless: the messages come back and the dedupe table refuses them.
 		msg := fmt.Sprintf("ack: %v", r.err)
-		u.status(func(s *UnitStatus) { s.LastError = msg })
+		now := u.now()
+		u.status(func(s *UnitStatus) { s.setError(msg, now) })
 	} else {
 		n := int64(r.n)
 		u.status(func(s *UnitStatus) { s.Acked += n })
@@ -829,12 +1079,77 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 	u.fetch(ctx)
 }
 
-// nack gives messages back after a failed apply (best effort, no result).
-func (u *unitActor) nack(ctx actor.Context, msgs []brokers.Message) {
-	res, delay := u.res, u.spec.NackDelay
-	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "nack"), func(c context.Context) any {
-		return res.receiver.Nack(c, msgs, delay)
-	}, func(any) {})
+// nack gives the held batch's messages back (a main-line job: the
+// receiver is never used by two jobs at once), then runs then.
+func (u *unitActor) nack(ctx actor.Context, then func(actor.Context)) {
+	u.stopExtend()
+	pb, res, delay := u.held, u.res, u.spec.NackDelay
+	u.held = nil
+	if pb == nil || res == nil || len(pb.msgs) == 0 {
+		then(ctx)
+		return
+	}
+	msgs := pb.msgs
+	u.run(ctx, "nack", func(c context.Context) any {
+		err := res.use(func() error { return res.receiver.Nack(c, msgs, delay) })
+		return nackResult{err: err, then: then}
+	})
+}
+
+func (u *unitActor) onNack(ctx actor.Context, r nackResult) {
+	if r.err != nil {
+		u.ne.env.trace("nack-failed", u.id, r.err.Error())
+	}
+	r.then(ctx)
+}
+
+// ---- keeping queue messages invisible while they are applied ----
+
+type extendResult struct{ err error }
+
+func (u *unitActor) extendEvery() time.Duration {
+	return max(u.spec.AckDeadline/3, 10*time.Millisecond)
+}
+
+func (u *unitActor) startExtend(ctx actor.Context) {
+	if _, ok := u.res.receiver.(brokers.Extender); !ok {
+		return
+	}
+	u.stopExtend()
+	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
+}
+
+func (u *unitActor) stopExtend() {
+	if u.extendT != nil {
+		u.extendT.Stop()
+		u.extendT = nil
+	}
+}
+
+// extend pushes the deadline of the held batch's messages to a full
+// AckDeadline from now, and schedules the next extension.
+func (u *unitActor) extend(ctx actor.Context) {
+	pb, res := u.held, u.res
+	if pb == nil || res == nil || len(pb.msgs) == 0 {
+		return
+	}
+	ext, ok := res.receiver.(brokers.Extender)
+	if !ok {
+		return
+	}
+	msgs, d := pb.msgs, u.spec.AckDeadline
+	u.ne.env.trace("extend", u.id, fmt.Sprintf("n=%d", len(msgs)))
+	u.runSide(ctx, "extend", func(c context.Context) any {
+		return extendResult{err: res.use(func() error { return ext.Extend(c, msgs, d) })}
+	})
+	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
+}
+
+func (u *unitActor) onExtend(_ actor.Context, r extendResult) {
+	if r.err != nil && !errors.Is(r.err, brokers.ErrClosed) {
+		u.ne.env.trace("extend-failed", u.id, r.err.Error())
+		u.ne.env.logger().Warn("extend the deadline of messages in flight", "unit", u.id, "error", r.err)
+	}
 }
 
 // ---- failures ----
@@ -848,22 +1163,60 @@ func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	msg := err.Error()
 	u.ne.env.trace("failed", u.id, fmt.Sprintf("n=%d %s", u.failures, msg))
 	if u.failures >= u.spec.MaxConsecutiveFailures {
-		u.status(func(s *UnitStatus) { s.LastError = msg })
-		panic(&unitFailure{unit: u.id, err: err})
+		u.failNow(ctx, err)
+		return
 	}
 	if u.stopping {
-		u.finishStop(ctx, false)
+		u.stopWithHeld(ctx)
 		return
 	}
 	d := backoff(u.ne.env.Rand, u.failures, u.ne.tuning.RetryBase, u.ne.tuning.RetryCap)
-	next := u.ne.env.Clock.Now().Add(d)
+	now := u.now()
+	next := now.Add(d)
+	u.logRetry(err, d)
+	u.retrying = true
 	u.status(func(s *UnitStatus) {
 		s.State = StateRetrying
-		s.LastError = msg
+		s.setError(msg, now)
 		s.NextRetryAt = timePtr(next)
 	})
 	u.resumeAt = at
 	u.retry = u.after(ctx, d, timerRetry)
+}
+
+// logRetry writes a WARN line when a unit retries, at most one per
+// RetryLogEvery per unit, counting the ones left out.
+func (u *unitActor) logRetry(err error, d time.Duration) {
+	now := u.now()
+	if !u.retryLoggedAt.IsZero() && now.Sub(u.retryLoggedAt) < u.ne.tuning.RetryLogEvery {
+		u.retrySuppressed++
+		return
+	}
+	args := []any{"unit", u.id, "failures", u.failures, "retry_in", d.Round(time.Millisecond), "error", err}
+	if u.retrySuppressed > 0 {
+		args = append(args, "not_logged", u.retrySuppressed)
+	}
+	u.ne.env.logger().Warn("unit retrying", args...)
+	u.retryLoggedAt, u.retrySuppressed = now, 0
+}
+
+// failNow fails the unit to its supervisor: at the failure limit, or at
+// once for an error that cannot go away by retrying (brokers.Retryable
+// false). A queue batch in flight is given back first.
+func (u *unitActor) failNow(ctx actor.Context, err error) {
+	if u.failures < u.spec.MaxConsecutiveFailures {
+		u.failures = u.spec.MaxConsecutiveFailures
+		u.ne.env.trace("failed", u.id, fmt.Sprintf("n=%d final %s", u.failures, err))
+	}
+	msg := err.Error()
+	now := u.now()
+	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+	u.ne.env.logger().Error("unit failed; its supervisor restarts it after a backoff", "unit", u.id, "failures", u.failures, "error", err)
+	if u.held != nil && u.spec.isQueue() {
+		u.nack(ctx, func(actor.Context) { panic(&unitFailure{unit: u.id, err: err}) })
+		return
+	}
+	panic(&unitFailure{unit: u.id, err: err})
 }
 
 // unitFailure is the panic value a unit fails to its supervisor with.
@@ -882,6 +1235,8 @@ func (u *unitActor) resume(ctx actor.Context) {
 		u.acquire(ctx)
 	case stepOpen:
 		u.open(ctx)
+	case stepReapply:
+		u.reapply(ctx)
 	default:
 		u.fetch(ctx)
 	}
@@ -918,6 +1273,19 @@ func (u *unitActor) beginStop(ctx actor.Context) {
 		u.retry.Stop()
 		u.retry = nil
 	}
+	u.stopWithHeld(ctx)
+}
+
+// stopWithHeld ends a stop: a queue batch that failed and waits for its
+// retry is given back first, so the next owner need not wait for its
+// deadline; a stream batch is simply dropped (the checkpoint says where
+// the next owner starts).
+func (u *unitActor) stopWithHeld(ctx actor.Context) {
+	if u.held != nil && u.spec.isQueue() {
+		u.nack(ctx, func(ctx actor.Context) { u.finishStop(ctx, false) })
+		return
+	}
+	u.held = nil
 	u.finishStop(ctx, false)
 }
 
@@ -926,6 +1294,7 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 	if u.releasing && !force {
 		return
 	}
+	u.stopExtend()
 	if force || !u.hasLease {
 		ctx.Stop(ctx.Self())
 		return
@@ -933,6 +1302,7 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 	u.releasing = true
 	u.closeRes()
 	store, l := u.ne.env.Store, u.lease
+	ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
 	u.runSide(ctx, "release", func(c context.Context) any {
 		return releaseResult{err: store.Release(c, l)}
 	})
@@ -942,14 +1312,17 @@ func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 	if r.err == nil {
 		u.ne.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
 	}
-	u.dropLease()
+	u.dropLease(ctx)
 	ctx.Stop(ctx.Self())
 }
 
 // dropLease forgets the lease, in the tree too, at once: a successor may
 // acquire it before this actor has finished stopping, and the tree must not
 // show two holders.
-func (u *unitActor) dropLease() {
+func (u *unitActor) dropLease(ctx actor.Context) {
+	if u.hasLease {
+		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
+	}
 	u.hasLease = false
 	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 }
@@ -963,13 +1336,16 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 	}
 	u.inc.ended.Store(true)
 	u.inc.cancel()
-	for _, t := range []clock.Timer{u.retry, u.renewT, u.stopTimer} {
+	for _, t := range []clock.Timer{u.retry, u.stopTimer, u.extendT} {
 		if t != nil {
 			t.Stop()
 		}
 	}
 	u.closeRes()
 	held, l, store := u.hasLease, u.lease, u.ne.env.Store
+	if held {
+		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
+	}
 	u.hasLease = false
 	if !stopping {
 		return // the next incarnation acquires the lease again
@@ -983,8 +1359,8 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 }
 
 // closeRes closes the reader or receiver in the background: closing is
-// broker I/O and never runs on the mailbox. A fetch still using it is
-// waited for (the resource's lock), after its context was cancelled.
+// broker I/O and never runs on the mailbox. A job still using it is waited
+// for (the resource's lock), after its context was cancelled.
 func (u *unitActor) closeRes() {
 	res := u.res
 	if res == nil {

@@ -75,6 +75,20 @@ func (a *auditStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Du
 	return a.Store.Renew(ctx, l, ttl)
 }
 
+func (a *auditStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	if err := a.inject("renew"); err != nil {
+		return nil, nil, err
+	}
+	return a.Store.RenewLeases(ctx, owner, ls, ttl)
+}
+
+func (a *auditStore) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
+	if err := a.inject("init"); err != nil {
+		return nil, err
+	}
+	return a.Store.InitSource(ctx, source, units)
+}
+
 func (a *auditStore) Release(ctx context.Context, l persistence.Lease) error {
 	if err := a.inject("release"); err != nil {
 		return err

@@ -461,7 +461,7 @@ func (c *Cluster) Partition(name string) error {
 		return err
 	}
 	c.w.members[n.name].isolated = true
-	c.disturbed["partition:"+name] = true
+	c.disturb("partition:" + name)
 	c.event("partition", name, "", "")
 	return nil
 }
@@ -489,7 +489,7 @@ func (c *Cluster) Pause(name string) error {
 		return err
 	}
 	c.s.pause(n.sid)
-	c.disturbed["pause:"+name] = true
+	c.disturb("pause:" + name)
 	c.event("pause", name, "", "")
 	return nil
 }
@@ -509,7 +509,22 @@ func (c *Cluster) Resume(name string) error {
 // Disturb marks a fault the caller injected itself (a broker or store
 // fault) as in force, so kills meanwhile are not held to the failover
 // bound; Undisturb ends it.
-func (c *Cluster) Disturb(what string)   { c.disturbed[what] = true }
+func (c *Cluster) Disturb(what string) { c.disturb(what) }
+
+// disturb records a fault in force. A fault that begins while a kill's
+// failover is still within its bound makes that failover exempt from the
+// bound too: a store outage during a failover legitimately delays it (the
+// units retry, fail to their supervisors and are restarted after a backoff
+// once the store is back), and how much longer is not the failover's.
+func (c *Cluster) disturb(what string) {
+	c.disturbed[what] = true
+	for i := range c.led.kills {
+		if k := &c.led.kills[i]; k.clean && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
+			k.clean = false
+			c.event("failover-exempt", k.node, "", what)
+		}
+	}
+}
 func (c *Cluster) Undisturb(what string) { delete(c.disturbed, what) }
 
 // Busy reports whether node has a job of kind in flight ("fetch",

@@ -22,6 +22,9 @@ type SimOptions struct {
 	BreakFencing bool
 	// Log, when set, receives one line per scenario step.
 	Log func(string)
+	// Inspect, when set, is called with the cluster after it settled and
+	// before the invariants are checked (to look at its event log).
+	Inspect func(*Cluster)
 }
 
 // SimResult is the outcome of one random run.
@@ -222,6 +225,9 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)
+	if opt.Inspect != nil {
+		opt.Inspect(c)
+	}
 	rep := c.Report()
 	res.Digest, res.Applied, res.Lost, res.Duplicated, res.Violations = c.Digest(), rep.Applied, rep.Lost, rep.Duplicated, rep.Violations
 	if !res.Settled && len(res.Violations) == 0 && rep.Lost == 0 {

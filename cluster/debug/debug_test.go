@@ -223,7 +223,7 @@ func TestNodeTreeHasTheContractFieldNames(t *testing.T) {
 		}
 	}
 	unit := src["units"].([]any)[1].(map[string]any)
-	want := []string{"acked", "applied", "dead_lettered", "last_error", "last_pull_at", "lag", "lease_expires_at", "lease_token",
+	want := []string{"acked", "applied", "dead_lettered", "last_error", "last_error_at", "last_pull_at", "lag", "lease_expires_at", "lease_token",
 		"next_retry_at", "node", "position", "received", "rejected", "restarts", "state", "unit"}
 	sort.Strings(want)
 	if k := keys(unit); !slices.Equal(k, want) {

@@ -23,6 +23,7 @@ type Metrics struct {
 	lag          *prometheus.GaugeVec
 	restarts     *prometheus.CounterVec
 	leaseChanges *prometheus.CounterVec
+	resets       *prometheus.CounterVec
 	members      prometheus.Gauge
 
 	unitVecs []*prometheus.MetricVec
@@ -59,6 +60,8 @@ func New(reg *prometheus.Registry, node string) *Metrics {
 		}, unitLabels),
 		restarts:     counter("restarts_total", "Restarts of the unit actor after it failed."),
 		leaseChanges: counter("lease_changes_total", "Changes of the unit's lease on this node (acquired, lost, released)."),
+		resets: counter("position_resets_total", "Checkpoints reset on this node because the broker no longer had their position "+
+			"(deleted by retention, or unknown: a recreated topic); kept when the unit moves."),
 		members: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "drover", Subsystem: "cluster", Name: "members", ConstLabels: constLabels,
 			Help: "Members (alive or leaving, this node included) in this node's membership view.",
@@ -68,7 +71,7 @@ func New(reg *prometheus.Registry, node string) *Metrics {
 		m.received.MetricVec, m.applied.MetricVec, m.rejected.MetricVec, m.deadLettered.MetricVec,
 		m.acked.MetricVec, m.lag.MetricVec, m.restarts.MetricVec, m.leaseChanges.MetricVec,
 	}
-	reg.MustRegister(m.received, m.applied, m.rejected, m.deadLettered, m.acked, m.lag, m.restarts, m.leaseChanges, m.members)
+	reg.MustRegister(m.received, m.applied, m.rejected, m.deadLettered, m.acked, m.lag, m.restarts, m.leaseChanges, m.resets, m.members)
 	return m
 }
 
@@ -109,6 +112,10 @@ func (m *Metrics) Restarted(source, unit string) { add(m.restarts, source, unit,
 
 // LeaseChanged counts one change of the unit's lease.
 func (m *Metrics) LeaseChanged(source, unit string) { add(m.leaseChanges, source, unit, 1) }
+
+// PositionReset counts one checkpoint reset (on_position_reset). Its series
+// is not forgotten when the unit moves: a reset is rare and worth an alert.
+func (m *Metrics) PositionReset(source, unit string) { add(m.resets, source, unit, 1) }
 
 // SetMembers records the size of this node's membership view.
 func (m *Metrics) SetMembers(n int) { m.members.Set(float64(n)) }

@@ -1,0 +1,194 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// leaser renews every lease the node's units hold, in one store call per
+// round (persistence.Leases.RenewLeases), every RenewInterval. One
+// statement per node and round keeps a short interval cheap with thousands
+// of units; the short interval is what lets others take over a dead
+// node's leases soon after failure detection (a holder absent from their
+// view is taken over once its last renewal is older than RenewInterval +
+// TakeoverMargin), while a holder that still renews keeps its leases
+// whatever anyone's view says.
+//
+// Units register a lease when they acquire it and drop it when they
+// release or lose it. A lease the store reports lost is told to its unit
+// (leaseLostNote, with the token, so that a unit that acquired the lease
+// again meanwhile ignores it). Renewal errors are not failures of the
+// units: fencing keeps an expired lease safe, and the apply path reports
+// store trouble; the leaser logs them (rate-limited) and tries again at
+// the next round.
+type leaser struct {
+	ne    *nodeEnv
+	held  map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
+	busy  bool                  // a round is in flight
+	timer clock.Timer
+	every time.Duration
+
+	failing  int       // consecutive failed rounds
+	loggedAt time.Time // last WARN about failed rounds
+}
+
+type heldLease struct {
+	lease  persistence.Lease
+	ttl    time.Duration
+	pid    *actor.PID
+	source string
+}
+
+// messages
+type (
+	// leaseHeld registers a lease a unit acquired.
+	leaseHeld struct {
+		lease  persistence.Lease
+		ttl    time.Duration
+		pid    *actor.PID
+		source string
+	}
+	// leaseDropped unregisters a unit's lease (released, lost, stopped).
+	leaseDropped struct {
+		unit  string
+		token int64
+	}
+	// leaseLostNote tells a unit the store no longer has its lease.
+	leaseLostNote struct{ token int64 }
+	renewTick     struct{}
+	renewDone     struct {
+		sent    map[string]int64 // unit -> token renewed
+		renewed []persistence.Lease
+		lost    []string
+		err     error
+	}
+)
+
+// leaseTable is the leaser's registry of held leases. It is made once per
+// node and handed to every instance of the leaser actor, so that a restart
+// of the actor (a bug) does not forget the leases it must renew. Only the
+// current instance touches it, on its own goroutine.
+type leaseTable struct{ held map[string]*heldLease }
+
+func newLeaseTable() *leaseTable { return &leaseTable{held: map[string]*heldLease{}} }
+
+func newLeaser(ne *nodeEnv, minTTL time.Duration, t *leaseTable) *leaser {
+	every := ne.tuning.RenewInterval
+	if minTTL > 0 && minTTL/3 < every {
+		every = minTTL / 3
+	}
+	return &leaser{ne: ne, held: t.held, every: every}
+}
+
+func (l *leaser) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		l.schedule(ctx)
+	case *leaseHeld:
+		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
+	case *leaseDropped:
+		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
+			delete(l.held, m.unit)
+		}
+	case *renewTick:
+		l.timer = nil
+		l.round(ctx)
+		l.schedule(ctx)
+	case *renewDone:
+		l.busy = false
+		l.done(ctx, m)
+	case *actor.Stopping, *actor.Restarting:
+		if l.timer != nil {
+			l.timer.Stop()
+			l.timer = nil
+		}
+	}
+}
+
+func (l *leaser) schedule(ctx actor.Context) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	l.timer = l.ne.env.Clock.AfterFunc(l.every, func() { root.Send(self, &renewTick{}) })
+}
+
+// round renews every registered lease unless a round is still in flight
+// (a slow store: the next tick tries again).
+func (l *leaser) round(ctx actor.Context) {
+	if l.busy || len(l.held) == 0 {
+		return
+	}
+	byTTL := map[time.Duration][]persistence.Lease{}
+	sent := make(map[string]int64, len(l.held))
+	for _, u := range sortedKeys(l.held) {
+		h := l.held[u]
+		byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
+		sent[u] = h.lease.Token
+	}
+	ttls := make([]time.Duration, 0, len(byTTL))
+	for ttl := range byTTL {
+		ttls = append(ttls, ttl)
+	}
+	sort.Slice(ttls, func(i, j int) bool { return ttls[i] < ttls[j] })
+	l.busy = true
+	store, owner := l.ne.env.Store, l.ne.env.Node
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "renew"), func(c context.Context) any {
+		d := &renewDone{sent: sent}
+		for _, ttl := range ttls {
+			renewed, lost, err := store.RenewLeases(c, owner, byTTL[ttl], ttl)
+			if err != nil {
+				d.err = err
+				return d
+			}
+			d.renewed = append(d.renewed, renewed...)
+			d.lost = append(d.lost, lost...)
+		}
+		return d
+	}, func(v any) { root.Send(self, v) })
+}
+
+func (l *leaser) done(ctx actor.Context, d *renewDone) {
+	now := l.ne.env.Clock.Now()
+	if d.err != nil {
+		l.failing++
+		l.ne.env.trace("renew-failed", l.ne.env.Node, d.err.Error())
+		if l.failing == 1 || now.Sub(l.loggedAt) >= l.ne.tuning.RetryLogEvery {
+			l.loggedAt = now
+			l.ne.env.logger().Warn("renew leases", "leases", len(d.sent), "failed_rounds", l.failing, "error", d.err)
+		}
+		return
+	}
+	if l.failing > 0 {
+		l.ne.env.logger().Info("renewing leases again", "after_failed_rounds", l.failing)
+		l.failing = 0
+	}
+	for _, nl := range d.renewed {
+		h, ok := l.held[nl.Unit]
+		if !ok || h.lease.Token != nl.Token {
+			continue // dropped or acquired again meanwhile
+		}
+		h.lease = nl
+		exp := nl.ExpiresAt
+		l.ne.reg.unit(h.source, nl.Unit, func(s *UnitStatus) {
+			if s.LeaseToken == nl.Token {
+				s.LeaseExpiresAt = timePtr(exp)
+			}
+		})
+	}
+	for _, u := range d.lost {
+		h, ok := l.held[u]
+		if !ok || h.lease.Token != d.sent[u] {
+			continue
+		}
+		delete(l.held, u)
+		l.ne.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
+		ctx.Send(h.pid, &leaseLostNote{token: h.lease.Token})
+	}
+}
