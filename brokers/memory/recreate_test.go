@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -39,6 +40,7 @@ func TestRecreate(t *testing.T) {
 	r3, _ := s.Open(ctx, "3", brokers.Start{})
 	tx := mustTx(t, s, "1")
 	txProduce(t, tx, "t")
+	idle := mustTx(t, s, "2") // wrote nothing yet
 
 	if err := s.Recreate(); err != nil {
 		t.Fatal(err)
@@ -68,6 +70,9 @@ func TestRecreate(t *testing.T) {
 	// Its open transactions are aborted.
 	if _, err := tx.Produce(brokers.Message{}); !errors.Is(err, ErrTxDone) {
 		t.Fatalf("produce in a transaction of the old stream: %v, want ErrTxDone", err)
+	}
+	if _, err := idle.Produce(brokers.Message{}); !errors.Is(err, ErrTxDone) || !strings.Contains(err.Error(), "recreated") {
+		t.Fatalf("produce in an idle transaction of the old stream: %v, want ErrTxDone naming the recreation", err)
 	}
 	// A new Open after an old position beyond the new end fails; one below
 	// the new end cannot be told from a new one (as on Kafka without topic

@@ -184,6 +184,15 @@ func TestTransactionEnd(t *testing.T) {
 		}
 	}
 
+	aborted := mustTx(t, s, "0")
+	txProduce(t, aborted, "b")
+	if err := aborted.Abort(); err != nil {
+		t.Fatal(err)
+	}
+	if err := aborted.Commit(); !errors.Is(err, ErrTxDone) {
+		t.Errorf("commit after abort: %v, want ErrTxDone", err)
+	}
+
 	// A transaction that wrote nothing takes no offset.
 	empty := mustTx(t, s, "1")
 	if err := empty.Commit(); err != nil {
@@ -216,6 +225,11 @@ func TestTransactionEnd(t *testing.T) {
 	}
 	if _, err := s.BeginTx("9"); !errors.Is(err, brokers.ErrUnknownPartition) {
 		t.Fatalf("begin on an unknown partition: %v", err)
+	}
+	last := mustTx(t, s, "1")
+	_ = s.Close()
+	if err := last.Commit(); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("commit on a closed stream: %v, want ErrClosed", err)
 	}
 }
 
