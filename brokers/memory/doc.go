@@ -25,20 +25,58 @@
 // decimal offsets "0", "1", ... per partition, like Kafka. Split and Merge
 // close their parents (a reader of a closed partition gets its remaining
 // messages, the last batch with Result.End set) and create children whose
-// Partition.Parents name them, like a Kinesis reshard. Trim drops old
-// messages so that reading after a trimmed position fails with
-// brokers.ErrPositionGone.
+// Partition.Parents name them, like a Kinesis reshard. Forget removes a
+// closed partition from the listing with its messages, as Kinesis drops a
+// closed shard aged past retention; its children keep naming it. Trim drops
+// old messages so that reading after a trimmed position fails with
+// brokers.ErrPositionGone. An id is never reused within an incarnation.
+//
+// Starts: Open reads after Start.After, else from the first message stamped
+// at or after Start.At, else from the last stable offset (Latest) or the
+// oldest message held (Earliest). The Stream and its clients implement
+// brokers.Resolver: Latest resolves to Start{After: LSO-1}, Earliest to
+// Start{After: first held - 1}, either to Start{Mode: Earliest} when nothing
+// lies before it, so that a resolved start skips nothing written after
+// Resolve (Latest) or still held (Earliest). Starts never drop silently: a
+// start before the oldest message held (After a trimmed position, At a time
+// no later than a trimmed message's) fails with brokers.ErrPositionGone, one
+// after a position beyond the partition's end with
+// brokers.ErrPositionUnknown, both in a non-retryable *brokers.Error.
+//
+// Recreate deletes the stream and creates it again (a topic or stream
+// deleted and created with the same name): as many partitions as were open,
+// "0".."n-1", no parents, no messages, offsets from 0. Readers opened before
+// fail on their next Fetch, not retryable, with brokers.ErrPositionUnknown
+// (brokers.ErrUnknownPartition for an id the new stream lacks), as a client
+// that tells incarnations apart reports it. A new Open cannot tell an old
+// offset from a new one, as on Kafka without topic ids: after one beyond
+// the new end it fails with ErrPositionUnknown, after one below it reads on.
+//
+// Transactions (BeginTx, Tx.Produce, Tx.Commit, Tx.Abort) are seen as by
+// Kafka's read_committed consumers. A transaction's records take their
+// offsets at once but readers stop at the last stable offset (LSO), the
+// first offset of the oldest open transaction, so later messages wait until
+// it ends. Commit and Abort each write a control marker taking one offset;
+// readers step over markers and aborted records (returned positions have
+// gaps) and return committed records in place. Result.Lag counts offsets
+// from the reader's position to the LSO. Split and Merge abort the open
+// transactions of the partitions they close; Trim never removes records at
+// or past the LSO.
 //
 // # Queue
 //
 // Message ids are "m-1", "m-2", ... in Send order, used as both ID and
-// Position. Receive hands out the oldest messages that are neither in flight
+// Position. They are the queue's own and never reused, not even across
+// Recreate (which empties the queue while receivers go on), as SQS and
+// Pub/Sub ids are unique to the broker. Receive hands out the oldest messages that are neither in flight
 // nor delayed, each in flight until its ack deadline (judged by the clock at
 // each call, so a virtual clock moving past it makes it deliverable again with
 // Deliveries+1). Only the latest delivery of a message can be acked, nacked
 // or extended: a late ack from a receiver whose deadline passed and whose
 // message went to someone else is ignored, as the dedupe table makes it
-// harmless.
+// harmless. Extend keeps a delivery in flight as long as each extension
+// comes before its deadline; one that comes after is ignored and the
+// message stays deliverable (SQS: MessageNotInflight).
 //
 // # Clients
 //

@@ -14,6 +14,7 @@ const (
 	OpPartitions = "partitions" // Stream.Partitions
 	OpOpen       = "open"       // Stream.Open, Queue.Open
 	OpFetch      = "fetch"      // Reader.Fetch
+	OpResolve    = "resolve"    // Stream.Resolve
 	OpReceive    = "receive"    // Receiver.Receive
 	OpAck        = "ack"        // Receiver.Ack
 	OpNack       = "nack"       // Receiver.Nack
@@ -23,7 +24,7 @@ const (
 
 func validOp(op string) bool {
 	switch op {
-	case OpPartitions, OpOpen, OpFetch, OpReceive, OpAck, OpNack, OpExtend, OpAny:
+	case OpPartitions, OpOpen, OpFetch, OpResolve, OpReceive, OpAck, OpNack, OpExtend, OpAny:
 		return true
 	}
 	return false

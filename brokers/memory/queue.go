@@ -101,7 +101,8 @@ func NewQueue(cfg QueueConfig) (*Queue, error) {
 }
 
 // Send enqueues msgs and returns their ids ("m-1", "m-2", ...), which are
-// also their Positions. A zero Time is set to the clock's now. The slices are
+// also their Positions. Ids are the queue's own and never reused, not even
+// across Recreate, as SQS and Pub/Sub ids are unique to the broker. A zero Time is set to the clock's now. The slices are
 // copied. Sending to a closed queue drops the messages and returns nil.
 func (q *Queue) Send(msgs ...brokers.Message) []string {
 	q.mu.Lock()
@@ -229,6 +230,27 @@ func (q *Queue) openReceiver(ctx context.Context, owner *QueueClient, slot strin
 		return nil, err
 	}
 	return &Receiver{q: q, slot: slot, owner: owner}, nil
+}
+
+// Recreate deletes the queue and creates it again, as an operator
+// deleting an SQS queue or a Pub/Sub subscription and creating one of the
+// same name does: every message, acked or not, in flight or not, is gone.
+// Receivers opened before go on receiving from the new queue (a queue URL
+// or subscription name stays valid); acks, nacks and extensions of messages
+// received before are ignored, as for any delivery that is no longer
+// current. Ids go on from where they were: the queue never reuses one.
+// Injected faults stay.
+func (q *Queue) Recreate() error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return &brokers.Error{Op: "recreate", Err: brokers.ErrClosed}
+	}
+	q.msgs = nil
+	q.byID = make(map[string]*queued)
+	q.live = 0
+	q.notifyLocked()
+	return nil
 }
 
 // Close closes the queue and every receiver (a receiver is closed when
@@ -475,14 +497,19 @@ func (r *Receiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.
 	})
 }
 
-// Extend moves the ack deadline of msgs to d from now. Messages delivered
-// again since, nacked, or acked are left alone.
+// Extend moves the ack deadline of msgs to d from now, keeping them
+// invisible to other receivers however often it is called in time. A
+// delivery whose deadline has already passed is no longer in flight and is
+// left alone (SQS answers MessageNotInflight): the message is deliverable
+// again, so an extension that comes too late cannot hide a redelivery.
+// Messages delivered again since, nacked, or acked are left alone too.
 func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Duration) error {
 	q := r.q
 	return r.settle(ctx, OpExtend, msgs, func(targets []*queued) {
 		now := q.clock.Now()
 		for _, qm := range targets {
-			if qm.holder != nil { // not given back by a nack
+			// holder is nil when a nack gave the message back.
+			if qm.holder != nil && now.Before(qm.deadline) {
 				qm.deadline = now.Add(max(d, 0))
 			}
 		}

@@ -507,3 +507,123 @@ func TestQueueClientCloseLeavesBroker(t *testing.T) {
 		t.Fatalf("other client's receiver = %+v, %v", res, err)
 	}
 }
+
+// An apply slower than the ack deadline, extended on a timer (issue 9,
+// item 9): the message stays invisible to every other receiver for as
+// long as the extensions come in time, and is acked once.
+func TestExtendKeepsMessageInvisible(t *testing.T) {
+	ctx := context.Background()
+	q, c := newTestQueue(t, 10*time.Second)
+	sendN(q, 1)
+	r, other := openReceiver(t, q, "slot-0"), openReceiver(t, q, "slot-1")
+	msgs := receive(t, r, 1)
+	var ext brokers.Extender = r
+	for i := range 6 { // 48 s in all, almost five deadlines
+		c.Advance(8 * time.Second)
+		if err := ext.Extend(ctx, msgs, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if got := receive(t, other, 10); len(got) != 0 {
+			t.Fatalf("after extension %d (%v in): delivered again %+v", i+1, time.Duration(i+1)*8*time.Second, got)
+		}
+		if got := queueCounts(q); got != (counts{0, 1, 0}) {
+			t.Fatalf("after extension %d: counts %+v", i+1, got)
+		}
+	}
+	if err := r.Ack(ctx, msgs); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(time.Hour)
+	if got := receive(t, other, 10); len(got) != 0 {
+		t.Fatalf("delivered after the ack: %+v", got)
+	}
+	if got := queueCounts(q); got != (counts{0, 0, 1}) {
+		t.Fatalf("counts = %+v, want one acked", got)
+	}
+}
+
+// An extension that comes after the deadline does not take the message
+// back: it is deliverable again (SQS: MessageNotInflight). Before, it
+// revived the expired delivery whenever no other receiver had taken the
+// message yet, which hid a too-slow extension timer from the simulator.
+func TestExtendAfterDeadlineIsLate(t *testing.T) {
+	ctx := context.Background()
+	q, c := newTestQueue(t, 10*time.Second)
+	sendN(q, 1)
+	r, other := openReceiver(t, q, "slot-0"), openReceiver(t, q, "slot-1")
+	msgs := receive(t, r, 1)
+	c.Advance(10 * time.Second)
+	if err := r.Extend(ctx, msgs, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if got := queueCounts(q); got != (counts{1, 0, 0}) {
+		t.Fatalf("after a late extension: counts %+v, want the message pending", got)
+	}
+	got := receive(t, other, 1)
+	if len(got) != 1 || got[0].ID != msgs[0].ID || got[0].Deliveries != 2 {
+		t.Fatalf("other receiver = %+v, want the message's second delivery", got)
+	}
+	// The first receiver's extension of its old delivery is ignored too.
+	if err := r.Extend(ctx, msgs, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	c.Advance(10 * time.Second)
+	if got := queueCounts(q); got != (counts{1, 0, 0}) {
+		t.Fatalf("the old delivery's extension kept the new one: counts %+v", got)
+	}
+}
+
+func TestQueueRecreate(t *testing.T) {
+	ctx := context.Background()
+	q, c := newTestQueue(t, time.Minute)
+	seen := map[string]bool{}
+	note := func(ids []string) {
+		for _, id := range ids {
+			if seen[id] {
+				t.Fatalf("id %s reused", id)
+			}
+			seen[id] = true
+		}
+	}
+	note(sendN(q, 3))
+	r := openReceiver(t, q, "slot-0")
+	old := receive(t, r, 2)
+	if err := q.Recreate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := queueCounts(q); got != (counts{0, 0, 0}) {
+		t.Fatalf("after recreate: counts %+v, want an empty queue", got)
+	}
+	note(sendN(q, 2))
+	// Settling a delivery of the old queue does nothing, and fails nothing.
+	if err := r.Ack(ctx, old[:1]); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Nack(ctx, old[1:], 0); err != nil {
+		t.Fatal(err)
+	}
+	if got := queueCounts(q); got != (counts{2, 0, 0}) {
+		t.Fatalf("after settling old deliveries: counts %+v", got)
+	}
+	got := receive(t, r, 10) // the receiver goes on with the new queue
+	if want := []string{"m-4", "m-5"}; !reflect.DeepEqual(ids(got), want) {
+		t.Fatalf("receive after recreate = %v, want %v", ids(got), want)
+	}
+	for _, m := range got {
+		if m.Deliveries != 1 {
+			t.Fatalf("first delivery of %s numbered %d", m.ID, m.Deliveries)
+		}
+	}
+	if err := q.Recreate(); err != nil {
+		t.Fatal(err)
+	}
+	note(sendN(q, 1))
+	c.Advance(time.Hour)
+	if got := receive(t, r, 10); !reflect.DeepEqual(ids(got), []string{"m-6"}) {
+		t.Fatalf("after a second recreate: %v", ids(got))
+	}
+	_ = q.Close()
+	if err := q.Recreate(); !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("recreate of a closed queue: %v", err)
+	}
+}

@@ -56,20 +56,60 @@ type Stream struct {
 	closed bool
 }
 
-var _ brokers.Stream = (*Stream)(nil)
+var (
+	_ brokers.Stream   = (*Stream)(nil)
+	_ brokers.Resolver = (*Stream)(nil)
+)
 
 type partition struct {
 	id      string
 	parents []string
-	base    int64             // offset of msgs[0]; offsets below were trimmed
-	msgs    []brokers.Message // offsets base, base+1, ...
-	closed  bool              // split or merged: no more messages
+	base    int64    // offset of recs[0]; offsets below were trimmed
+	recs    []record // offsets base, base+1, ...
+	closed  bool     // split or merged: no more messages
+	// forgotten: no longer listed, its messages gone (Forget).
+	forgotten bool
+	// gone: the stream was recreated; this partition belongs to the
+	// incarnation before (Recreate).
+	gone bool
+	// openTx are the open transactions that hold records here, in the
+	// order of their first record.
+	openTx []*Tx
+	// trimmedTime is the latest Time of a message trimmed away (zero when
+	// none was), so that a start At a time no later than it is known to
+	// miss a message.
+	trimmedTime time.Time
 	// wake is closed and replaced whenever a reader waiting on this
-	// partition has something new to look at (messages, closing, Close).
+	// partition has something new to look at (messages, a transaction
+	// ending, closing, Close).
 	wake chan struct{}
 }
 
-func (p *partition) end() int64 { return p.base + int64(len(p.msgs)) }
+// record is one offset of a partition: a message, plain or written in a
+// transaction, or a transaction's control marker.
+type record struct {
+	msg    brokers.Message
+	tx     *Tx  // the transaction that wrote it; nil for a plain message
+	marker bool // the commit or abort marker of tx: never returned
+}
+
+// visible reports whether a reader returns the record. Only records below
+// the last stable offset are asked, so tx is never open here.
+func (r *record) visible() bool {
+	return !r.marker && (r.tx == nil || r.tx.state == txCommitted)
+}
+
+func (p *partition) end() int64 { return p.base + int64(len(p.recs)) }
+
+// lso is the last stable offset: the first offset of the oldest open
+// transaction, or the end when none is open. Readers do not read at or
+// past it.
+func (p *partition) lso() int64 {
+	if len(p.openTx) == 0 {
+		return p.end()
+	}
+	return p.openTx[0].first
+}
 
 func (p *partition) notify() {
 	close(p.wake)
@@ -127,8 +167,7 @@ func (s *Stream) Split(partition string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.closed = true
-	p.notify()
+	s.closeLocked(p)
 	return s.addLocked(2, []string{partition}), nil
 }
 
@@ -148,10 +187,88 @@ func (s *Stream) Merge(a, b string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	pa.closed, pb.closed = true, true
-	pa.notify()
-	pb.notify()
+	s.closeLocked(pa)
+	s.closeLocked(pb)
 	return s.addLocked(1, []string{a, b})[0], nil
+}
+
+// closeLocked closes p for a reshard. Its open transactions are aborted
+// first (their markers written), so that its last stable offset is its end
+// and a reader reaches End.
+func (s *Stream) closeLocked(p *partition) {
+	for len(p.openTx) > 0 {
+		tx := p.openTx[0]
+		tx.ended = reasonReshard
+		s.endTxLocked(tx, txAborted)
+	}
+	p.closed = true
+	p.notify()
+}
+
+// Forget removes a closed partition from the listing, as Kinesis stops
+// listing a closed shard once it has aged past retention. Its messages
+// aged out with it: a reader still open on it gets brokers.ErrPositionGone
+// if it had not read them all, End if it had; Open, Resolve, Trim and
+// Produce then fail with brokers.ErrUnknownPartition. Its children keep
+// naming it in their Parents. Forgetting an open partition is an error.
+func (s *Stream) Forget(partition string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &brokers.Error{Op: "forget", Err: brokers.ErrClosed}
+	}
+	p, ok := s.byID[partition]
+	if !ok {
+		return &brokers.Error{Op: "forget", Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
+	}
+	if !p.closed {
+		return fmt.Errorf("memory stream: forget: partition %s is open; only a closed partition (split or merged) can be forgotten", partition)
+	}
+	s.trimLocked(p, p.end())
+	p.forgotten = true
+	delete(s.byID, partition)
+	p.notify()
+	return nil
+}
+
+// Recreate deletes the stream and creates it again, as an operator
+// deleting a Kafka topic or a Kinesis stream and creating one of the same
+// name does. The new stream has as many partitions as the old one had open
+// (not closed by a reshard), named "0".."n-1", without parents; every
+// message is gone and offsets restart at 0. Open transactions are aborted
+// (later calls on them fail with ErrTxDone).
+//
+// Readers opened before keep pointing at the old incarnation, as a client
+// holding a position does: their next Fetch fails, not retryable, with
+// brokers.ErrPositionUnknown (ErrUnknownPartition when the new stream has
+// no partition of that id), as a client that can tell incarnations apart
+// reports it (Kafka's topic ids, Kinesis sequence numbers that name their
+// stream). A new Open cannot tell an old offset from a new one, as on Kafka
+// without topic ids: after a position beyond a partition's new end it fails
+// with ErrPositionUnknown, after one below it reads on from there.
+// Injected faults stay.
+func (s *Stream) Recreate() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return &brokers.Error{Op: "recreate", Err: brokers.ErrClosed}
+	}
+	n := 0
+	for _, p := range s.parts {
+		if !p.closed {
+			n++
+		}
+		for _, tx := range p.openTx {
+			tx.state, tx.ended = txAborted, reasonRecreated
+		}
+		p.openTx = nil
+		p.gone = true
+		p.notify()
+	}
+	s.parts = nil
+	s.byID = make(map[string]*partition)
+	s.addLocked(max(n, 1), nil)
+	return nil
 }
 
 func (s *Stream) openPartitionLocked(op, id string) (*partition, error) {
@@ -181,6 +298,14 @@ func (s *Stream) Produce(partition string, msgs ...brokers.Message) ([]string, e
 	if len(msgs) == 0 {
 		return nil, nil
 	}
+	positions := s.appendLocked(p, nil, msgs)
+	p.notify()
+	return positions, nil
+}
+
+// appendLocked appends msgs to p as records of tx (nil: plain) and returns
+// their positions.
+func (s *Stream) appendLocked(p *partition, tx *Tx, msgs []brokers.Message) []string {
 	now := s.clock.Now()
 	positions := make([]string, len(msgs))
 	for i, m := range msgs {
@@ -192,16 +317,16 @@ func (s *Stream) Produce(partition string, msgs ...brokers.Message) ([]string, e
 		if m.Time.IsZero() {
 			m.Time = now
 		}
-		p.msgs = append(p.msgs, m)
+		p.recs = append(p.recs, record{msg: m, tx: tx})
 		positions[i] = m.Position
 	}
-	p.notify()
-	return positions, nil
+	return positions
 }
 
 // Trim deletes the messages of partition before position before (as
 // retention does). Reading after a trimmed position then fails with
-// brokers.ErrPositionGone. Trimming past the end trims everything.
+// brokers.ErrPositionGone. Trimming past the end trims everything up to
+// the last stable offset: records of an open transaction are kept.
 func (s *Stream) Trim(partition, before string) error {
 	off, err := parseOffset(before)
 	if err != nil {
@@ -216,14 +341,23 @@ func (s *Stream) Trim(partition, before string) error {
 	if !ok {
 		return &brokers.Error{Op: "trim", Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
 	}
-	off = min(off, p.end())
+	s.trimLocked(p, min(off, p.lso()))
+	return nil
+}
+
+// trimLocked drops the records of p before off (at most its end).
+func (s *Stream) trimLocked(p *partition, off int64) {
 	if off <= p.base {
-		return nil
+		return
 	}
-	p.msgs = append([]brokers.Message(nil), p.msgs[off-p.base:]...)
+	for _, r := range p.recs[:off-p.base] {
+		if !r.marker && r.msg.Time.After(p.trimmedTime) {
+			p.trimmedTime = r.msg.Time
+		}
+	}
+	p.recs = append([]record(nil), p.recs[off-p.base:]...)
 	p.base = off
 	p.notify()
-	return nil
 }
 
 // FailNext makes the next n calls of op fail with err; nil err means a
@@ -250,7 +384,8 @@ func (s *Stream) ClearFaults() {
 	s.faults.clear()
 }
 
-// Partitions lists every partition, closed ones included, in creation order.
+// Partitions lists every partition, closed ones included, in creation
+// order; forgotten ones (Forget) are left out.
 func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	if err := s.enter(ctx, OpPartitions); err != nil {
 		return nil, err
@@ -260,9 +395,11 @@ func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	if err := s.checkLocked(OpPartitions); err != nil {
 		return nil, err
 	}
-	out := make([]brokers.Partition, len(s.parts))
-	for i, p := range s.parts {
-		out[i] = brokers.Partition{ID: p.id, Parents: append([]string(nil), p.parents...)}
+	out := make([]brokers.Partition, 0, len(s.parts))
+	for _, p := range s.parts {
+		if !p.forgotten {
+			out = append(out, brokers.Partition{ID: p.id, Parents: append([]string(nil), p.parents...)})
+		}
 	}
 	return out, nil
 }
@@ -290,7 +427,13 @@ func (s *Stream) checkLocked(op string) error {
 	return s.faults.take(op)
 }
 
-// Open returns a reader of partition positioned at start.
+// Open returns a reader of partition positioned at start: after
+// start.After; else at the first message stamped at or after start.At;
+// else at the last stable offset (Latest) or the oldest message held
+// (Earliest). Opening after a trimmed position, or At a time no later than
+// that of a trimmed message, fails with brokers.ErrPositionGone; after a
+// position beyond the partition's end with brokers.ErrPositionUnknown;
+// both are not retryable.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
 	r, err := s.OpenReader(ctx, partition, start)
 	if err != nil {
@@ -334,8 +477,23 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 		if r.next < p.base {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (oldest held is %d): %w", partition, start.After, p.base, brokers.ErrPositionGone)}
 		}
-	case start.Mode == brokers.Latest:
+		if r.next > p.end() {
+			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (its end is %d): %w", partition, start.After, p.end(), brokers.ErrPositionUnknown)}
+		}
+	case !start.At.IsZero():
+		if !p.trimmedTime.IsZero() && !p.trimmedTime.Before(start.At) {
+			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s at %s (a message stamped %s was trimmed): %w",
+				partition, start.At.Format(time.RFC3339Nano), p.trimmedTime.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
+		}
 		r.next = p.end()
+		for i := range p.recs {
+			if rec := &p.recs[i]; !rec.marker && !rec.msg.Time.Before(start.At) {
+				r.next = p.base + int64(i)
+				break
+			}
+		}
+	case start.Mode == brokers.Latest:
+		r.next = p.lso()
 	default:
 		r.next = p.base
 	}
@@ -343,6 +501,44 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 		owner.readers[r] = struct{}{}
 	}
 	return r, nil
+}
+
+// Resolve turns mode into a concrete start of partition
+// (brokers.Resolver). Latest is after the message before the last stable
+// offset, so that a committed transaction still open now is read; Earliest
+// is after the last trimmed position. Either is Start{Mode: Earliest} when
+// nothing lies before it (no message was ever written, or none trimmed).
+func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	return s.resolve(ctx, nil, partition, mode)
+}
+
+func (s *Stream) resolve(ctx context.Context, owner *StreamClient, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	if mode != brokers.Earliest && mode != brokers.Latest {
+		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: fmt.Errorf("unknown start mode %d", mode)}
+	}
+	if err := s.enter(ctx, OpResolve); err != nil {
+		return brokers.Start{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if owner != nil && owner.closed {
+		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: brokers.ErrClosed}
+	}
+	if err := s.checkLocked(OpResolve); err != nil {
+		return brokers.Start{}, err
+	}
+	p, ok := s.byID[partition]
+	if !ok {
+		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
+	}
+	first := p.base // the first offset the start must not skip
+	if mode == brokers.Latest {
+		first = p.lso()
+	}
+	if first == 0 {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{After: strconv.FormatInt(first-1, 10)}, nil
 }
 
 // Close closes the stream and every reader opened from it (a reader is
@@ -373,10 +569,15 @@ type Reader struct {
 
 var _ brokers.Reader = (*Reader)(nil)
 
-// Fetch returns up to max messages after the reader's position. When there
-// are none it waits up to wait for some to arrive (returning early when they
-// do), then looks once more. On a closed partition the batch that returns
-// the last message, or any later fetch, has End set.
+// Fetch returns up to max messages after the reader's position, as Kafka's
+// read_committed does: never at or past the last stable offset, never a
+// record of an aborted transaction or a control marker (the position steps
+// over them). Lag counts the offsets from the position to the last stable
+// offset. When there is nothing to return it waits up to wait for messages
+// to become readable (returning early when they do), then looks once more.
+// On a closed partition the batch that returns the last message, or any
+// later fetch, has End set. A reader of a partition of a recreated stream
+// fails with brokers.ErrPositionUnknown (Stream.Recreate).
 func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	if max <= 0 {
 		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("max %d must be positive", max)}
@@ -444,24 +645,39 @@ func (r *Reader) checkLocked() error {
 
 func (r *Reader) readLocked(max int) (brokers.Result, error) {
 	p := r.p
+	if p.gone {
+		if _, ok := r.s.byID[p.id]; !ok {
+			return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %q: the stream was recreated without it: %w", p.id, brokers.ErrUnknownPartition)}
+		}
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d: the stream was recreated: %w", p.id, r.next, brokers.ErrPositionUnknown)}
+	}
 	if r.next < p.base {
-		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (oldest held is %d): %w", p.id, r.next, p.base, brokers.ErrPositionGone)}
+		what := "oldest held is " + strconv.FormatInt(p.base, 10)
+		if p.forgotten {
+			what = "the partition aged out"
+		}
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (%s): %w", p.id, r.next, what, brokers.ErrPositionGone)}
 	}
 	end := p.end()
-	n := min(int64(max), max64(end-r.next, 0))
+	if r.next > end {
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (its end is %d): %w", p.id, r.next, end, brokers.ErrPositionUnknown)}
+	}
+	lso := p.lso()
 	var msgs []brokers.Message
-	if n > 0 {
-		msgs = make([]brokers.Message, n)
-		from := r.next - p.base
-		for i := range msgs {
-			msgs[i] = copyMessage(p.msgs[from+int64(i)])
+	for ; r.next < lso; r.next++ {
+		rec := &p.recs[r.next-p.base]
+		if !rec.visible() {
+			continue // aborted or a marker: stepped over, never returned
 		}
-		r.next += n
+		if len(msgs) == max {
+			break
+		}
+		msgs = append(msgs, copyMessage(rec.msg))
 	}
 	return brokers.Result{
 		Messages: msgs,
 		End:      p.closed && r.next >= end,
-		Lag:      max64(end-r.next, 0),
+		Lag:      max64(lso-r.next, 0),
 	}, nil
 }
 
@@ -527,7 +743,10 @@ type StreamClient struct {
 	closed  bool
 }
 
-var _ brokers.Stream = (*StreamClient)(nil)
+var (
+	_ brokers.Stream   = (*StreamClient)(nil)
+	_ brokers.Resolver = (*StreamClient)(nil)
+)
 
 // NewClient returns a new client of s.
 func (s *Stream) NewClient() *StreamClient {
@@ -552,6 +771,11 @@ func (c *StreamClient) Open(ctx context.Context, partition string, start brokers
 		return nil, err
 	}
 	return r, nil
+}
+
+// Resolve is Stream.Resolve.
+func (c *StreamClient) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	return c.s.resolve(ctx, c, partition, mode)
 }
 
 // Close closes the client and its readers; waiting fetches return

@@ -507,6 +507,25 @@ func streamScript(t *testing.T) string {
 	log("fetch %+v %v", res, err)
 	ps, err := s.Partitions(ctx)
 	log("partitions %+v %v waits=%v", ps, err, p.Waits())
+	tx, err := s.BeginTx("1")
+	log("begin %v", err)
+	pos, err := tx.Produce(brokers.Message{Value: []byte("t")})
+	log("tx produce %v %v", pos, err)
+	pos, err = s.Produce("1", brokers.Message{Value: []byte("behind")})
+	log("produce %v %v", pos, err)
+	st, err := s.Resolve(ctx, "1", brokers.Latest)
+	log("resolve %+v %v", st, err)
+	log("abort %v", tx.Abort())
+	r1, err := s.Open(ctx, "1", st)
+	log("open %v", err)
+	res, err = r1.Fetch(ctx, 10, time.Second)
+	log("fetch %+v %v", res, err)
+	log("forget %v", s.Forget("0"))
+	log("recreate %v", s.Recreate())
+	res, err = r1.Fetch(ctx, 10, time.Second)
+	log("fetch %+v %v", res, err)
+	ps, err = s.Partitions(ctx)
+	log("partitions %+v %v waits=%v", ps, err, p.Waits())
 	return b.String()
 }
 
@@ -515,8 +534,13 @@ func TestStreamDeterminism(t *testing.T) {
 	if a != b {
 		t.Fatalf("two runs differ:\n%s\n---\n%s", a, b)
 	}
-	if !strings.Contains(a, "injected") || !strings.Contains(a, "End:true") {
-		t.Fatalf("script did not exercise faults and resharding:\n%s", a)
+	for _, want := range []string{"injected", "End:true", "Value:[98 101 104 105 110 100]", "recreated"} {
+		if !strings.Contains(a, want) {
+			t.Fatalf("script did not exercise faults, resharding, transactions and recreation (no %q):\n%s", want, a)
+		}
+	}
+	if strings.Contains(a, "Value:[116]") {
+		t.Fatalf("an aborted record was read:\n%s", a)
 	}
 }
 
