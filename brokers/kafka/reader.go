@@ -25,10 +25,10 @@ type Reader struct {
 	topicID   [16]byte // as of Open; zero when the broker has no topic IDs
 
 	// Used only by the goroutine calling Fetch.
-	next    int64       // offset of the next record to return; -1 until known
-	end     int64       // last end seen (LSO, or HWM when read_uncommitted); -1 until known
-	pending *kgo.Record // a record polled beyond max, returned first by the next Fetch
-	failed  error       // a final error: every later Fetch returns it
+	next    int64         // offset of the next record to return; -1 until known
+	end     int64         // last end seen (LSO, or HWM when read_uncommitted); -1 until known
+	pending []*kgo.Record // records polled beyond max, taken first by the next Fetch
+	failed  error         // a final error: every later Fetch returns it
 	// undecided is an out of range error the bounds could not be listed
 	// for; the next Fetch decides it.
 	undecided error
@@ -76,8 +76,9 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	}
 
 	f := fetchState{r: r, max: max, offs: r.offs[:0]}
-	if rec := r.pending; rec != nil {
-		r.pending = nil
+	held := r.pending
+	r.pending = nil
+	for _, rec := range held {
 		f.add(rec)
 	}
 	for len(f.msgs) < max && f.posErr == nil {
@@ -96,7 +97,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	// record): step past them now, so that Lag and Committed count from
 	// the next offset that can hold data. A data record is kept for the
 	// next Fetch.
-	for len(f.msgs) == max && r.pending == nil && f.posErr == nil && f.err == nil {
+	for len(f.msgs) == max && len(r.pending) == 0 && f.posErr == nil && f.err == nil {
 		fetches := r.cl.PollRecords(nil, 1) //nolint:staticcheck // only what is buffered
 		if fetches.NumRecords() == 0 && len(fetches.Errors()) == 0 {
 			break
@@ -160,7 +161,7 @@ type fetchState struct {
 	max     int
 	msgs    []brokers.Message
 	offs    []int64
-	err     error // the first retryable error seen
+	err     error // the first other error seen
 	posErr  error // a position error: nothing after it is read
 	stepped bool  // a control record moved next
 }
@@ -206,9 +207,13 @@ func (f *fetchState) absorb(ctx context.Context, fetches kgo.Fetches) {
 }
 
 // add takes one polled record: a message, a control record to step past,
-// or, beyond max, the pending record of the next Fetch.
+// or, beyond max, a record held for the next Fetch.
 func (f *fetchState) add(rec *kgo.Record) {
 	r := f.r
+	if len(r.pending) > 0 {
+		r.pending = append(r.pending, rec) // in order, after what is held
+		return
+	}
 	if r.next >= 0 && rec.Offset < r.next {
 		return // already returned
 	}
@@ -218,7 +223,7 @@ func (f *fetchState) add(rec *kgo.Record) {
 		return
 	}
 	if len(f.msgs) == f.max {
-		r.pending = rec
+		r.pending = append(r.pending, rec)
 		return
 	}
 	if len(f.msgs) == cap(f.msgs) {
@@ -289,10 +294,10 @@ func (r *Reader) positionError(ctx context.Context, err error) (_ error, again b
 		return translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, err)), false
 	}
 	// Out of range: the client fetches where it stopped polling, which is
-	// the pending record's successor when one is held.
+	// after the records held for the next Fetch when there are some.
 	at := r.next
-	if r.pending != nil {
-		at = r.pending.Offset + 1
+	if n := len(r.pending); n > 0 {
+		at = r.pending[n-1].Offset + 1
 	}
 	if at < 0 {
 		return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: the log start moved before the first fetch: %w: %s", r.partition, brokers.ErrPositionGone, err)}, false
