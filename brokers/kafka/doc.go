@@ -78,6 +78,13 @@
 // partitions a drover node owns. A further client, owned by the Stream,
 // does metadata, offset listing and group commits.
 //
+// A reader's client keeps control records (kgo.KeepControlRecords) so
+// that the reader sees where the next fetch starts; Fetch never returns
+// them. When a poll reaches max, Fetch also takes what the client already
+// holds beyond it without waiting: control records are stepped past, and
+// the first data record (with whatever follows it) is held, in order, for
+// the next Fetch.
+//
 // The franz-go clients own their goroutines; Reader.Close and Stream.Close
 // close the clients and return after they have stopped. Fetch runs on the
 // caller's goroutine (an exec job): it waits on the client's buffer with a
