@@ -53,6 +53,12 @@ type Config struct {
 	// writes drover's positions to, so that broker-side lag tools see
 	// drover's progress. drover never reads it back.
 	CommitToGroup string
+	// ReadUncommitted reads the records of open and aborted transactions
+	// too (Kafka's isolation.level=read_uncommitted). By default a reader
+	// is read_committed: it returns only the records of committed
+	// transactions (and records written outside transactions), and stays
+	// behind the last stable offset while a transaction is open.
+	ReadUncommitted bool
 	// Logger receives the adapter's and the client library's logs. nil
 	// discards them. Secrets are never logged.
 	Logger *slog.Logger

@@ -7,15 +7,57 @@
 //
 //   - Order per partition: a Reader returns its partition's records in
 //     offset order, each once, with Position the decimal offset.
-//   - Start: After p resumes at offset p+1 and fails with
+//   - Isolation: read_committed by default (Config.ReadUncommitted opts
+//     out): a reader returns the records of committed transactions and
+//     records written outside transactions, never those of aborted ones,
+//     and waits at the last stable offset (LSO) while a transaction is
+//     open, so records written after it are held back with it. Control
+//     records (transaction markers) are never returned, with either
+//     isolation: the reader steps past them.
+//   - Start: After p resumes at offset p+1. Open fails with
 //     brokers.ErrPositionGone when p+1 is below the log start (retention or
-//     DeleteRecords removed it) or beyond the end (the topic was recreated);
-//     Latest is fixed at the high watermark when Open returns; Earliest is
-//     the log start. Records deleted while a reader is behind surface as
-//     ErrPositionGone from Fetch (the client never silently resets).
+//     DeleteRecords removed it) and with brokers.ErrPositionUnknown when it
+//     is beyond the high watermark (the topic was deleted and created
+//     again, or an unclean leader election truncated the log): such an
+//     offset may be reused by new records, so reading on after it would
+//     drop them. At t starts at the first record stamped at or after t
+//     (ListOffsets by timestamp), or at the end when there is none. Latest
+//     is fixed when Open returns, at the LSO (read_committed: a record of a
+//     transaction still open is read if it commits) or the high watermark;
+//     Earliest is the log start.
+//   - Resolve (brokers.Resolver) names a start as a position: Earliest is
+//     After logStart-1, Latest After end-1 (end as for Latest above);
+//     either is Start{Mode: Earliest} when that offset would be -1 (an
+//     empty partition, or nothing ever removed from its front).
+//   - While reading: a reader that falls below the log start fails with
+//     ErrPositionGone. One whose log was truncated under it fails with
+//     ErrPositionUnknown: the broker answers out of range and the fresh
+//     bounds show the reader's next offset at or beyond the end (or back
+//     inside a log written again), the client detects the truncation by
+//     leader epoch, or the topic ID changed (a recreated topic; franz-go
+//     reports it about 10 s after the recreation). These errors are final
+//     for the reader: every later Fetch returns the same error, and
+//     records fetched after it are never returned. The client never
+//     resets silently (NoResetOffset). A recreated topic that already
+//     holds more records than the checkpoint cannot be told from the old
+//     one by offsets: Open accepts it.
 //   - Carried: key, value, headers in order, the record timestamp; a record
-//     with a key and a null value is a Tombstone. Result.Lag is the high
-//     watermark minus the next offset.
+//     with a key and a null value is a Tombstone. Result.Lag is the LSO
+//     (the high watermark when read_uncommitted) minus the offset the next
+//     fetch starts at: 0 for a reader at the end, markers included.
+//   - Committed (commit_to_group) commits the offset the next fetch starts
+//     at, so that broker-side lag tools (which count from the high
+//     watermark) show 0 for a partition drover read to its end. The rule:
+//     when position is the last record a reader of the partition returned,
+//     the commit is the offset after the control records the reader has
+//     stepped past since (a transaction's commit or abort marker, and
+//     aborted records a read_committed reader never sees); otherwise it is
+//     position+1. A reader steps past the markers its client already holds
+//     before Fetch returns, and a read_committed fetch holds a
+//     transaction's records together with its marker, so the commit after
+//     a transaction is past its marker. A marker not yet fetched when the
+//     commit is made (read_uncommitted, where the marker can come long
+//     after the records) is counted from the next commit on.
 //   - Errors leave the package as *brokers.Error (Retryable decided here:
 //     Kafka's own retriable flag, connection errors retryable, TLS and
 //     authentication failures not) or as the caller's ctx.Err(); no
@@ -35,6 +77,13 @@
 // connection per owned partition, which is small for the tens of
 // partitions a drover node owns. A further client, owned by the Stream,
 // does metadata, offset listing and group commits.
+//
+// A reader's client keeps control records (kgo.KeepControlRecords) so
+// that the reader sees where the next fetch starts; Fetch never returns
+// them. When a poll reaches max, Fetch also takes what the client already
+// holds beyond it without waiting: control records are stepped past, and
+// the first data record (with whatever follows it) is held, in order, for
+// the next Fetch.
 //
 // The franz-go clients own their goroutines; Reader.Close and Stream.Close
 // close the clients and return after they have stopped. Fetch runs on the

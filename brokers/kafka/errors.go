@@ -34,7 +34,14 @@ func translate(ctx context.Context, op string, err error) error {
 	switch {
 	case errors.Is(err, kgo.ErrClientClosed):
 		return &brokers.Error{Op: op, Err: brokers.ErrClosed}
-	case errors.Is(err, kerr.OffsetOutOfRange), errors.As(err, &dataLoss):
+	case errors.As(err, &dataLoss):
+		// The client found the log truncated below where it was reading
+		// (an unclean leader election): the offsets it had are reused.
+		return &brokers.Error{Op: op, Err: fmt.Errorf("%w: %s", brokers.ErrPositionUnknown, err)}
+	case errors.Is(err, kerr.OffsetOutOfRange):
+		// Which side of the log the offset fell off is decided by the
+		// caller that knows the offset (Reader.positionError: below the
+		// start is gone, beyond the end unknown); without it, gone.
 		return &brokers.Error{Op: op, Err: fmt.Errorf("%w: %s", brokers.ErrPositionGone, err)}
 	case errors.As(err, &ke):
 		return &brokers.Error{Op: op, Retryable: ke.Retriable, Err: errors.New(err.Error())}

@@ -25,6 +25,8 @@ func TestTranslate(t *testing.T) {
 		retryable bool
 	}{
 		{"offset out of range", live, fmt.Errorf("p 0: %w", kerr.OffsetOutOfRange), brokers.ErrPositionGone, false},
+		// the client found the log truncated under it: its offsets are reused
+		{"data loss", live, fmt.Errorf("p 0: %w", &kgo.ErrDataLoss{Topic: "t", ConsumedTo: 9, ResetTo: 4}), brokers.ErrPositionUnknown, false},
 		{"client closed", live, kgo.ErrClientClosed, brokers.ErrClosed, false},
 		{"not leader", live, kerr.NotLeaderForPartition, nil, true},
 		{"auth failed", live, kerr.SaslAuthenticationFailed, nil, false},

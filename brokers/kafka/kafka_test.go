@@ -296,8 +296,8 @@ func TestOpenBadPositionAndClosed(t *testing.T) {
 	if _, err := s.Open(ctx, "0", brokers.Start{After: "abc"}); err == nil || brokers.Retryable(err) {
 		t.Fatalf("open after a non-offset: %v", err)
 	}
-	if _, err := s.Open(ctx, "0", brokers.Start{After: "5"}); !errors.Is(err, brokers.ErrPositionGone) {
-		t.Fatalf("open after a position beyond the end: %v, want ErrPositionGone", err)
+	if _, err := s.Open(ctx, "0", brokers.Start{After: "5"}); !errors.Is(err, brokers.ErrPositionUnknown) || brokers.Retryable(err) {
+		t.Fatalf("open after a position beyond the end: %v, want non-retryable ErrPositionUnknown", err)
 	}
 	_ = s.Close()
 	if err := s.Committed(ctx, "0", "1"); err == nil {

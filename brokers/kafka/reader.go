@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drover-dev/drover/brokers"
@@ -21,11 +22,22 @@ type Reader struct {
 	s         *Stream
 	cl        *kgo.Client
 	partition int32
+	topicID   [16]byte // as of Open; zero when the broker has no topic IDs
 
 	// Used only by the goroutine calling Fetch.
-	next int64 // offset of the next record to return; -1 until known
-	hwm  int64 // last high watermark seen; -1 until known
-	ends []int // scratch: where each position ends in a fetch's digits
+	next    int64         // offset of the next record to return; -1 until known
+	end     int64         // last end seen (LSO, or HWM when read_uncommitted); -1 until known
+	pending []*kgo.Record // records polled beyond max, taken first by the next Fetch
+	failed  error         // a final error: every later Fetch returns it
+	// undecided is an out of range error the bounds could not be listed
+	// for; the next Fetch decides it.
+	undecided error
+	offs      []int64 // scratch: the offsets of a fetch's messages
+
+	// Read by Stream.Committed from other goroutines.
+	hint      sync.Mutex
+	lastData  int64 // offset of the last record returned; -1 before any
+	afterData int64 // where the next fetch starts after lastData and the control records after it
 
 	closed    atomic.Bool
 	closeOnce sync.Once
@@ -35,7 +47,8 @@ var _ brokers.Reader = (*Reader)(nil)
 
 // Fetch returns up to max records. With none buffered it waits up to wait
 // for the client's background fetch to bring some, returning as soon as it
-// does. wait 0 returns only what is already buffered.
+// does. wait 0 returns only what is already buffered. Control records
+// (transaction markers) are never returned: the reader steps past them.
 func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	const op = "fetch"
 	if max <= 0 {
@@ -47,79 +60,268 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
 	}
-	var fetches kgo.Fetches
-	if wait <= 0 {
-		fetches = r.cl.PollRecords(nil, max) //nolint:staticcheck // nil: only what is buffered
-	} else {
-		pctx, cancel := context.WithTimeout(ctx, wait)
-		fetches = r.cl.PollRecords(pctx, max)
-		cancel()
+	if r.failed != nil {
+		return brokers.Result{}, r.failed
 	}
-	if r.closed.Load() {
-		return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	if r.undecided != nil {
+		// The client stopped fetching at a position error that could not
+		// be decided yet (the bounds were not listed): decide it first.
+		return brokers.Result{}, r.decide(ctx, r.undecided)
+	}
+	var pctx context.Context // nil: only what is buffered
+	if wait > 0 {
+		var cancel context.CancelFunc
+		pctx, cancel = context.WithTimeout(ctx, wait)
+		defer cancel()
 	}
 
-	var (
-		msgs     []brokers.Message
-		fetchErr error
-	)
-	fetches.EachError(func(_ string, _ int32, err error) {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return // our wait ended: nothing arrived in time
-		}
-		if fetchErr == nil {
-			fetchErr = err
-		}
-	})
-	ends := r.ends[:0] // where each message's position ends in digits
-	if n := fetches.NumRecords(); n > 0 {
-		msgs = make([]brokers.Message, 0, n)
+	f := fetchState{r: r, max: max, offs: r.offs[:0]}
+	held := r.pending
+	r.pending = nil
+	for _, rec := range held {
+		f.add(rec)
 	}
-	// All positions of the batch are written into one buffer and sliced
-	// out of one string: one allocation per fetch instead of one per
-	// record.
-	var digits []byte
-	fetches.EachPartition(func(fp kgo.FetchTopicPartition) {
-		if fp.Partition != r.partition {
-			return
+	for len(f.msgs) < max && f.posErr == nil {
+		fetches := r.cl.PollRecords(pctx, max-len(f.msgs)) //nolint:staticcheck // a nil ctx polls only what is buffered
+		if r.closed.Load() {
+			return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 		}
-		if fp.HighWatermark >= 0 {
-			r.hwm = fp.HighWatermark
+		f.absorb(ctx, fetches)
+		// Only control records, or nothing: wait on while wait lasts.
+		if len(f.msgs) > 0 || f.err != nil || pctx == nil || pctx.Err() != nil || ctx.Err() != nil {
+			break
 		}
-		if digits == nil {
-			digits = make([]byte, 0, len(fp.Records)*8)
-		}
-		for _, rec := range fp.Records {
-			if r.next >= 0 && rec.Offset < r.next {
-				continue // already returned
-			}
-			msgs = msgs[:len(msgs)+1] // filled in place: no 160-byte copy per record
-			fill(&msgs[len(msgs)-1], rec)
-			digits = strconv.AppendInt(digits, rec.Offset, 10)
-			ends = append(ends, len(digits))
-			r.next = rec.Offset + 1
-		}
-	})
-	all, from := string(digits), 0
-	for i, end := range ends {
-		msgs[i].Position = all[from:end]
-		from = end
 	}
-	r.ends = ends
-	if len(msgs) == 0 && fetchErr != nil {
+	// The records after the last one returned may be control records the
+	// client already holds (a transaction's commit marker follows its last
+	// record): step past them now, so that Lag and Committed count from
+	// the next offset that can hold data. A data record is kept for the
+	// next Fetch.
+	for len(f.msgs) == max && len(r.pending) == 0 && f.posErr == nil && f.err == nil {
+		fetches := r.cl.PollRecords(nil, 1) //nolint:staticcheck // only what is buffered
+		if fetches.NumRecords() == 0 && len(fetches.Errors()) == 0 {
+			break
+		}
+		f.absorb(ctx, fetches)
+	}
+	r.offs = f.offs
+
+	if f.posErr != nil {
+		err := r.decide(ctx, f.posErr)
+		if len(f.msgs) == 0 {
+			return brokers.Result{}, err
+		}
+		// The records before the error are the partition's: return them,
+		// and the error with the next Fetch.
+	} else if len(f.msgs) == 0 && f.err != nil {
 		if err := ctx.Err(); err != nil {
 			return brokers.Result{}, err
 		}
-		return brokers.Result{}, translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, fetchErr))
+		return brokers.Result{}, translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, f.err))
+	} else if f.err != nil {
+		r.s.log.Debug("kafka fetch returned records and an error", "partition", r.partition, "err", f.err)
 	}
-	if fetchErr != nil {
-		r.s.log.Debug("kafka fetch returned records and an error", "partition", r.partition, "err", fetchErr)
+
+	msgs := f.msgs
+	if len(msgs) > 0 {
+		// All positions of the batch are written into one buffer and
+		// sliced out of one string: one allocation per fetch instead of
+		// one per record.
+		last := f.offs[len(f.offs)-1]
+		digits := make([]byte, 0, len(msgs)*8)
+		for i, off := range f.offs {
+			digits = strconv.AppendInt(digits, off, 10)
+			f.offs[i] = int64(len(digits)) // now where its digits end
+		}
+		all, from := string(digits), 0
+		for i, end := range f.offs {
+			msgs[i].Position = all[from:end]
+			from = int(end)
+		}
+		r.hint.Lock()
+		r.lastData, r.afterData = last, r.next
+		r.hint.Unlock()
+	} else if f.stepped {
+		r.hint.Lock()
+		if r.lastData >= 0 && r.afterData < r.next {
+			r.afterData = r.next // control records after the last record returned
+		}
+		r.hint.Unlock()
 	}
 	lag := int64(-1)
-	if r.hwm >= 0 && r.next >= 0 {
-		lag = max64(r.hwm-r.next, 0)
+	if r.end >= 0 && r.next >= 0 {
+		lag = max64(r.end-r.next, 0)
 	}
 	return brokers.Result{Messages: msgs, Lag: lag}, nil
+}
+
+// fetchState gathers one Fetch's messages over one or more polls.
+type fetchState struct {
+	r       *Reader
+	max     int
+	msgs    []brokers.Message
+	offs    []int64
+	err     error // the first other error seen
+	posErr  error // a position error: nothing after it is read
+	stepped bool  // a control record moved next
+}
+
+// absorb takes the records and errors of one poll, in the client's order,
+// up to the first position error.
+func (f *fetchState) absorb(ctx context.Context, fetches kgo.Fetches) {
+	r := f.r
+	if n := fetches.NumRecords(); n > 0 && f.msgs == nil {
+		f.msgs = make([]brokers.Message, 0, min(n, f.max))
+	}
+	for _, ft := range fetches {
+		for _, t := range ft.Topics {
+			for i := range t.Partitions {
+				fp := &t.Partitions[i]
+				if fp.Partition == r.partition && t.Topic == r.s.cfg.Topic {
+					end := fp.LastStableOffset
+					if r.s.cfg.ReadUncommitted {
+						end = fp.HighWatermark
+					}
+					if end >= 0 {
+						r.end = end
+					}
+					for _, rec := range fp.Records {
+						f.add(rec)
+					}
+				}
+				if fp.Err == nil {
+					continue
+				}
+				switch {
+				case errors.Is(fp.Err, context.DeadlineExceeded) && ctx.Err() == nil:
+					// our wait ended: nothing arrived in time
+				case isPositionErr(fp.Err):
+					f.posErr = fp.Err
+					return
+				case f.err == nil:
+					f.err = fp.Err
+				}
+			}
+		}
+	}
+}
+
+// add takes one polled record: a message, a control record to step past,
+// or, beyond max, a record held for the next Fetch.
+func (f *fetchState) add(rec *kgo.Record) {
+	r := f.r
+	if len(r.pending) > 0 {
+		r.pending = append(r.pending, rec) // in order, after what is held
+		return
+	}
+	if r.next >= 0 && rec.Offset < r.next {
+		return // already returned
+	}
+	if rec.Attrs.IsControl() {
+		r.next = rec.Offset + 1
+		f.stepped = true
+		return
+	}
+	if len(f.msgs) == f.max {
+		r.pending = append(r.pending, rec)
+		return
+	}
+	if len(f.msgs) == cap(f.msgs) {
+		f.msgs = append(f.msgs, brokers.Message{})[:len(f.msgs)]
+	}
+	f.msgs = f.msgs[:len(f.msgs)+1] // filled in place: no 160-byte copy per record
+	fill(&f.msgs[len(f.msgs)-1], rec)
+	f.offs = append(f.offs, rec.Offset)
+	r.next = rec.Offset + 1
+}
+
+// isPositionErr reports a fetch error about the reader's position: out of
+// range, data loss detected by the client, or a topic ID that is no longer
+// the topic's.
+func isPositionErr(err error) bool {
+	var dataLoss *kgo.ErrDataLoss
+	return errors.Is(err, kerr.OffsetOutOfRange) || errors.As(err, &dataLoss) ||
+		errors.Is(err, kerr.UnknownTopicID) || errors.Is(err, kerr.InconsistentTopicID)
+}
+
+// decide turns a position error into the error Fetch returns and
+// remembers it: a final one for every later Fetch, one that could not be
+// decided yet to be decided again by the next Fetch (the client does not
+// fetch on after an out of range answer, so it will not report it again).
+func (r *Reader) decide(ctx context.Context, posErr error) error {
+	err, again := r.positionError(ctx, posErr)
+	r.undecided = nil
+	switch {
+	case again:
+		r.undecided = posErr
+	case !brokers.Retryable(err):
+		r.failed = err
+	}
+	return err
+}
+
+// positionError decides what a position error of a fetch means, from the
+// partition's bounds and topic ID as they are now:
+//   - below the log start: ErrPositionGone (retention or DeleteRecords
+//     removed records the reader had not read);
+//   - at or beyond the log end, or back within it (the log was truncated
+//     and written again), or a data loss the client detected (the log was
+//     truncated under the reader), or a topic ID that changed (the topic
+//     was deleted and created again): ErrPositionUnknown.
+//
+// When the bounds cannot be listed, the listing's error is returned
+// (usually retryable) with again set: the next Fetch decides again.
+func (r *Reader) positionError(ctx context.Context, err error) (_ error, again bool) {
+	const op = "fetch"
+	var dataLoss *kgo.ErrDataLoss
+	switch {
+	case errors.As(err, &dataLoss):
+		return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: the log was truncated under the reader at offset %d (the client was reset to %d): %w",
+			r.partition, dataLoss.ConsumedTo, dataLoss.ResetTo, brokers.ErrPositionUnknown)}, false
+	case errors.Is(err, kerr.UnknownTopicID), errors.Is(err, kerr.InconsistentTopicID):
+		// The client keeps fetching and reports it again.
+		if r.topicID == ([16]byte{}) {
+			return translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, err)), false
+		}
+		_, now, merr := r.s.topicMeta(ctx, op)
+		switch {
+		case merr != nil:
+			return merr, false
+		case now != r.topicID:
+			return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: topic %s was deleted and created again (topic id %x, now %x), so its offsets were reused: %w",
+				r.partition, r.s.cfg.Topic, r.topicID, now, brokers.ErrPositionUnknown)}, false
+		}
+		return translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, err)), false
+	}
+	// Out of range: the client fetches where it stopped polling, which is
+	// after the records held for the next Fetch when there are some.
+	at := r.next
+	if n := len(r.pending); n > 0 {
+		at = r.pending[n-1].Offset + 1
+	}
+	if at < 0 {
+		return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: the log start moved before the first fetch: %w: %s", r.partition, brokers.ErrPositionGone, err)}, false
+	}
+	lo, hi, berr := r.s.bounds(ctx, op, r.partition)
+	if berr != nil {
+		return berr, true
+	}
+	if at < lo {
+		return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d at offset %d, oldest held is %d: %w", r.partition, at, lo, brokers.ErrPositionGone)}, false
+	}
+	return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d at offset %d out of range, the log ends at %d (truncated under the reader: topic deleted and created again, or an unclean leader election?): %w",
+		r.partition, at, hi, brokers.ErrPositionUnknown)}, false
+}
+
+// nextAfter returns where the next fetch starts after the record at off,
+// when off is the last record this reader returned; -1 otherwise.
+func (r *Reader) nextAfter(off int64) int64 {
+	r.hint.Lock()
+	defer r.hint.Unlock()
+	if off == r.lastData {
+		return r.afterData
+	}
+	return -1
 }
 
 // fill converts a record into m, all but its Position. The record's slices

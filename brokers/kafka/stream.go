@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -117,8 +118,15 @@ func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 }
 
 func (s *Stream) partitionIDs(ctx context.Context, op string) ([]int32, error) {
+	ids, _, err := s.topicMeta(ctx, op)
+	return ids, err
+}
+
+// topicMeta returns the topic's partitions, sorted, and its topic ID (zero
+// when the broker predates topic IDs, Kafka < 2.8).
+func (s *Stream) topicMeta(ctx context.Context, op string) ([]int32, [16]byte, error) {
 	if err := s.closedErr(op); err != nil {
-		return nil, err
+		return nil, [16]byte{}, err
 	}
 	rctx, cancel := s.requestCtx(ctx)
 	defer cancel()
@@ -144,61 +152,82 @@ func (s *Stream) partitionIDs(ctx context.Context, op string) ([]int32, error) {
 				ids = append(ids, p.Partition)
 			}
 			slices.Sort(ids)
-			return ids, nil
+			return ids, t.TopicID, nil
 		}
 	}
 	if cerr := s.closedErr(op); cerr != nil {
-		return nil, cerr
+		return nil, [16]byte{}, cerr
 	}
-	return nil, translate(ctx, op, fmt.Errorf("topic %s: %w", s.cfg.Topic, err))
+	return nil, [16]byte{}, translate(ctx, op, fmt.Errorf("topic %s: %w", s.cfg.Topic, err))
+}
+
+// partition parses a partition id and checks that the topic has it. It
+// returns the topic ID as well (see topicMeta).
+func (s *Stream) partition(ctx context.Context, op, partition string) (int32, [16]byte, error) {
+	p64, err := strconv.ParseInt(partition, 10, 32)
+	if err != nil || p64 < 0 {
+		return 0, [16]byte{}, &brokers.Error{Op: op, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
+	}
+	p := int32(p64)
+	ids, topicID, err := s.topicMeta(ctx, op)
+	if err != nil {
+		return 0, [16]byte{}, err
+	}
+	if !slices.Contains(ids, p) {
+		return 0, [16]byte{}, &brokers.Error{Op: op, Err: fmt.Errorf("topic %s partition %d: %w", s.cfg.Topic, p, brokers.ErrUnknownPartition)}
+	}
+	return p, topicID, nil
 }
 
 // Open returns a reader of partition positioned at start. It checks the
 // partition exists and resolves the start against the partition's offsets
 // now: After is checked against the log start and end (ErrPositionGone when
-// the next message was deleted), Latest is fixed at the end as of this call.
-// Earliest starts at the log start when the reader first fetches.
+// the next record was deleted, ErrPositionUnknown when it lies beyond the
+// end), At is looked up by timestamp, Latest is fixed at the end (the last
+// stable offset when read_committed) as of this call. Earliest starts at
+// the log start when the reader first fetches.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
 	const op = "open"
-	p64, err := strconv.ParseInt(partition, 10, 32)
-	if err != nil || p64 < 0 {
-		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
-	}
-	p := int32(p64)
 	var after int64 = -1
 	if start.After != "" {
+		var err error
 		if after, err = strconv.ParseInt(start.After, 10, 64); err != nil || after < 0 {
 			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("position %q is not a Kafka offset", start.After)}
 		}
 	}
-	ids, err := s.partitionIDs(ctx, op)
+	p, topicID, err := s.partition(ctx, op, partition)
 	if err != nil {
 		return nil, err
 	}
-	if !slices.Contains(ids, p) {
-		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("topic %s partition %d: %w", s.cfg.Topic, p, brokers.ErrUnknownPartition)}
-	}
 
-	var offset kgo.Offset
-	hwm := int64(-1)
-	if start.After == "" && start.Mode == brokers.Earliest {
-		offset = kgo.NewOffset().AtStart()
-	} else {
+	// next is the offset of the first record the reader returns; -1 for
+	// Earliest, where the client finds the log start itself.
+	next := int64(-1)
+	switch {
+	case start.After != "":
 		lo, hi, err := s.bounds(ctx, op, p)
 		if err != nil {
 			return nil, err
 		}
-		hwm = hi
-		next := hi
-		if start.After != "" {
-			next = after + 1
-			if next < lo {
-				return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %d after offset %d, oldest held is %d: %w", p, after, lo, brokers.ErrPositionGone)}
-			}
-			if next > hi {
-				return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %d after offset %d, beyond the end %d (topic recreated or truncated?): %w", p, after, hi, brokers.ErrPositionGone)}
-			}
+		next = after + 1
+		if next < lo {
+			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %d after offset %d, oldest held is %d: %w", p, after, lo, brokers.ErrPositionGone)}
 		}
+		if next > hi {
+			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %d after offset %d, beyond the log end %d (topic deleted and created again, or truncated by an unclean leader election?): %w",
+				p, after, hi, brokers.ErrPositionUnknown)}
+		}
+	case !start.At.IsZero():
+		if next, err = s.offsetAt(ctx, op, p, start.At); err != nil {
+			return nil, err
+		}
+	case start.Mode == brokers.Latest:
+		if next, err = s.listOne(ctx, op, p, s.endLister()); err != nil {
+			return nil, err
+		}
+	}
+	offset := kgo.NewOffset().AtStart()
+	if next >= 0 {
 		offset = kgo.NewOffset().At(next)
 	}
 
@@ -207,18 +236,19 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
 		kgo.FetchMaxBytes(s.cfg.FetchMaxBytes),
 		kgo.FetchMaxPartitionBytes(s.cfg.FetchMaxPartitionBytes),
+		// Control records (transaction markers) are handed to the reader,
+		// which never returns them but steps past them: Lag and Committed
+		// need to know where the next fetch starts.
+		kgo.KeepControlRecords(),
 	)
+	if !s.cfg.ReadUncommitted {
+		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	}
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, &brokers.Error{Op: op, Err: errors.New(err.Error())}
 	}
-	r := &Reader{s: s, cl: cl, partition: p, next: after + 1, hwm: hwm}
-	if start.After == "" {
-		r.next = -1 // known at the first record
-		if start.Mode == brokers.Latest {
-			r.next = hwm
-		}
-	}
+	r := &Reader{s: s, cl: cl, partition: p, topicID: topicID, next: next, end: -1, lastData: -1, afterData: -1}
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -227,39 +257,101 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 	}
 	s.readers[r] = struct{}{}
 	s.mu.Unlock()
-	s.log.Debug("kafka reader opened", "partition", p, "after", start.After, "mode", start.Mode)
+	s.log.Debug("kafka reader opened", "partition", p, "after", start.After, "at", start.At, "mode", start.Mode, "offset", next)
 	return r, nil
+}
+
+var _ brokers.Resolver = (*Stream)(nil)
+
+// Resolve turns a start mode into a concrete start of partition, as of
+// this call: Earliest is after the record before the log start (or the
+// very beginning when nothing was ever removed from the front), Latest is
+// after the record before the end, where the end is the last stable offset
+// when read_committed (a record of a transaction still open is not skipped
+// if it commits) and the high watermark when read_uncommitted. An empty
+// partition resolves to the beginning.
+func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	const op = "resolve"
+	var list lister
+	switch mode {
+	case brokers.Earliest:
+		list = s.adm.ListStartOffsets
+	case brokers.Latest:
+		list = s.endLister()
+	default:
+		return brokers.Start{}, &brokers.Error{Op: op, Err: fmt.Errorf("unknown start mode %d", mode)}
+	}
+	p, _, err := s.partition(ctx, op, partition)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	off, err := s.listOne(ctx, op, p, list)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	if off <= 0 {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{After: strconv.FormatInt(off-1, 10)}, nil
+}
+
+// lister is one of kadm's offset listings.
+type lister func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
+
+// endLister lists where a reader that starts at the end starts: the last
+// stable offset when read_committed, the high watermark otherwise.
+func (s *Stream) endLister() lister {
+	if s.cfg.ReadUncommitted {
+		return s.adm.ListEndOffsets
+	}
+	return s.adm.ListCommittedOffsets
+}
+
+// listOne returns partition p's offset from one listing.
+func (s *Stream) listOne(ctx context.Context, op string, p int32, list lister) (int64, error) {
+	rctx, cancel := s.requestCtx(ctx)
+	defer cancel()
+	listed, err := list(rctx, s.cfg.Topic)
+	if err != nil {
+		return 0, translate(ctx, op, err)
+	}
+	o, ok := listed.Lookup(s.cfg.Topic, p)
+	switch {
+	case !ok:
+		return 0, &brokers.Error{Op: op, Retryable: true, Err: fmt.Errorf("partition %d: offsets not listed", p)}
+	case o.Err != nil:
+		return 0, translate(ctx, op, fmt.Errorf("partition %d: %w", p, o.Err))
+	}
+	return o.Offset, nil
+}
+
+// offsetAt returns the offset of partition p's first record stamped at or
+// after t, or the end when there is none.
+func (s *Stream) offsetAt(ctx context.Context, op string, p int32, t time.Time) (int64, error) {
+	return s.listOne(ctx, op, p, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
+		return s.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...)
+	})
 }
 
 // bounds returns partition p's log start offset and high watermark.
 func (s *Stream) bounds(ctx context.Context, op string, p int32) (lo, hi int64, err error) {
-	rctx, cancel := s.requestCtx(ctx)
-	defer cancel()
-	starts, err := s.adm.ListStartOffsets(rctx, s.cfg.Topic)
-	if err != nil {
-		return 0, 0, translate(ctx, op, err)
+	if lo, err = s.listOne(ctx, op, p, s.adm.ListStartOffsets); err != nil {
+		return 0, 0, err
 	}
-	ends, err := s.adm.ListEndOffsets(rctx, s.cfg.Topic)
-	if err != nil {
-		return 0, 0, translate(ctx, op, err)
+	if hi, err = s.listOne(ctx, op, p, s.adm.ListEndOffsets); err != nil {
+		return 0, 0, err
 	}
-	so, ok1 := starts.Lookup(s.cfg.Topic, p)
-	eo, ok2 := ends.Lookup(s.cfg.Topic, p)
-	switch {
-	case !ok1 || !ok2:
-		return 0, 0, &brokers.Error{Op: op, Retryable: true, Err: fmt.Errorf("partition %d: offsets not listed", p)}
-	case so.Err != nil:
-		return 0, 0, translate(ctx, op, so.Err)
-	case eo.Err != nil:
-		return 0, 0, translate(ctx, op, eo.Err)
-	}
-	return so.Offset, eo.Offset, nil
+	return lo, hi, nil
 }
 
 // Committed records in the CommitToGroup consumer group that everything up
-// to and including position of partition is applied (the group's offset is
-// position+1, the next to read), so that broker-side lag tools see drover's
-// progress. Call it after the store committed; drover never reads it back.
+// to and including position of partition is applied, so that broker-side
+// lag tools see drover's progress. The group's offset is the next offset to
+// read: position+1, or further when a reader of partition returned position
+// as its last record and then stepped past control records (transaction
+// markers) that follow it, so that a partition read to its end shows lag 0
+// (see the package doc). Call it after the store committed; drover never
+// reads it back.
 func (s *Stream) Committed(ctx context.Context, partition, position string) error {
 	const op = "commit to group"
 	if s.cfg.CommitToGroup == "" {
@@ -276,8 +368,9 @@ func (s *Stream) Committed(ctx context.Context, partition, position string) erro
 	if err != nil || off < 0 {
 		return &brokers.Error{Op: op, Err: fmt.Errorf("position %q is not a Kafka offset", position)}
 	}
+	at := max(off+1, s.nextAfter(int32(p), off))
 	var os kadm.Offsets
-	os.Add(kadm.Offset{Topic: s.cfg.Topic, Partition: int32(p), At: off + 1, LeaderEpoch: -1})
+	os.Add(kadm.Offset{Topic: s.cfg.Topic, Partition: int32(p), At: at, LeaderEpoch: -1})
 	rctx, cancel := s.requestCtx(ctx)
 	defer cancel()
 	resp, err := s.adm.CommitOffsets(rctx, s.cfg.CommitToGroup, os)
@@ -285,9 +378,24 @@ func (s *Stream) Committed(ctx context.Context, partition, position string) erro
 		err = resp.Error()
 	}
 	if err != nil {
-		return translate(ctx, op, fmt.Errorf("group %s partition %d offset %d: %w", s.cfg.CommitToGroup, p, off+1, err))
+		return translate(ctx, op, fmt.Errorf("group %s partition %d offset %d: %w", s.cfg.CommitToGroup, p, at, err))
 	}
 	return nil
+}
+
+// nextAfter returns where the next fetch of partition p starts after the
+// record at offset off, as a reader that returned off as its last record
+// knows it; -1 when no open reader knows.
+func (s *Stream) nextAfter(p int32, off int64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := int64(-1)
+	for r := range s.readers {
+		if r.partition == p {
+			next = max(next, r.nextAfter(off))
+		}
+	}
+	return next
 }
 
 // Close closes every reader and the stream's admin client; fetches in

@@ -190,7 +190,16 @@ type Kafka struct {
 	// CommitToGroup, when set, also commits applied positions to this
 	// Kafka consumer group, for broker-side lag tools.
 	CommitToGroup string `json:"commit_to_group,omitempty"`
+	// Isolation is read_committed (the default, also when empty: records
+	// of aborted transactions are never applied) or read_uncommitted.
+	Isolation string `json:"isolation,omitempty"`
 }
+
+// Kafka isolation levels.
+const (
+	KafkaReadCommitted   = "read_committed"
+	KafkaReadUncommitted = "read_uncommitted"
+)
 
 // TLS is a client TLS setting.
 type TLS struct {

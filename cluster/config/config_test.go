@@ -136,6 +136,7 @@ sources:
       sasl: {mechanism: scram-sha-512, username: u, password: "${file:/pw}"}
       fetch_max_bytes: 1048576
       commit_to_group: drover-orders
+      isolation: read_uncommitted
   - name: jobs-q
     type: sqs
     slots: 4
@@ -190,7 +191,7 @@ func TestFullConfig(t *testing.T) {
 	wantKafka := &Kafka{Brokers: []string{"k1:9092", "k2:9093"}, Topic: "orders.v1", ClientID: "drover-a",
 		TLS:           &TLS{Enabled: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem"},
 		SASL:          &SASL{Mechanism: "scram-sha-512", Username: "u", Password: "file-secret-2"},
-		FetchMaxBytes: 1 << 20, CommitToGroup: "drover-orders"}
+		FetchMaxBytes: 1 << 20, CommitToGroup: "drover-orders", Isolation: KafkaReadUncommitted}
 	if !reflect.DeepEqual(o.Kafka, wantKafka) {
 		t.Errorf("kafka %+v", o.Kafka)
 	}
@@ -301,6 +302,7 @@ func TestErrors(t *testing.T) {
 		{"kafka tls bool", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, tls: {enabled: yes please}}}]\n", []string{`sources[0].kafka.tls.enabled: must be true or false, not "yes please"`}},
 		{"kafka sasl", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, sasl: {mechanism: gssapi}}}]\n", []string{`sources[0].kafka.sasl.mechanism: must be one of plain, scram-sha-256, scram-sha-512, not "gssapi"`, "sources[0].kafka.sasl.username: required", "sources[0].kafka.sasl.password: required"}},
 		{"kafka fetch", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, fetch_max_bytes: -1}}]\n", []string{"sources[0].kafka.fetch_max_bytes: must not be negative, not -1"}},
+		{"kafka isolation", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t, isolation: read-committed}}]\n", []string{`sources[0].kafka.isolation: must be one of read_committed, read_uncommitted, not "read-committed"`}},
 		{"start", src + "    start: oldest\n", []string{`sources[0].start: must be one of earliest, latest, not "oldest"`}},
 		{"mode", src + "    mode: stream\n", []string{`sources[0].mode: must be one of records, handler, not "stream"`}},
 		{"handler needs name", src + "    mode: handler\n", []string{"sources[0].handler_name: required with mode: handler (the name the handler was registered under)"}},

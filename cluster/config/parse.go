@@ -597,6 +597,7 @@ func (r *reader) source(path string, v any) Source {
 		}
 		k.int("fetch_max_bytes", &s.Kafka.FetchMaxBytes)
 		k.str("commit_to_group", &s.Kafka.CommitToGroup)
+		k.str("isolation", &s.Kafka.Isolation)
 		k.end()
 	}
 	if k, ok := o.section("kinesis"); ok {

@@ -362,6 +362,9 @@ func (v *checker) kafka(p string, k *Kafka) {
 	if k.FetchMaxBytes < 0 {
 		v.fail(p+".fetch_max_bytes", "must not be negative, not %d", k.FetchMaxBytes)
 	}
+	if k.Isolation != "" {
+		v.oneOf(p+".isolation", k.Isolation, KafkaReadCommitted, KafkaReadUncommitted)
+	}
 	if t := k.TLS; t != nil {
 		if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
 			v.fail(p+".tls.enabled", "must be true when other tls settings are given")

@@ -55,7 +55,7 @@ func openKafka(s config.Source, log *slog.Logger) (Source, error) {
 	k := s.Kafka
 	cfg := kafka.Config{
 		Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, FetchMaxBytes: int32(k.FetchMaxBytes),
-		CommitToGroup: k.CommitToGroup, Logger: log,
+		CommitToGroup: k.CommitToGroup, ReadUncommitted: k.Isolation == config.KafkaReadUncommitted, Logger: log,
 	}
 	if k.TLS != nil {
 		cfg.TLS = kafka.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
