@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -151,6 +152,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *actor.Restarting:
 		// the children stop and a new instance starts: leave nothing of
 		// this one running
+		if mutate.On(mutate.SupervisorLeak) {
+			return // the bug of issue 9 item 11
+		}
 		s.end()
 		for u := range s.children {
 			s.ne.reg.removeUnit(s.spec.Name, u)
@@ -197,7 +201,14 @@ func (s *supervisor) start(ctx actor.Context) {
 
 func (s *supervisor) after(ctx actor.Context, d time.Duration, msg any) clock.Timer {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	return s.ne.env.Clock.AfterFunc(d, func() {
+	label := "supervisor"
+	switch msg.(type) {
+	case *qualityTick:
+		label = "quality"
+	case *discoverTick:
+		label = "discover"
+	}
+	return clock.AfterFunc(s.ne.env.Clock, d, label, func() {
 		if !s.ended.Load() {
 			root.Send(self, msg)
 		}
@@ -293,7 +304,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		// as finished: nothing of it can be read any more.
 		var parents []string
 		for _, par := range p.Parents {
-			if listed[par] {
+			if listed[par] || mutate.On(mutate.WaitForUnlistedParents) {
 				parents = append(parents, par)
 			}
 		}
@@ -362,6 +373,9 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 // eligible are the members placement may give this source's units to:
 // those that run the source (gossiped source tags).
 func (s *supervisor) eligible() []cluster.Member {
+	if mutate.On(mutate.PlaceIgnoringSources) {
+		return s.members // the bug of issue 9 item 12
+	}
 	out := make([]cluster.Member, 0, len(s.members))
 	for _, m := range s.members {
 		if _, runs, _ := m.Source(s.id, s.ne.digest); runs || m.Name == s.ne.env.Node {

@@ -16,6 +16,7 @@ import (
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -218,6 +219,9 @@ type pendingBatch struct {
 	msgs     []brokers.Message // all fetched (queues ack all of them)
 	batch    *persistence.Batch
 	rejected int // dead letters made by decoding
+	// settling is set when the batch is acked or nacked: an extension job
+	// that runs after that leaves the receiver alone.
+	settling atomic.Bool
 }
 
 // events the unit sends its supervisor
@@ -415,6 +419,9 @@ func (u *unitActor) acquire(ctx actor.Context) {
 	u.status(func(s *UnitStatus) { s.State = StateAcquiring; s.NextRetryAt = nil })
 	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames(),
 		Stale: u.ne.tuning.RenewInterval + u.ne.tuning.TakeoverMargin}
+	if mutate.On(mutate.TakeoverAtOnce) {
+		req.Stale = 0 // the bug of issue 9 item 6
+	}
 	store := u.ne.env.Store
 	u.run(ctx, "acquire", func(c context.Context) any {
 		l, err := store.Acquire(c, req)
@@ -523,11 +530,21 @@ func (o streamOpen) run(c context.Context) any {
 		r.finished = true
 		return r
 	}
+	if cp.Position == "" && mutate.On(mutate.ResolveEveryOpen) {
+		// the bug of issue 9 item 1: resolved on every open, not recorded
+		rd, err := o.spec.Stream.Open(c, o.part, brokers.Start{Mode: o.spec.Start})
+		if err != nil {
+			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
+			return r
+		}
+		r.res = &resource{reader: rd}
+		return r
+	}
 	if cp.Position == "" {
 		// The unit's first open: resolve its start once and record it, so
 		// that whoever opens it next starts from there.
 		mode := brokers.Earliest
-		if o.initial {
+		if o.initial || mutate.On(mutate.LatestForNewUnits) {
 			mode = o.spec.Start
 		}
 		pos, err := o.record(c, mode)
@@ -556,6 +573,16 @@ func (o streamOpen) run(c context.Context) any {
 		cause = err
 	}
 	// The checkpoint is not a position of the broker any more.
+	if mutate.On(mutate.KeepInvalidCheckpoint) {
+		// the bug of issue 9 item 3: read from the earliest, keep the checkpoint
+		rd, err := o.spec.Stream.Open(c, o.part, brokers.Start{Mode: brokers.Earliest})
+		if err != nil {
+			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
+			return r
+		}
+		r.res = &resource{reader: rd}
+		return r
+	}
 	if o.spec.OnPositionReset == ResetFail {
 		r.operator = cause
 		return r
@@ -767,7 +794,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		s.Lag = r.res.Lag
 	})
 	u.ne.metrics.Received(u.spec.Name, u.id, n, r.res.Lag)
-	u.succeeded(ctx)
+	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
+		u.succeeded(ctx)
+	}
 	pb := u.prepare(r.res)
 	if pb == nil {
 		u.fetch(ctx)
@@ -915,6 +944,22 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			u.apply(ctx, pb, r.attempts+1)
 			return
 		}
+		if mutate.On(mutate.NackConcurrent) && u.spec.isQueue() {
+			// the bug of issue 9 item 10: nack beside the next receive
+			res, msgs, delay := u.res, pb.msgs, u.spec.NackDelay
+			u.stopExtend()
+			u.held = nil
+			u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "nack"), func(c context.Context) any {
+				return res.receiver.Nack(c, msgs, delay)
+			}, func(any) {})
+			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
+			return
+		}
+		if mutate.On(mutate.RefetchFailedBatch) && !u.spec.isQueue() {
+			u.held = nil // the bug of issue 9 item 13: fetched again, other bounds
+			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
+			return
+		}
 		// Retry this very batch after a backoff (stepReapply).
 		u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepReapply)
 		return
@@ -1057,6 +1102,9 @@ func (u *unitActor) succeeded(ctx actor.Context) {
 
 func (u *unitActor) ack(ctx actor.Context, msgs []brokers.Message) {
 	u.stopExtend()
+	if u.held != nil {
+		u.held.settling.Store(true)
+	}
 	res := u.res
 	u.run(ctx, "ack", func(c context.Context) any {
 		err := res.use(func() error { return res.receiver.Ack(c, msgs) })
@@ -1090,6 +1138,7 @@ func (u *unitActor) nack(ctx actor.Context, then func(actor.Context)) {
 		return
 	}
 	msgs := pb.msgs
+	pb.settling.Store(true)
 	u.run(ctx, "nack", func(c context.Context) any {
 		err := res.use(func() error { return res.receiver.Nack(c, msgs, delay) })
 		return nackResult{err: err, then: then}
@@ -1112,7 +1161,7 @@ func (u *unitActor) extendEvery() time.Duration {
 }
 
 func (u *unitActor) startExtend(ctx actor.Context) {
-	if _, ok := u.res.receiver.(brokers.Extender); !ok {
+	if _, ok := u.res.receiver.(brokers.Extender); !ok || mutate.On(mutate.NoExtend) {
 		return
 	}
 	u.stopExtend()
@@ -1140,6 +1189,9 @@ func (u *unitActor) extend(ctx actor.Context) {
 	msgs, d := pb.msgs, u.spec.AckDeadline
 	u.ne.env.trace("extend", u.id, fmt.Sprintf("n=%d", len(msgs)))
 	u.runSide(ctx, "extend", func(c context.Context) any {
+		if pb.settling.Load() {
+			return extendResult{} // acked or nacked meanwhile
+		}
 		return extendResult{err: res.use(func() error { return ext.Extend(c, msgs, d) })}
 	})
 	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
@@ -1211,6 +1263,7 @@ func (u *unitActor) failNow(ctx actor.Context, err error) {
 	msg := err.Error()
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+	u.ne.env.trace("fail-to-supervisor", u.id, msg)
 	u.ne.env.logger().Error("unit failed; its supervisor restarts it after a backoff", "unit", u.id, "failures", u.failures, "error", err)
 	if u.held != nil && u.spec.isQueue() {
 		u.nack(ctx, func(actor.Context) { panic(&unitFailure{unit: u.id, err: err}) })

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
@@ -21,13 +22,14 @@ type auditStore struct {
 	failNext    map[string]int // op -> calls left to fail
 	afterCommit int            // Apply calls that commit, then report an error
 	down        error
+	locks       map[string]time.Time // unit -> until when its lease row is locked (LockUnit)
 }
 
 // StoreFaults injects failures into the cluster's store calls.
 type StoreFaults struct{ a *auditStore }
 
 // FailNext makes the next n calls of op fail before they reach the store.
-// op is acquire, renew, release, apply, checkpoint or any.
+// op is acquire, renew, release, apply, checkpoint, init or any.
 func (f StoreFaults) FailNext(op string, n int) { f.a.failNext[op] += n }
 
 // FailAfterCommit makes the next n Apply calls commit and then return an
@@ -61,6 +63,9 @@ func (a *auditStore) Acquire(ctx context.Context, req persistence.AcquireRequest
 	if err := a.inject("acquire"); err != nil {
 		return persistence.Lease{}, err
 	}
+	if err := a.waitLock(ctx, req.Unit); err != nil {
+		return persistence.Lease{}, fmt.Errorf("acquire %w", err)
+	}
 	l, err := a.Store.Acquire(ctx, req)
 	if err == nil {
 		a.c.onAcquired(l)
@@ -72,14 +77,28 @@ func (a *auditStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Du
 	if err := a.inject("renew"); err != nil {
 		return persistence.Lease{}, err
 	}
+	if err := a.waitLock(ctx, l.Unit); err != nil {
+		return persistence.Lease{}, fmt.Errorf("renew %w", err)
+	}
 	return a.Store.Renew(ctx, l, ttl)
 }
 
+// RenewLeases skips a locked lease row (FOR UPDATE SKIP LOCKED): neither
+// renewed nor lost.
 func (a *auditStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
 	if err := a.inject("renew"); err != nil {
 		return nil, nil, err
 	}
-	return a.Store.RenewLeases(ctx, owner, ls, ttl)
+	free := ls
+	if len(a.locks) > 0 {
+		free = nil
+		for _, l := range ls {
+			if until, ok := a.locks[l.Unit]; !ok || !a.c.s.now.Before(until) {
+				free = append(free, l)
+			}
+		}
+	}
+	return a.Store.RenewLeases(ctx, owner, free, ttl)
 }
 
 func (a *auditStore) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
@@ -92,6 +111,9 @@ func (a *auditStore) InitSource(ctx context.Context, source string, units []stri
 func (a *auditStore) Release(ctx context.Context, l persistence.Lease) error {
 	if err := a.inject("release"); err != nil {
 		return err
+	}
+	if err := a.waitLock(ctx, l.Unit); err != nil {
+		return fmt.Errorf("release %w", err)
 	}
 	return a.Store.Release(ctx, l)
 }
@@ -113,6 +135,9 @@ func (a *auditStore) Checkpoints(ctx context.Context, source string) ([]persiste
 func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
 	if err := a.inject("apply"); err != nil {
 		return persistence.Applied{}, err
+	}
+	if err := a.waitLock(ctx, b.Unit); err != nil {
+		return persistence.Applied{}, fmt.Errorf("apply %w", err)
 	}
 	res, err := a.Store.Apply(ctx, b)
 	if err != nil {
@@ -139,10 +164,40 @@ type ledger struct {
 	failovers    []Failover
 	violations   []Violation
 	totalApplied int64
+
+	// gen counts the recreations of each source's stream or queue: a
+	// message's key carries the generation it was produced in.
+	gen map[string]int
+	// unitGen is the generation a unit's commits count in; recreated holds
+	// the units of a recreated stream until they reset (or the quiet time
+	// after the recreation is over).
+	unitGen   map[string]int
+	recreated map[string]time.Time
+	// queueGen: source -> message id -> generation that produced it.
+	queueGen map[string]map[string]int
+	// lastPublished is the newest position produced per stream unit.
+	lastPublished map[string]string
+	// initial are the stream units that existed when the cluster started;
+	// latest are the sources that start at latest. For their initial units
+	// the messages produced before the unit's start was resolved are not
+	// expected.
+	initial  map[string]bool
+	latest   map[string]bool
+	acquired map[string]bool // units acquired at least once
+	// resets counts checkpoint resets (Batch.Reset) per unit; allowReset
+	// those the testkit made legitimate besides the first (a resolution).
+	resets     map[string]int
+	allowReset map[string]int
+	aborted    map[string]bool // keys of messages of aborted transactions
+	// leaseChanges counts acquisitions per unit during the partition in
+	// force (reset when partitions heal).
+	leaseChanges map[string]int
+	maxChanges   map[string]int
 }
 
 type produced struct {
 	source, unit, position string
+	gen                    int
 }
 
 type kill struct {
@@ -150,6 +205,9 @@ type kill struct {
 	at    time.Time
 	units map[string]bool // units whose lease it held
 	clean bool
+	// orphaned: units whose lease row a vanished transaction of the killed
+	// node holds locked until then (LockUnit)
+	orphaned map[string]time.Time
 }
 
 // Failover is how long one unit of a killed node waited for a new owner.
@@ -162,11 +220,14 @@ type Failover struct {
 	// Clean is false when other faults were active at the time, so the
 	// failover bound does not apply.
 	Clean bool
+	// Orphaned is how long a vanished transaction held the unit's lease row
+	// locked after the kill: the bound starts after it.
+	Orphaned time.Duration
 }
 
 // Violation is a broken invariant.
 type Violation struct {
-	Invariant string // lost, duplicated, order, fencing, failover
+	Invariant string // lost, duplicated, order, fencing, failover, ...
 	Detail    string
 }
 
@@ -176,11 +237,28 @@ func newLedger() *ledger {
 	return &ledger{
 		produced: map[string]produced{}, applied: map[string]int{}, lastPos: map[string]string{},
 		tokens: map[string]string{}, appliers: map[string]string{},
+		gen: map[string]int{}, unitGen: map[string]int{}, recreated: map[string]time.Time{},
+		queueGen: map[string]map[string]int{}, lastPublished: map[string]string{},
+		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
+		resets: map[string]int{}, allowReset: map[string]int{}, aborted: map[string]bool{},
+		leaseChanges: map[string]int{}, maxChanges: map[string]int{},
 	}
 }
 
-func streamKey(unit, pos string) string      { return unit + "@" + pos }
-func queueKey(source, id string) string      { return source + "#" + id }
+func streamKey(unit string, gen int, pos string) string {
+	if gen == 0 {
+		return unit + "@" + pos
+	}
+	return fmt.Sprintf("%s@g%d:%s", unit, gen, pos)
+}
+
+func queueKey(source string, gen int, id string) string {
+	if gen == 0 {
+		return source + "#" + id
+	}
+	return fmt.Sprintf("%s#g%d:%s", source, gen, id)
+}
+
 func tokenKey(unit string, tok int64) string { return fmt.Sprintf("%s#%d", unit, tok) }
 
 // expect records a published message.
@@ -194,6 +272,51 @@ func (l *ledger) expect(key string, p produced) {
 	}
 }
 
+// excuse stops expecting a message (the broker lost it, or it was never
+// meant to be read).
+func (l *ledger) excuse(key string) {
+	if _, ok := l.produced[key]; !ok {
+		return
+	}
+	if l.applied[key] == 0 {
+		l.unapplied--
+	}
+	delete(l.produced, key)
+}
+
+// excuseUnit stops expecting the unapplied messages of a stream unit of
+// generation gen.
+func (l *ledger) excuseUnit(unit string, gen int) {
+	for k, p := range l.produced {
+		if p.unit == unit && p.gen == gen && l.applied[k] == 0 {
+			l.excuse(k)
+		}
+	}
+}
+
+// excuseQueue stops expecting the unapplied messages of a queue source of
+// generation gen.
+func (l *ledger) excuseQueue(source string, gen int) {
+	for k, p := range l.produced {
+		if p.unit == "" && p.source == source && p.gen == gen && l.applied[k] == 0 {
+			l.excuse(k)
+		}
+	}
+}
+
+// excuseBefore stops expecting the messages of a unit's first generation
+// at or before pos: produced before its latest start was resolved.
+func (l *ledger) excuseBefore(unit, pos string) {
+	if pos == "" {
+		return
+	}
+	for k, p := range l.produced {
+		if p.unit == unit && p.gen == 0 && brokers.ComparePositions(p.position, pos) <= 0 {
+			l.excuse(k)
+		}
+	}
+}
+
 func (c *Cluster) onAcquired(l persistence.Lease) {
 	k := tokenKey(l.Unit, l.Token)
 	if prev, ok := c.led.tokens[k]; ok && prev != l.Owner {
@@ -201,14 +324,39 @@ func (c *Cluster) onAcquired(l persistence.Lease) {
 	}
 	c.led.tokens[k] = l.Owner
 	c.event("lease", l.Owner, l.Unit, fmt.Sprintf("token=%d", l.Token))
+	led := c.led
+	if !led.acquired[l.Unit] {
+		led.acquired[l.Unit] = true
+		if led.initial[l.Unit] && led.latest[sourceOf(l.Unit)] {
+			// At the latest when its first owner got it, the unit's start is
+			// as late as it may be: what was produced before is not expected.
+			led.excuseBefore(l.Unit, led.lastPublished[l.Unit])
+		}
+	}
+	if c.partitioned() {
+		led.leaseChanges[l.Unit]++
+		if n := led.leaseChanges[l.Unit]; n > led.maxChanges[l.Unit] {
+			led.maxChanges[l.Unit] = n
+		}
+	}
 	for i := range c.led.kills {
 		kl := &c.led.kills[i]
 		if kl.units[l.Unit] {
 			delete(kl.units, l.Unit)
-			c.led.failovers = append(c.led.failovers, Failover{Unit: l.Unit, From: kl.node, To: l.Owner,
-				KilledAt: kl.at, Took: c.s.now.Sub(kl.at), Clean: kl.clean})
+			f := Failover{Unit: l.Unit, From: kl.node, To: l.Owner, KilledAt: kl.at, Took: c.s.now.Sub(kl.at), Clean: kl.clean}
+			if until, ok := kl.orphaned[l.Unit]; ok {
+				f.Orphaned = until.Sub(kl.at)
+			}
+			c.led.failovers = append(c.led.failovers, f)
 		}
 	}
+}
+
+func sourceOf(unit string) string {
+	if i := strings.LastIndexByte(unit, '/'); i >= 0 {
+		return unit[:i]
+	}
+	return unit
 }
 
 func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
@@ -221,6 +369,17 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 		c.violate("fencing", fmt.Sprintf("two appliers for %s token %d: %s and %s", b.Unit, b.Lease.Token, prev, b.Lease.Owner))
 	}
 	l.appliers[k] = b.Lease.Owner
+	if !b.Dedupe {
+		if since, ok := l.recreated[b.Unit]; ok && (b.Reset || !c.s.now.Before(since.Add(c.cfg.RecreateQuiet))) {
+			// from now on the unit reads the recreated stream
+			delete(l.recreated, b.Unit)
+			l.unitGen[b.Unit] = l.gen[sourceOf(b.Unit)]
+			delete(l.lastPos, b.Unit)
+		}
+	}
+	if b.Reset {
+		c.onReset(b)
+	}
 	dup := map[string]bool{}
 	for _, id := range res.Duplicates {
 		dup[id] = true
@@ -232,13 +391,16 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 			if dup[op.MessageID] {
 				continue
 			}
-			key = queueKey(b.Source, op.MessageID)
+			key = queueKey(b.Source, l.queueGen[b.Source][op.MessageID], op.MessageID)
 		} else {
-			key = streamKey(b.Unit, op.Position)
+			key = streamKey(b.Unit, l.unitGen[b.Unit], op.Position)
 			if last, ok := l.lastPos[b.Unit]; ok && brokers.ComparePositions(op.Position, last) <= 0 {
 				c.violate("order", fmt.Sprintf("%s applied position %s after %s (token %d, %s)", b.Unit, op.Position, last, b.Lease.Token, b.Lease.Owner))
 			}
 			l.lastPos[b.Unit] = op.Position
+		}
+		if l.aborted[key] {
+			c.violate("aborted", fmt.Sprintf("%s of an aborted transaction applied (token %d, %s)", key, b.Lease.Token, b.Lease.Owner))
 		}
 		l.applied[key]++
 		if _, ok := l.produced[key]; ok && l.applied[key] == 1 {
@@ -250,7 +412,41 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 		n++
 	}
 	l.totalApplied += int64(n)
-	c.event("commit", b.Lease.Owner, b.Unit, fmt.Sprintf("token=%d n=%d dup=%d cp=%s fin=%v", b.Lease.Token, n, len(res.Duplicates), b.Checkpoint, b.Finished))
+	c.event("commit", b.Lease.Owner, b.Unit, fmt.Sprintf("token=%d n=%d dup=%d cp=%s fin=%v reset=%v", b.Lease.Token, n, len(res.Duplicates), b.Checkpoint, b.Finished, b.Reset))
+}
+
+// onReset checks a checkpoint reset: a unit's first one records its
+// resolved start (resolved once); later ones must have a cause the testkit
+// made (a recreated stream).
+func (c *Cluster) onReset(b *persistence.Batch) {
+	l := c.led
+	l.resets[b.Unit]++
+	switch {
+	case l.resets[b.Unit] == 1:
+		if l.initial[b.Unit] && l.latest[b.Source] && l.unitGen[b.Unit] == 0 {
+			l.excuseBefore(b.Unit, brokers.Applied(b.Checkpoint))
+		}
+	case l.allowReset[b.Unit] > 0:
+		l.allowReset[b.Unit]--
+	default:
+		c.violate("resolved-once", fmt.Sprintf("%s: checkpoint reset to %s with no cause (start resolved again?), token %d by %s",
+			b.Unit, b.Checkpoint, b.Lease.Token, b.Lease.Owner))
+	}
+	if pos := brokers.Applied(b.Checkpoint); pos != "" {
+		l.lastPos[b.Unit] = pos
+	} else {
+		delete(l.lastPos, b.Unit)
+	}
+}
+
+// partitioned reports whether a network partition is in force.
+func (c *Cluster) partitioned() bool {
+	for k := range c.disturbed {
+		if strings.HasPrefix(k, "partition:") {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) violate(inv, detail string) {
@@ -266,7 +462,18 @@ type Report struct {
 	Duplicated int   // messages committed more than once
 	Violations []Violation
 	Failovers  []Failover
+	// MaxLeaseChanges is the most acquisitions of one unit's lease during
+	// one network partition.
+	MaxLeaseChanges int
 }
+
+// MaxPartitionLeaseChanges bounds the acquisitions of one unit's lease
+// during one network partition that leaves every node its store: a holder
+// that still renews keeps its lease whatever the views say, so a unit
+// changes hands only as far as kills, stops and restarts during the
+// partition make it (each at most twice: away and back). The simulator
+// draws at most a few of those per run.
+const MaxPartitionLeaseChanges = 6
 
 // Report checks the invariants over everything produced so far. Call it
 // after Settle: a message still in flight counts as lost.
@@ -294,22 +501,43 @@ func (c *Cluster) Report() Report {
 			r.Duplicated += n - 1
 		}
 	}
+	for _, u := range sortedStrings(l.maxChanges) {
+		n := l.maxChanges[u]
+		r.MaxLeaseChanges = max(r.MaxLeaseChanges, n)
+		if n > MaxPartitionLeaseChanges {
+			r.Violations = append(r.Violations, Violation{"lease-churn", fmt.Sprintf("%s changed hands %d times during one partition (bound %d)", u, n, MaxPartitionLeaseChanges)})
+		}
+	}
 	if c.cfg.FailoverBound > 0 {
 		for _, f := range l.failovers {
-			if f.Clean && f.Took > c.cfg.FailoverBound {
-				r.Violations = append(r.Violations, Violation{"failover", fmt.Sprintf("%s moved from %s to %s after %s (bound %s)", f.Unit, f.From, f.To, f.Took, c.cfg.FailoverBound)})
+			if bound := c.cfg.FailoverBound + f.Orphaned; f.Clean && f.Took > bound {
+				r.Violations = append(r.Violations, Violation{"failover", fmt.Sprintf("%s moved from %s to %s after %s (bound %s)", f.Unit, f.From, f.To, f.Took, bound)})
 			}
 		}
 		for _, k := range l.kills {
 			if !k.clean {
 				continue
 			}
-			for u := range k.units {
-				if c.s.now.Sub(k.at) > c.cfg.FailoverBound {
+			for _, u := range sortedStrings(k.units) {
+				bound := c.cfg.FailoverBound
+				if until, ok := k.orphaned[u]; ok {
+					bound += until.Sub(k.at)
+				}
+				if c.s.now.Sub(k.at) > bound {
 					r.Violations = append(r.Violations, Violation{"failover", fmt.Sprintf("%s of killed %s not owned again after %s", u, k.node, c.s.now.Sub(k.at))})
 				}
 			}
 		}
 	}
+	for _, name := range sortedStrings(c.queues) {
+		for i, m := range c.queues[name].Misuses() {
+			if i == 3 {
+				break
+			}
+			r.Violations = append(r.Violations, Violation{"receiver", name + ": " + m})
+		}
+	}
+	r.Violations = append(r.Violations, c.checks...)
+	r.Violations = append(r.Violations, c.endChecks()...)
 	return r
 }

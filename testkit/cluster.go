@@ -10,6 +10,7 @@ import (
 	"hash/fnv"
 	"io"
 	"log/slog"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -48,6 +49,15 @@ type Config struct {
 	// TraceTo, when set, receives every line hashed into the digest (to
 	// find where two runs part).
 	TraceTo io.Writer
+	// StoreTimeout is how long a store call waits for a row lock (LockUnit)
+	// before it fails, as store.timeout bounds it in production (default
+	// 2 s).
+	StoreTimeout time.Duration
+	// RecreateQuiet is how long after RecreateStream the ledger still
+	// counts a unit's commits as of the old stream when the unit has not
+	// reset its checkpoint yet (default 8 s); publish to a recreated stream
+	// only after it.
+	RecreateQuiet time.Duration
 }
 
 // Clock is the simulation's virtual clock, for stores and brokers created
@@ -81,14 +91,30 @@ type Cluster struct {
 
 	// disturbed counts faults in force; a kill while it is zero is clean.
 	disturbed map[string]bool
+	// lastDisturb is when the last fault ended or the last node event
+	// (kill, stop, restart) happened: the cluster is quiet after it.
+	lastDisturb time.Time
+
+	spans     []span               // every fault and node event, for quietDuring
+	units     map[string]*unitInfo // stream units that exist, for the ownership check
+	open      map[string][]string  // stream source -> partitions that take messages
+	forgotten map[string]bool      // units whose partition the stream forgot
+	cut       map[string]bool      // nodes cut off from the store
+	checks    []Violation          // broken invariants found while running
+	unowned   map[string]time.Time // unit -> since when nobody owns it (quiet cluster)
+
+	ackDeadline  map[string]time.Duration // queue source -> its ack deadline
+	expiriesSeen map[string]int           // queue source -> expiries checked
 }
 
 type simNode struct {
-	name   string
-	sid    int
-	node   *actors.Node
-	member *simMembership
-	state  string // new, running, stopping, stopped, killed
+	name    string
+	sid     int
+	node    *actors.Node
+	member  *simMembership
+	state   string   // new, running, stopping, stopped, killed
+	sources []string // the sources its next start runs; nil: all
+	running []string // the sources its current process runs; nil: all
 }
 
 // New builds a cluster; add sources, then Start it.
@@ -102,8 +128,20 @@ func New(cfg Config) (*Cluster, error) {
 	if cfg.MinLatency <= 0 {
 		cfg.MinLatency = time.Millisecond
 	}
+	if cfg.StoreTimeout <= 0 {
+		cfg.StoreTimeout = 2 * time.Second
+	}
+	if cfg.RecreateQuiet <= 0 {
+		cfg.RecreateQuiet = 8 * time.Second
+	}
 	if cfg.MaxLatency < cfg.MinLatency {
 		cfg.MaxLatency = 5 * time.Millisecond
+		if cfg.StoreTimeout <= 0 {
+			cfg.StoreTimeout = 2 * time.Second
+		}
+		if cfg.RecreateQuiet <= 0 {
+			cfg.RecreateQuiet = 8 * time.Second
+		}
 		if cfg.MaxLatency < cfg.MinLatency {
 			cfg.MaxLatency = cfg.MinLatency
 		}
@@ -113,6 +151,8 @@ func New(cfg Config) (*Cluster, error) {
 		cfg: cfg, s: s, w: newWorld(s, cfg.Detection), clock: &vclock{s: s, node: -1},
 		led: newLedger(), digest: sha256.New(), streams: map[string]*memory.Stream{},
 		queues: map[string]*memory.Queue{}, nodes: map[string]*simNode{}, disturbed: map[string]bool{},
+		units: map[string]*unitInfo{}, open: map[string][]string{}, forgotten: map[string]bool{}, cut: map[string]bool{},
+		unowned: map[string]time.Time{}, ackDeadline: map[string]time.Duration{}, expiriesSeen: map[string]int{},
 	}
 	if cfg.TraceTo != nil {
 		c.digest = teeHash{c.digest, cfg.TraceTo}
@@ -132,7 +172,7 @@ func New(cfg Config) (*Cluster, error) {
 		c.mem = memstore.New(memstore.Config{Clock: c.clock})
 		c.inner = c.mem
 	}
-	c.store = &auditStore{Store: c.inner, c: c, failNext: map[string]int{}}
+	c.store = &auditStore{Store: c.inner, c: c, failNext: map[string]int{}, locks: map[string]time.Time{}}
 	for i := 1; i <= cfg.Nodes; i++ {
 		name := "node-" + strconv.Itoa(i)
 		c.nodes[name] = &simNode{name: name, state: "new"}
@@ -169,6 +209,14 @@ func (c *Cluster) AddStream(spec actors.SourceSpec, partitions int) (*memory.Str
 	spec.Stream, spec.Queue = st, nil
 	c.specs = append(c.specs, spec)
 	c.streams[spec.Name] = st
+	if spec.Start == brokers.Latest {
+		c.led.latest[spec.Name] = true
+	}
+	for i := range partitions {
+		id := strconv.Itoa(i)
+		c.open[spec.Name] = append(c.open[spec.Name], id)
+		c.units[spec.Name+"/"+id] = &unitInfo{source: spec.Name}
+	}
 	return st, nil
 }
 
@@ -178,9 +226,13 @@ func (c *Cluster) AddQueue(spec actors.SourceSpec, ackDeadline time.Duration) (*
 	if err != nil {
 		return nil, err
 	}
+	if spec.AckDeadline <= 0 {
+		spec.AckDeadline = ackDeadline
+	}
 	spec.Queue, spec.Stream = q, nil
 	c.specs = append(c.specs, spec)
 	c.queues[spec.Name] = q
+	c.ackDeadline[spec.Name] = ackDeadline
 	return q, nil
 }
 
@@ -194,6 +246,10 @@ func (c *Cluster) Start() error {
 		return errors.New("testkit: already started")
 	}
 	c.started = true
+	for u := range c.units {
+		c.led.initial[u] = true // the units of the sources' first discovery
+	}
+	c.startChecks()
 	// everyone joins first, as processes started together would find each
 	// other before owning anything
 	for _, name := range c.order {
@@ -223,6 +279,17 @@ func (c *Cluster) startNode(n *simNode) error {
 	}
 	h := fnv.New64a()
 	h.Write([]byte(n.name))
+	specs := c.specs
+	n.running = nil
+	if n.sources != nil {
+		specs = nil
+		for _, sp := range c.specs {
+			if slices.Contains(n.sources, sp.Name) {
+				specs = append(specs, sp)
+			}
+		}
+		n.running = slices.Clone(n.sources)
+	}
 	env := actors.Env{
 		Node:       n.name,
 		Clock:      &vclock{s: c.s, node: n.sid},
@@ -230,12 +297,12 @@ func (c *Cluster) startNode(n *simNode) error {
 		Dispatcher: &dispatcher{s: c.s, node: n.sid},
 		Executor:   &executor{s: c.s, node: n.sid, minLatency: c.cfg.MinLatency, maxLatency: c.cfg.MaxLatency},
 		Membership: n.member,
-		Store:      c.store,
+		Store:      nodeStore{auditStore: c.store, node: n.name},
 		Logger:     c.cfg.Logger,
 		Trace:      func(e actors.Event) { c.event(e.Kind, e.Node, e.Unit, e.Detail) },
 		Tuning:     c.cfg.Tuning,
 	}
-	node, err := actors.Start(env, c.specs)
+	node, err := actors.Start(env, specs)
 	if err != nil {
 		return fmt.Errorf("testkit: start %s: %w", n.name, err)
 	}
@@ -325,16 +392,23 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 			return nil, err
 		}
 		unit := source + "/" + partition
+		gen := c.led.gen[source]
 		for _, p := range pos {
-			c.led.expect(streamKey(unit, p), produced{source: source, unit: unit, position: p})
+			c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
+			c.led.lastPublished[unit] = p
 		}
 		c.event("publish", "", unit, strconv.Itoa(len(pos)))
 		return pos, nil
 	}
 	if q, ok := c.queues[source]; ok {
 		ids := q.Send(msgs...)
+		gen := c.led.gen[source]
+		if c.led.queueGen[source] == nil {
+			c.led.queueGen[source] = map[string]int{}
+		}
 		for _, id := range ids {
-			c.led.expect(queueKey(source, id), produced{source: source, position: id})
+			c.led.queueGen[source][id] = gen
+			c.led.expect(queueKey(source, gen, id), produced{source: source, position: id, gen: gen})
 		}
 		c.event("publish", "", source, strconv.Itoa(len(ids)))
 		return ids, nil
@@ -391,6 +465,7 @@ func (c *Cluster) Kill(name string) error {
 	}
 	clean := len(c.disturbed) == 0 && c.store.down == nil
 	c.led.kills = append(c.led.kills, kill{node: name, at: c.s.now, units: units, clean: clean})
+	c.touch()
 	c.s.kill(n.sid)
 	n.state = "killed"
 	c.event("kill", name, "", strconv.Itoa(len(units)))
@@ -409,6 +484,7 @@ func (c *Cluster) Restart(name string) error {
 	c.s.kill(n.sid)
 	delete(c.disturbed, "partition:"+name)
 	delete(c.disturbed, "pause:"+name)
+	c.touch()
 	return c.startNode(n)
 }
 
@@ -425,6 +501,7 @@ func (c *Cluster) Stop(name string) error {
 		return fmt.Errorf("testkit: %s is %s", name, n.state)
 	}
 	n.state = "stopping"
+	c.touch()
 	c.event("stop", name, "", "")
 	sid := n.sid
 	c.s.after(sid, 0, "leave", func() {
@@ -475,7 +552,10 @@ func (c *Cluster) Heal(name string) error {
 	if m := c.w.members[n.name]; m != nil {
 		m.isolated = false
 	}
-	delete(c.disturbed, "partition:"+name)
+	c.Undisturb("partition:" + name)
+	if !c.partitioned() {
+		clear(c.led.leaseChanges) // the partition episode is over
+	}
 	c.event("heal", name, "", "")
 	return nil
 }
@@ -501,7 +581,7 @@ func (c *Cluster) Resume(name string) error {
 		return err
 	}
 	c.s.resume(n.sid)
-	delete(c.disturbed, "pause:"+name)
+	c.Undisturb("pause:" + name)
 	c.event("resume", name, "", "")
 	return nil
 }
@@ -517,6 +597,9 @@ func (c *Cluster) Disturb(what string) { c.disturb(what) }
 // units retry, fail to their supervisors and are restarted after a backoff
 // once the store is back), and how much longer is not the failover's.
 func (c *Cluster) disturb(what string) {
+	if !c.disturbed[what] {
+		c.spans = append(c.spans, span{what: what, from: c.s.now})
+	}
 	c.disturbed[what] = true
 	for i := range c.led.kills {
 		if k := &c.led.kills[i]; k.clean && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
@@ -525,7 +608,58 @@ func (c *Cluster) disturb(what string) {
 		}
 	}
 }
-func (c *Cluster) Undisturb(what string) { delete(c.disturbed, what) }
+func (c *Cluster) Undisturb(what string) {
+	if c.disturbed[what] {
+		delete(c.disturbed, what)
+		for i := len(c.spans) - 1; i >= 0; i-- {
+			if c.spans[i].what == what && c.spans[i].to.IsZero() {
+				c.spans[i].to = c.s.now
+				break
+			}
+		}
+		c.touch()
+	}
+}
+
+// span is a time a fault was in force (to zero: still is).
+type span struct {
+	what     string
+	from, to time.Time
+}
+
+// disturbUntil records a fault that ends by itself at until.
+func (c *Cluster) disturbUntil(what string, until time.Time) {
+	c.disturb(what)
+	c.s.at(-1, until, "undisturb", func() { c.Undisturb(what) })
+}
+
+// touch records a node event or the end of a fault: the cluster is quiet
+// only some time after it.
+func (c *Cluster) touch() {
+	c.lastDisturb = c.s.now
+	c.spans = append(c.spans, span{what: "event", from: c.s.now, to: c.s.now})
+}
+
+// quietDuring reports whether no fault was in force and no node event
+// happened between from and to.
+func (c *Cluster) quietDuring(from, to time.Time) bool {
+	for _, sp := range c.spans {
+		end := sp.to
+		if end.IsZero() {
+			end = c.s.now
+		}
+		if !sp.from.After(to) && !end.Before(from) {
+			return false
+		}
+	}
+	return len(c.cut) == 0 || to.Before(c.s.now)
+}
+
+// quiet reports whether no fault is in force and nothing happened to the
+// cluster for d.
+func (c *Cluster) quiet(d time.Duration) bool {
+	return len(c.disturbed) == 0 && len(c.cut) == 0 && c.s.now.Sub(c.lastDisturb) >= d
+}
 
 // Busy reports whether node has a job of kind in flight ("fetch",
 // "apply", "ack", "acquire", "renew", ...), not yet run.
@@ -568,6 +702,8 @@ func (c *Cluster) Settle(limit time.Duration) bool {
 	c.store.failNext = map[string]int{}
 	c.store.afterCommit = 0
 	c.store.down = nil
+	clear(c.store.locks)
+	clear(c.cut)
 	for _, st := range c.streams {
 		st.ClearFaults()
 	}

@@ -172,6 +172,30 @@ func (s *scheduler) has(n int, label string) bool {
 	return false
 }
 
+// count counts node n's tasks with label not yet run.
+func (s *scheduler) count(n int, label string) int {
+	k := 0
+	match := func(tk *task) bool { return tk.node == n && !tk.stopped && tk.label == label }
+	for _, tk := range s.pending {
+		if match(tk) {
+			k++
+		}
+	}
+	for _, tk := range s.ready {
+		if match(tk) {
+			k++
+		}
+	}
+	if ns, ok := s.nodes[n]; ok {
+		for _, tk := range ns.held {
+			if match(tk) {
+				k++
+			}
+		}
+	}
+	return k
+}
+
 // kill drops every task of node n, now and later.
 func (s *scheduler) kill(n int) {
 	ns := s.node(n)
@@ -247,6 +271,11 @@ func (c *vclock) Now() time.Time { return c.s.now }
 
 func (c *vclock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return &vtimer{t: c.s.after(c.node, d, "timer", f)}
+}
+
+// AfterFuncLabeled implements clock.Labeler: the task is "timer:<label>".
+func (c *vclock) AfterFuncLabeled(d time.Duration, label string, f func()) clock.Timer {
+	return &vtimer{t: c.s.after(c.node, d, "timer:"+label, f)}
 }
 
 type vtimer struct{ t *task }

@@ -200,7 +200,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			pick := rng.IntN(1 << 20)
 			c.At(at, func() {
 				p := open[pick%len(open)]
-				kids, err := st.Split(p)
+				kids, err := c.Split("orders", p)
 				if err != nil {
 					return
 				}
@@ -218,7 +218,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			}
 			n := 1 + rng.IntN(5)
 			step(at, "queue drops %d acks", n)
-			c.At(at, func() { c.Queue("jobs").DropAcks(n) })
+			c.At(at, func() { _ = c.DropAcks("jobs", n) })
 		}
 	}
 

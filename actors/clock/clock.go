@@ -28,3 +28,17 @@ func (Real) Now() time.Time { return time.Now() }
 func (Real) AfterFunc(d time.Duration, f func()) Timer { return time.AfterFunc(d, f) }
 
 var _ Clock = Real{}
+
+// Labeler is implemented by clocks that can name their timers (the
+// testkit's, which counts pending timers by label to find leaks).
+type Labeler interface {
+	AfterFuncLabeled(d time.Duration, label string, f func()) Timer
+}
+
+// AfterFunc calls c.AfterFunc, naming the timer label when c can.
+func AfterFunc(c Clock, d time.Duration, label string, f func()) Timer {
+	if l, ok := c.(Labeler); ok {
+		return l.AfterFuncLabeled(d, label, f)
+	}
+	return c.AfterFunc(d, f)
+}

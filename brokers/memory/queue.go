@@ -9,6 +9,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 )
 
 // DefaultAckDeadline is the ack deadline of a QueueConfig that sets none.
@@ -54,6 +55,8 @@ type Queue struct {
 
 	mu       sync.Mutex
 	seq      int
+	misuses  []string  // calls on a receiver while another was in progress
+	expiries []Expiry  // deliveries whose deadline passed in flight
 	msgs     []*queued // not yet acked, in Send order (acked ones removed lazily)
 	live     int       // entries of msgs not acked
 	byID     map[string]*queued
@@ -249,6 +252,9 @@ func (q *Queue) Recreate() error {
 	q.msgs = nil
 	q.byID = make(map[string]*queued)
 	q.live = 0
+	if mutate.On(mutate.ReusedQueueIDs) {
+		q.seq = 0 // the bug of issue 9 item 4: ids of a new incarnation collide
+	}
 	q.notifyLocked()
 	return nil
 }
@@ -306,6 +312,48 @@ type Receiver struct {
 	owner *QueueClient // nil when opened on the Queue itself
 	// closed is guarded by q.mu.
 	closed bool
+	// busyUntil is when the call in progress ends on the queue's clock (a
+	// Receive that waits is busy until its wait ends); guarded by q.mu.
+	busyUntil time.Time
+}
+
+// enterCall records the start of a call on r and counts it as a misuse
+// when an earlier call is still in progress: a Receiver is used by one
+// goroutine at a time (brokers.Receiver). Under the testkit's executor a
+// job runs at one instant and a waiting Receive stays in progress until its
+// wait is over, so this sees two jobs of one unit that overlap in virtual
+// time. The caller holds q.mu.
+func (r *Receiver) enterCallLocked(op string) {
+	now := r.q.clock.Now()
+	if now.Before(r.busyUntil) {
+		r.q.misuses = append(r.q.misuses, fmt.Sprintf("%s on slot %s at %s while a call runs until %s",
+			op, r.slot, now.Format(time.RFC3339Nano), r.busyUntil.Format(time.RFC3339Nano)))
+	}
+	r.busyUntil = now
+}
+
+// Expiry is a delivery whose ack deadline passed while it was in flight:
+// the message was delivered again (to any receiver) after At.
+type Expiry struct {
+	ID   string
+	Slot string // the slot of the receiver that held it
+	At   time.Time
+}
+
+// Expiries lists the deliveries whose deadline passed in flight, in the
+// order they were noticed (when the message was delivered again).
+func (q *Queue) Expiries() []Expiry {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]Expiry(nil), q.expiries...)
+}
+
+// Misuses lists the calls made on a receiver while another call on it was
+// in progress (see brokers.Receiver: one goroutine at a time).
+func (q *Queue) Misuses() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([]string(nil), q.misuses...)
 }
 
 var (
@@ -330,12 +378,31 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		q.mu.Unlock()
 		return brokers.Result{}, err
 	}
+	r.enterCallLocked(OpReceive)
 	res, next := r.takeLocked(max)
 	wake := q.wake
+	start := q.clock.Now()
+	if len(res.Messages) == 0 && wait > 0 {
+		d := wait
+		if next > 0 && next < d {
+			d = next
+		}
+		r.busyUntil = start.Add(d) // what the wait below takes under the testkit
+	}
 	q.mu.Unlock()
 	if len(res.Messages) > 0 || wait <= 0 {
 		return res, nil
 	}
+	defer func() {
+		// On a clock that moved while we waited the call is over now (a
+		// wake may end the wait early); under the testkit time stands
+		// still during a job and the wait ends when its result arrives.
+		q.mu.Lock()
+		if now := q.clock.Now(); now.After(start) {
+			r.busyUntil = now
+		}
+		q.mu.Unlock()
+	}()
 
 	if q.testHookWait != nil {
 		q.testHookWait()
@@ -387,6 +454,10 @@ func (r *Receiver) takeLocked(max int) (res brokers.Result, next time.Duration) 
 			}
 			continue
 		}
+		if qm.holder != nil {
+			// delivered again because its deadline passed in flight
+			q.expiries = append(q.expiries, Expiry{ID: qm.msg.ID, Slot: qm.holder.slot, At: qm.deadline})
+		}
 		qm.deliveries++
 		qm.holder = r
 		qm.deadline = now.Add(q.deadline)
@@ -431,6 +502,7 @@ func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message
 	if err := q.checkLocked(op, r); err != nil {
 		return err
 	}
+	r.enterCallLocked(op)
 	var targets []*queued
 	for _, m := range msgs {
 		qm, err := q.currentLocked(op, m)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 )
 
 // StreamConfig configures a Stream. The zero value is a one-partition
@@ -663,10 +664,13 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (its end is %d): %w", p.id, r.next, end, brokers.ErrPositionUnknown)}
 	}
 	lso := p.lso()
+	if mutate.On(mutate.ReadUncommitted) {
+		lso = end // the bug of issue 9 item 5: transactions read uncommitted
+	}
 	var msgs []brokers.Message
 	for ; r.next < lso; r.next++ {
 		rec := &p.recs[r.next-p.base]
-		if !rec.visible() {
+		if !rec.visible() && !(mutate.On(mutate.ReadUncommitted) && !rec.marker) {
 			continue // aborted or a marker: stepped over, never returned
 		}
 		if len(msgs) == max {

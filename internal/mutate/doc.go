@@ -1,0 +1,62 @@
+// Package mutate switches deliberate bugs on, for tests that show the
+// simulator catches them.
+//
+// Each fix of issue 9 left a named switch at the place it fixed: when the
+// switch is on, the code behaves as it did before the fix. Production
+// builds cannot turn a switch on: without the build tag drover_mutate, On
+// is a constant false and the compiler drops the guarded code. The tests
+// built with -tags drover_mutate (testkit/mutation_test.go) turn one switch
+// on at a time and check that `drover sim` finds a broken invariant among
+// its first seeds.
+package mutate
+
+// The switches, by the issue item whose fix they undo.
+const (
+	// ResolveEveryOpen: a stream unit with no checkpoint resolves its start
+	// on every open and does not record it (item 1).
+	ResolveEveryOpen = "resolve-every-open"
+	// LatestForNewUnits: units that appear after the first discovery start
+	// as `start` says instead of at their earliest (item 1).
+	LatestForNewUnits = "latest-for-new-units"
+	// WaitForUnlistedParents: a child waits for parents the stream no
+	// longer lists (item 2).
+	WaitForUnlistedParents = "wait-for-unlisted-parents"
+	// KeepInvalidCheckpoint: a checkpoint the broker no longer knows is
+	// kept while the reader reopens at the earliest (item 3).
+	KeepInvalidCheckpoint = "keep-invalid-checkpoint"
+	// ReusedQueueIDs: the memory queue reuses message ids after a recreate,
+	// as NATS ids did (item 4).
+	ReusedQueueIDs = "reused-queue-ids"
+	// ReadUncommitted: the memory stream returns records of open and
+	// aborted transactions (item 5).
+	ReadUncommitted = "read-uncommitted"
+	// TakeoverAtOnce: a lease whose holder is absent from the view is taken
+	// over at once, renewing or not (item 6).
+	TakeoverAtOnce = "takeover-at-once"
+	// FailuresSpanSuccess: the failure count survives successful fetches
+	// (item 8).
+	FailuresSpanSuccess = "failures-span-success"
+	// NoExtend: queue batches in flight are not extended (item 9).
+	NoExtend = "no-extend"
+	// NackConcurrent: a nack runs beside the next receive (item 10).
+	NackConcurrent = "nack-concurrent"
+	// SupervisorLeak: a restarted supervisor keeps its timers running
+	// (item 11).
+	SupervisorLeak = "supervisor-leak"
+	// PlaceIgnoringSources: placement ignores which sources members run
+	// (item 12).
+	PlaceIgnoringSources = "place-ignoring-sources"
+	// RefetchFailedBatch: a failed stream batch is fetched again from the
+	// checkpoint instead of retried as the same batch (item 13).
+	RefetchFailedBatch = "refetch-failed-batch"
+	// NoStoreDeadline: store calls blocked by a lock wait without a deadline
+	// (item 7; the testkit's lock model).
+	NoStoreDeadline = "no-store-deadline"
+)
+
+// All lists every switch.
+var All = []string{
+	ResolveEveryOpen, LatestForNewUnits, WaitForUnlistedParents, KeepInvalidCheckpoint, ReusedQueueIDs,
+	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
+	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
+}

@@ -1,0 +1,417 @@
+package testkit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Faults beyond kills, pauses and partitions: what the broker and the
+// store can do to a running cluster. Each records what it makes
+// legitimate in the ledger (messages the broker lost, a reset it forces),
+// so that Report still holds every other message to "applied once".
+
+// SetSources sets the sources node runs from its next start on (a rolling
+// configuration change: restart it to apply). nil means every source.
+func (c *Cluster) SetSources(node string, sources []string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	for _, s := range sources {
+		if c.specByName(s) == nil {
+			return fmt.Errorf("testkit: no source %q", s)
+		}
+	}
+	n.sources = slices.Clone(sources)
+	return nil
+}
+
+// Runs reports whether node runs source (in its current process).
+func (c *Cluster) runs(n *simNode, source string) bool {
+	return n.running == nil || slices.Contains(n.running, source)
+}
+
+// AddPartitions adds n partitions to a stream source, as a Kafka topic
+// grows. They appear after the source's first discovery, so they are read
+// from their earliest whatever the source's start says.
+func (c *Cluster) AddPartitions(source string, n int) ([]string, error) {
+	st, ok := c.streams[source]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no stream %q", source)
+	}
+	ids, err := st.AddPartitions(n)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		c.units[source+"/"+id] = &unitInfo{source: source, since: c.s.now}
+	}
+	c.open[source] = append(c.open[source], ids...)
+	c.event("add-partitions", "", source, fmt.Sprint(ids))
+	return ids, nil
+}
+
+// Split splits a partition of a stream source into two children, as a
+// Kinesis shard split does.
+func (c *Cluster) Split(source, partition string) ([]string, error) {
+	st, ok := c.streams[source]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no stream %q", source)
+	}
+	kids, err := st.Split(partition)
+	if err != nil {
+		return nil, err
+	}
+	parent := source + "/" + partition
+	for _, id := range kids {
+		c.units[source+"/"+id] = &unitInfo{source: source, since: c.s.now, parents: []string{parent}}
+	}
+	rest := c.open[source][:0:0]
+	for _, o := range c.open[source] {
+		if o != partition {
+			rest = append(rest, o)
+		}
+	}
+	c.open[source] = append(rest, kids...)
+	c.event("split", "", parent, fmt.Sprint(kids))
+	return kids, nil
+}
+
+// Forget makes a closed (split) partition disappear from the stream's
+// listing, with its messages, as a Kinesis shard past retention does. What
+// was not applied of it is lost upstream, and not counted as lost.
+func (c *Cluster) Forget(source, partition string) error {
+	st, ok := c.streams[source]
+	if !ok {
+		return fmt.Errorf("testkit: no stream %q", source)
+	}
+	if err := st.Forget(partition); err != nil {
+		return err
+	}
+	unit := source + "/" + partition
+	c.led.excuseUnit(unit, c.led.gen[source])
+	delete(c.units, unit)
+	c.forgotten[unit] = true
+	c.event("forget", "", unit, "")
+	return nil
+}
+
+// RecreateStream deletes a stream source's stream and creates it again
+// with as many partitions, offsets from 0 (position reuse). Messages not
+// applied before are lost upstream; units must reset their checkpoints
+// (on_position_reset) and read the new stream from its start.
+//
+// The new stream's positions repeat the old ones, so a unit that opened it
+// after the recreation could not tell an old position from a new one once
+// the new stream has grown past its checkpoint (no broker with offsets
+// can): publish to it only after its units have reset (Report counts a new
+// message at or below an old checkpoint that nobody reset as lost).
+func (c *Cluster) RecreateStream(source string) error {
+	st, ok := c.streams[source]
+	if !ok {
+		return fmt.Errorf("testkit: no stream %q", source)
+	}
+	if err := st.Recreate(); err != nil {
+		return err
+	}
+	l := c.led
+	for u, info := range c.units {
+		if info.source == source {
+			l.excuseUnit(u, l.gen[source])
+			delete(c.units, u)
+		}
+	}
+	l.gen[source]++
+	n := len(c.open[source])
+	c.open[source] = nil
+	for i := range n {
+		id := strconv.Itoa(i)
+		u := source + "/" + id
+		c.open[source] = append(c.open[source], id)
+		c.units[u] = &unitInfo{source: source, since: c.s.now}
+		l.recreated[u] = c.s.now
+		l.allowReset[u]++
+		delete(l.lastPublished, u)
+	}
+	c.disturbUntil("recreate:"+source, c.s.now.Add(c.cfg.RecreateQuiet))
+	c.event("recreate", "", source, strconv.Itoa(n))
+	return nil
+}
+
+// OpenPartitions lists a stream source's partitions that take messages
+// (not split), as the testkit tracked them.
+func (c *Cluster) OpenPartitions(source string) []string {
+	return slices.Clone(c.open[source])
+}
+
+// RecreateQueue deletes a queue source's queue and creates it again: the
+// messages in it are lost upstream. Message ids are never reused.
+func (c *Cluster) RecreateQueue(source string) error {
+	q, ok := c.queues[source]
+	if !ok {
+		return fmt.Errorf("testkit: no queue %q", source)
+	}
+	if err := q.Recreate(); err != nil {
+		return err
+	}
+	c.led.excuseQueue(source, c.led.gen[source])
+	c.led.gen[source]++
+	c.event("recreate", "", source, "")
+	return nil
+}
+
+// PublishTx writes msgs to a stream partition in a transaction that
+// commits (or aborts) after d. Until then readers stop at its first
+// message; an aborted transaction's messages must never be applied.
+func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Duration, msgs ...brokers.Message) ([]string, error) {
+	st, ok := c.streams[source]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no stream %q", source)
+	}
+	tx, err := st.BeginTx(partition)
+	if err != nil {
+		return nil, err
+	}
+	pos, err := tx.Produce(msgs...)
+	if err != nil {
+		_ = tx.Abort()
+		return nil, err
+	}
+	unit := source + "/" + partition
+	gen := c.led.gen[source]
+	for _, p := range pos {
+		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p})
+		c.led.lastPublished[unit] = p
+	}
+	c.event("publish-tx", "", unit, fmt.Sprintf("n=%d commit=%v", len(pos), commit))
+	c.At(d, func() {
+		if commit {
+			_ = tx.Commit()
+			c.event("tx-commit", "", unit, strconv.Itoa(len(pos)))
+			return
+		}
+		if err := tx.Abort(); err != nil {
+			return // aborted already (a recreate or a reshard ended it)
+		}
+		for _, p := range pos {
+			k := streamKey(unit, gen, p)
+			c.led.aborted[k] = true
+			c.led.excuse(k)
+		}
+		c.event("tx-abort", "", unit, strconv.Itoa(len(pos)))
+	})
+	return pos, nil
+}
+
+// DropAcks makes the next n acks of a queue source vanish on their way (the
+// broker never hears them): the messages come back after their deadline,
+// which is not a deadline the unit failed to extend.
+func (c *Cluster) DropAcks(source string, n int) error {
+	q, ok := c.queues[source]
+	if !ok {
+		return fmt.Errorf("testkit: no queue %q", source)
+	}
+	q.DropAcks(n)
+	c.disturbUntil("drop-acks:"+source, c.s.now.Add(30*time.Second+2*c.ackDeadline[source]))
+	return nil
+}
+
+// FailSporadically makes one fetch of a stream source fail every
+// interval, count times: failures always separated by successful
+// fetches, which must never fail a unit to its supervisor.
+func (c *Cluster) FailSporadically(source string, interval time.Duration, count int) error {
+	st, ok := c.streams[source]
+	if !ok {
+		return fmt.Errorf("testkit: no stream %q", source)
+	}
+	for i := range count {
+		c.At(time.Duration(i)*interval, func() {
+			st.FailNext(memory.OpFetch, 1, &brokers.Error{Op: memory.OpFetch, Retryable: true, Err: errors.New(sporadicMark)})
+		})
+	}
+	return nil
+}
+
+// CutStore cuts node off from the store (every call of it fails) until
+// RestoreStore, as a network fault between one node and the database.
+func (c *Cluster) CutStore(node string) error {
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	c.cut[node] = true
+	c.disturb("store-cut:" + node)
+	c.event("store-cut", node, "", "")
+	return nil
+}
+
+// RestoreStore ends CutStore.
+func (c *Cluster) RestoreStore(node string) {
+	delete(c.cut, node)
+	c.Undisturb("store-cut:" + node)
+	c.event("store-restore", node, "", "")
+}
+
+// LockUnit holds the row lock of unit's lease for d, as a transaction
+// whose node vanished mid-apply does until the database cuts it off
+// (idle_in_transaction_session_timeout). Meanwhile calls that need the
+// row (acquire, apply, release, renew of that one lease) wait up to
+// Config.StoreTimeout for it and then fail with a lock timeout; a
+// renewal of all of a node's leases skips the locked row. A kill of the
+// unit's holder within the failover bound is held to d + the bound.
+func (c *Cluster) LockUnit(unit string, d time.Duration) {
+	until := c.s.now.Add(d)
+	c.store.locks[unit] = until
+	for i := range c.led.kills {
+		if k := &c.led.kills[i]; k.units[unit] && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
+			if k.orphaned == nil {
+				k.orphaned = map[string]time.Time{}
+			}
+			k.orphaned[unit] = until
+		}
+	}
+	c.disturbUntil("lock:"+unit, until)
+	c.event("lock", "", unit, d.String())
+}
+
+// CrashSupervisor makes node's supervisor of source fail (a panic).
+func (c *Cluster) CrashSupervisor(node, source string) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if n.node == nil || (n.state != "running" && n.state != "stopping") {
+		return nil
+	}
+	c.event("crash-supervisor", node, source, "")
+	n.node.CrashSupervisor(source)
+	return nil
+}
+
+// PendingTimers counts node's timers of kind (a clock.AfterFunc label:
+// "quality", "discover", ...) not yet fired.
+func (c *Cluster) PendingTimers(node, kind string) int {
+	n, err := c.node(node)
+	if err != nil || n.sid == 0 {
+		return 0
+	}
+	return c.s.count(n.sid, "timer:"+kind)
+}
+
+// errLockTimeout is what a call blocked by LockUnit fails with.
+var errLockTimeout = errors.New("canceling statement due to lock timeout (simulated)")
+
+// waitLock waits, as a store call would, for a unit's row lock: up to the
+// store timeout, then fails. The wait is virtual (exec.Pause).
+func (a *auditStore) waitLock(ctx context.Context, unit string) error {
+	until, ok := a.locks[unit]
+	if !ok {
+		return nil
+	}
+	now := a.c.s.now
+	if !now.Before(until) {
+		delete(a.locks, unit)
+		return nil
+	}
+	wait := until.Sub(now)
+	if t := a.c.cfg.StoreTimeout; wait > t {
+		_ = exec.Pause(ctx, t)
+		return fmt.Errorf("%s: %w", unit, errLockTimeout)
+	}
+	_ = exec.Pause(ctx, wait)
+	return nil
+}
+
+// nodeStore is the store as one node reaches it: CutStore cuts it.
+type nodeStore struct {
+	*auditStore
+	node string
+}
+
+var _ persistence.Store = nodeStore{}
+
+func (n nodeStore) cutErr() error {
+	if n.c.cut[n.node] {
+		return fmt.Errorf("store unreachable from %s (simulated): %w", n.node, persistence.ErrInjected)
+	}
+	return nil
+}
+
+func (n nodeStore) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
+	if err := n.cutErr(); err != nil {
+		return persistence.Lease{}, err
+	}
+	return n.auditStore.Acquire(ctx, req)
+}
+
+func (n nodeStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Duration) (persistence.Lease, error) {
+	if err := n.cutErr(); err != nil {
+		return persistence.Lease{}, err
+	}
+	return n.auditStore.Renew(ctx, l, ttl)
+}
+
+func (n nodeStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	if err := n.cutErr(); err != nil {
+		return nil, nil, err
+	}
+	return n.auditStore.RenewLeases(ctx, owner, ls, ttl)
+}
+
+func (n nodeStore) Release(ctx context.Context, l persistence.Lease) error {
+	if err := n.cutErr(); err != nil {
+		return err
+	}
+	return n.auditStore.Release(ctx, l)
+}
+
+func (n nodeStore) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	if err := n.cutErr(); err != nil {
+		return persistence.Applied{}, err
+	}
+	return n.auditStore.Apply(ctx, b)
+}
+
+func (n nodeStore) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
+	if err := n.cutErr(); err != nil {
+		return persistence.Checkpoint{}, err
+	}
+	return n.auditStore.Checkpoint(ctx, unit)
+}
+
+func (n nodeStore) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
+	if err := n.cutErr(); err != nil {
+		return nil, err
+	}
+	return n.auditStore.Checkpoints(ctx, source)
+}
+
+func (n nodeStore) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
+	if err := n.cutErr(); err != nil {
+		return nil, err
+	}
+	return n.auditStore.InitSource(ctx, source, units)
+}
+
+func (n nodeStore) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
+	if err := n.cutErr(); err != nil {
+		return 0, err
+	}
+	return n.auditStore.WriteQuality(ctx, w)
+}
+
+// unitInfo is what the testkit knows of a unit of a stream source, for the
+// ownership check.
+type unitInfo struct {
+	source  string
+	since   time.Time
+	parents []string // unit ids
+}

@@ -1,0 +1,215 @@
+package testkit
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// Invariants checked while a cluster runs, besides those of the ledger
+// (audit.go). Each is checked on every seed of `drover sim`:
+//
+//   - ownership: once the cluster has been quiet (no fault in force, no
+//     node event) for OwnershipQuiet, every unit that can be read (not
+//     finished, its parents finished or forgotten, its source run by some
+//     running node) is leased to a running node that runs its source,
+//     within OwnershipBound. Units of partitions added after the start are
+//     held to it once a discovery interval has passed.
+//   - deadlines: a queue message in flight never passes its ack deadline
+//     while the cluster is quiet (the unit extends it while it applies).
+//   - supervisors: a node has at most one pending quality tick and one
+//     pending discovery per source it runs (a restarted supervisor leaves
+//     none of its timers behind).
+//   - sporadic failures: a unit never fails to its supervisor because of
+//     failures separated by successful fetches.
+//   - membership: once the cluster is quiet, every running node's view is
+//     the running nodes (checked at the end, after Settle).
+
+const (
+	// OwnershipQuiet is how long the cluster must be quiet before the
+	// ownership check applies.
+	OwnershipQuiet = 4 * time.Second
+	// OwnershipBound is how long a readable unit may stay without an owner
+	// in a quiet cluster.
+	OwnershipBound = 6 * time.Second
+)
+
+// errSporadic marks the sparse fetch failures of FailSporadically.
+const sporadicMark = "sporadic fetch failure (simulated)"
+
+// startChecks schedules the periodic checks (a task of the world).
+func (c *Cluster) startChecks() {
+	var tick func()
+	tick = func() {
+		c.checkOwnership()
+		c.checkDeadlines()
+		c.s.after(-1, time.Second, "check", tick)
+	}
+	c.s.after(-1, time.Second, "check", tick)
+}
+
+func (c *Cluster) check(inv, detail string) {
+	c.checks = append(c.checks, Violation{Invariant: inv, Detail: detail})
+	c.event("VIOLATION", "", inv, detail)
+}
+
+// checkOwnership is the ownership invariant.
+func (c *Cluster) checkOwnership() {
+	if !c.quiet(OwnershipQuiet) {
+		clear(c.unowned)
+		return
+	}
+	ctx := context.Background()
+	leases, err := c.inner.List(ctx)
+	if err != nil {
+		return
+	}
+	held := make(map[string]persistence.Lease, len(leases))
+	for _, l := range leases {
+		held[l.Unit] = l
+	}
+	cps := map[string]persistence.Checkpoint{}
+	for name := range c.streams {
+		list, err := c.inner.Checkpoints(ctx, name)
+		if err != nil {
+			return
+		}
+		for _, cp := range list {
+			cps[cp.Unit] = cp
+		}
+	}
+	now := c.s.now
+	for _, u := range c.readableUnits(cps) {
+		src := sourceOf(u)
+		var runners []string
+		for _, name := range c.Running() {
+			if n := c.nodes[name]; n.state == "running" && c.runs(n, src) {
+				runners = append(runners, name)
+			}
+		}
+		if len(runners) == 0 {
+			delete(c.unowned, u)
+			continue
+		}
+		l, ok := held[u]
+		if ok && slices.Contains(runners, l.Owner) && l.ExpiresAt.After(now) {
+			delete(c.unowned, u)
+			continue
+		}
+		since, ok := c.unowned[u]
+		if !ok {
+			c.unowned[u] = now
+			continue
+		}
+		if now.Sub(since) >= OwnershipBound {
+			c.check("ownership", fmt.Sprintf("%s has had no owner among %v for %s in a quiet cluster (lease: %s token %d)",
+				u, runners, now.Sub(since), l.Owner, l.Token))
+			c.unowned[u] = now.Add(time.Hour) // once
+		}
+	}
+}
+
+// readableUnits lists the units the ownership check applies to now.
+func (c *Cluster) readableUnits(cps map[string]persistence.Checkpoint) []string {
+	now := c.s.now
+	var out []string
+	for _, u := range sortedStrings(c.units) {
+		info := c.units[u]
+		if cps[u].Finished {
+			continue
+		}
+		spec := c.specByName(info.source)
+		if spec == nil {
+			continue
+		}
+		disc := spec.Discovery
+		if disc <= 0 {
+			disc = 30 * time.Second
+		}
+		if !info.since.IsZero() && now.Sub(info.since) < disc {
+			continue // not discovered yet, perhaps
+		}
+		ready := true
+		for _, p := range info.parents {
+			if c.forgotten[p] {
+				continue
+			}
+			if cp := cps[p]; !cp.Finished || now.Sub(cp.UpdatedAt) < OwnershipQuiet {
+				ready = false
+			}
+		}
+		if ready {
+			out = append(out, u)
+		}
+	}
+	for _, name := range sortedStrings(c.queues) {
+		spec := c.specByName(name)
+		slots := max(spec.Slots, 1)
+		for i := range slots {
+			out = append(out, name+"/slot-"+strconv.Itoa(i))
+		}
+	}
+	return out
+}
+
+// checkDeadlines is the deadline invariant: every expiry of a queue
+// delivery must fall in a time something happened to the cluster.
+func (c *Cluster) checkDeadlines() {
+	for _, name := range sortedStrings(c.queues) {
+		q := c.queues[name]
+		exp := q.Expiries()
+		seen := c.expiriesSeen[name]
+		c.expiriesSeen[name] = len(exp)
+		for _, e := range exp[seen:] {
+			deadline := c.ackDeadline[name]
+			if c.quietDuring(e.At.Add(-deadline-time.Second), e.At) {
+				c.check("deadline", fmt.Sprintf("%s: message %s held by %s passed its ack deadline at %s in a quiet cluster (not extended)",
+					name, e.ID, e.Slot, e.At.Sub(epoch)))
+			}
+		}
+	}
+}
+
+// endChecks runs the checks that look at the end of a run.
+func (c *Cluster) endChecks() []Violation {
+	var out []Violation
+	for _, name := range c.Running() {
+		n := c.nodes[name]
+		sources := 0
+		for _, sp := range c.specs {
+			if c.runs(n, sp.Name) {
+				sources++
+			}
+		}
+		for _, kind := range []string{"quality", "discover"} {
+			if k := c.PendingTimers(name, kind); k > sources {
+				out = append(out, Violation{"timers", fmt.Sprintf("%s has %d pending %s timers for %d sources (a restarted supervisor left its timers running?)", name, k, kind, sources)})
+			}
+		}
+	}
+	for _, e := range c.log {
+		if e.Kind == "fail-to-supervisor" && strings.Contains(e.Detail, sporadicMark) {
+			out = append(out, Violation{"sporadic", fmt.Sprintf("%s on %s failed to its supervisor at %s on failures separated by successful fetches: %s", e.Unit, e.Node, e.Time.Sub(epoch), e.Detail)})
+		}
+	}
+	return out
+}
+
+func (c *Cluster) specByName(name string) *specInfo {
+	for i := range c.specs {
+		if c.specs[i].Name == name {
+			return &specInfo{Slots: c.specs[i].Slots, Discovery: c.specs[i].Discovery}
+		}
+	}
+	return nil
+}
+
+type specInfo struct {
+	Slots     int
+	Discovery time.Duration
+}
