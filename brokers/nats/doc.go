@@ -68,8 +68,28 @@
 //
 // Positions are stream sequences in decimal, increasing within a partition
 // (with gaps where other subjects' messages are). Open after a position
-// reads from the next sequence; Earliest from the oldest message held;
-// Latest from the stream's last sequence + 1 at Open.
+// reads from the next sequence; At from the first message the stream
+// stored at or after that time (a consumer with DeliverByStartTime);
+// Earliest from the oldest message held; Latest from the stream's last
+// sequence + 1 at Open.
+//
+// Stream implements brokers.Resolver from the stream's state at the call:
+// Latest is Start{After: last sequence}, Earliest Start{After: first
+// sequence - 1} once messages were removed from the stream's front; both
+// are Start{Mode: Earliest} while there is nothing to name (nothing ever
+// stored, or nothing removed). Sequences are the stream's, so one
+// subject's start is named in them too.
+//
+// ErrPositionUnknown: a stream deleted and created again under the same
+// name counts its sequences from 1 again. Open after a position beyond the
+// stream's last sequence fails with ErrPositionUnknown (a non-retryable
+// *brokers.Error naming stream, subject, the position and the last
+// sequence). A reader that makes its consumer again (see below) first
+// compares the stream's creation time with the one at Open and fails the
+// same way when the stream was created again meanwhile, wherever its
+// position lies. A checkpoint from an earlier life of the stream that is
+// not beyond the new one's end cannot be told from one of its own at Open
+// (positions are bare sequences) and is read after.
 //
 // A Reader reads through an ephemeral pull consumer of its own (no acks,
 // kept in server memory, removed by the server after InactiveThreshold
