@@ -619,3 +619,47 @@ func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestQueueExtendOnATimerKeepsMessage: what the runtime does for a batch
+// in flight (issue 9, item 9): Extend by AckWait on a timer, several
+// times an AckWait, for three AckWaits, then ack. No other receiver gets
+// the message meanwhile, and the consumer delivered it once.
+func TestQueueExtendOnATimerKeepsMessage(t *testing.T) {
+	e := newQueueEnv(t)
+	e.publish(t, e.subject, "slow", nil)
+	cfg := e.config()
+	cfg.AckWait = 600 * time.Millisecond
+	q := e.open(t, cfg)
+	r := openRecv(t, q, "slot-0")
+	other := openRecv(t, q, "slot-1")
+	got, _ := receiveN(t, r, 1)
+	ctx := ctxT(t, 30*time.Second)
+	// The other receiver's waits pace the loop.
+	for end := time.Now().Add(3 * cfg.AckWait); time.Now().Before(end); {
+		if err := r.Extend(ctx, got, cfg.AckWait); err != nil {
+			t.Fatalf("extend: %v", err)
+		}
+		res, err := other.Receive(ctx, 1, cfg.AckWait/3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) > 0 {
+			t.Fatalf("a message kept in progress came to another receiver (deliveries %d)", res.Messages[0].Deliveries)
+		}
+	}
+	if err := r.Ack(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	res, err := other.Receive(ctx, 1, 2*cfg.AckWait)
+	if err != nil || len(res.Messages) > 0 {
+		t.Fatalf("after the ack: %d messages, %v; want none", len(res.Messages), err)
+	}
+	info, err := q.consumer().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != 1 || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+		t.Fatalf("consumer delivered %d times, %d pending, %d redelivered; want one delivery, acked",
+			info.Delivered.Consumer, info.NumAckPending, info.NumRedelivered)
+	}
+}
