@@ -14,8 +14,8 @@
 // each message to one receiver at a time.
 //
 //   - Message.ID = Position = "<stream>:<created>:<stream sequence>", the
-//     dedupe id, where created is the creation time of the stream
-//     (StreamInfo.Created, Unix nanoseconds, UTC). A stream deleted and
+//     dedupe id, where created is the creation time of the stream that
+//     stored it (StreamInfo.Created, Unix nanoseconds, UTC). A stream deleted and
 //     created again under the same name starts its sequences at 1 again;
 //     its creation time keeps the IDs of its messages apart from every
 //     earlier one, so the dedupe table does not drop them. The ID is
