@@ -13,10 +13,36 @@
 // Every slot's Receiver pulls from that one consumer, so the server hands
 // each message to one receiver at a time.
 //
-//   - Message.ID = Position = "<stream>:<stream sequence>", stable across
-//     redeliveries: the dedupe id. Deliveries = the server's delivery
-//     count, Time = the time the stream stored the message, Handle = the
-//     jetstream.Msg.
+//   - Message.ID = Position = "<stream>:<created>:<stream sequence>", the
+//     dedupe id, where created is the creation time of the stream that
+//     stored it (StreamInfo.Created, Unix nanoseconds, UTC). A stream deleted and
+//     created again under the same name starts its sequences at 1 again;
+//     its creation time keeps the IDs of its messages apart from every
+//     earlier one, so the dedupe table does not drop them. The ID is
+//     stable across redeliveries and drover restarts. Deliveries = the
+//     server's delivery count, Time = the time the stream stored the
+//     message, Handle = the jetstream.Msg.
+//   - Which life of the stream a message came from: NewQueue reads the
+//     stream info; a message stored (by its server stamp) at or before the
+//     last message the latest stream info showed belongs to a life already
+//     known, the newest created at or before its stamp. A receive whose
+//     batch holds a newer message reads the stream info again before
+//     naming it (one request per such batch, shared by concurrent
+//     receivers; a backlog needs one): so a recreation is noticed even by
+//     a node that saw no error, because another node made the consumer
+//     again. This assumes the servers' clocks agree to better than the
+//     time between a stream's deletion and its successor's first message.
+//     When that stream info cannot be read, the batch is given back (NAK)
+//     and Receive fails, retryable.
+//   - When a pull finds no consumer (deleted with its stream or alone, or
+//     no responder for its pull subject), the next Receive binds again as
+//     NewQueue does, making the consumer when missing (not with BindOnly);
+//     one made for a stream created again delivers all of its messages
+//     whatever Start says. While the stream is missing, Receive fails with
+//     a non-retryable error naming it.
+//   - Upgrade note: IDs before this format were "<stream>:<sequence>"; a
+//     message applied but not acked when a node is upgraded comes back
+//     under the new ID and is applied again.
 //   - Ack sends explicit acks and returns once the server has received them
 //     (a flush: one round trip per batch), so an ack that returned nil is
 //     not lost with a connection that drops right after; with DoubleAck,
@@ -42,8 +68,28 @@
 //
 // Positions are stream sequences in decimal, increasing within a partition
 // (with gaps where other subjects' messages are). Open after a position
-// reads from the next sequence; Earliest from the oldest message held;
-// Latest from the stream's last sequence + 1 at Open.
+// reads from the next sequence; At from the first message the stream
+// stored at or after that time (a consumer with DeliverByStartTime);
+// Earliest from the oldest message held; Latest from the stream's last
+// sequence + 1 at Open.
+//
+// Stream implements brokers.Resolver from the stream's state at the call:
+// Latest is Start{After: last sequence}, Earliest Start{After: first
+// sequence - 1} once messages were removed from the stream's front; both
+// are Start{Mode: Earliest} while there is nothing to name (nothing ever
+// stored, or nothing removed). Sequences are the stream's, so one
+// subject's start is named in them too.
+//
+// ErrPositionUnknown: a stream deleted and created again under the same
+// name counts its sequences from 1 again. Open after a position beyond the
+// stream's last sequence fails with ErrPositionUnknown (a non-retryable
+// *brokers.Error naming stream, subject, the position and the last
+// sequence). A reader that makes its consumer again (see below) first
+// compares the stream's creation time with the one at Open and fails the
+// same way when the stream was created again meanwhile, wherever its
+// position lies. A checkpoint from an earlier life of the stream that is
+// not beyond the new one's end cannot be told from one of its own at Open
+// (positions are bare sequences) and is read after.
 //
 // A Reader reads through an ephemeral pull consumer of its own (no acks,
 // kept in server memory, removed by the server after InactiveThreshold

@@ -18,28 +18,29 @@ type converted struct {
 	msg     brokers.Message
 	seq     uint64 // stream sequence
 	pending uint64 // messages of the consumer not yet delivered after this one
+	stream  string // the stream's name
+	stamp   int64  // when the stream stored the message, Unix ns
 }
 
 // convert turns a delivered JetStream message into a brokers.Message.
-// Queue messages get ID "<stream>:<sequence>" (= Position), Deliveries and
-// the jetstream.Msg as Handle; stream messages get Position "<sequence>".
+// Queue messages get Deliveries and the jetstream.Msg as Handle, and the
+// queue then names them (Queue.name: ID = Position =
+// "<stream>:<stream created>:<sequence>"); stream messages get Position
+// "<sequence>".
 func convert(m jetstream.Msg, key KeyConfig, queue bool) converted {
 	meta, err := m.Metadata()
 	if err != nil {
 		return converted{err: fmt.Errorf("message on %q: %w", m.Subject(), err)}
 	}
-	seq := strconv.FormatUint(meta.Sequence.Stream, 10)
 	out := brokers.Message{Value: m.Data(), Time: meta.Timestamp}
 	out.Headers, out.Key = headers(m, key)
 	if queue {
-		out.ID = meta.Stream + ":" + seq
-		out.Position = out.ID
 		out.Deliveries = int(meta.NumDelivered)
 		out.Handle = m
 	} else {
-		out.Position = seq
+		out.Position = strconv.FormatUint(meta.Sequence.Stream, 10)
 	}
-	return converted{msg: out, seq: meta.Sequence.Stream, pending: meta.NumPending}
+	return converted{msg: out, seq: meta.Sequence.Stream, pending: meta.NumPending, stream: meta.Stream, stamp: meta.Timestamp.UnixNano()}
 }
 
 // headers returns the message's headers sorted by name, the values of one

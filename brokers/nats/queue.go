@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
@@ -23,8 +26,21 @@ const queueProbe = 5 * time.Millisecond
 type Queue struct {
 	c    *conn
 	cfg  QueueConfig
-	cons jetstream.Consumer
 	conv converter
+
+	// inc names the lives of the stream the messages come from (message
+	// IDs); checkMu makes concurrent receivers share one stream info.
+	inc     incarnations
+	checkMu sync.Mutex
+
+	// stale is set when a pull found no consumer (the stream or the
+	// consumer was deleted): the next receive binds again. bindMu
+	// serializes that; consMu guards cons and boundTo.
+	stale   atomic.Bool
+	bindMu  sync.Mutex
+	consMu  sync.Mutex
+	cons    jetstream.Consumer
+	boundTo int64 // the stream life (created, Unix ns) cons was bound in
 
 	mu        sync.Mutex
 	closed    bool
@@ -46,14 +62,127 @@ func NewQueue(ctx context.Context, cfg QueueConfig) (*Queue, error) {
 	if err != nil {
 		return nil, err
 	}
+	q := &Queue{c: c, cfg: cfg, receivers: make(map[*Receiver]struct{})}
+	q.conv = func(m jetstream.Msg) converted { return convert(m, q.cfg.Key, true) }
+	// The stream's current life first: the IDs of what the consumer
+	// delivers name it.
+	if err := q.checkStream(ctx, "bind consumer"); err != nil {
+		c.close()
+		return nil, err
+	}
 	cons, err := bindConsumer(ctx, c, cfg)
 	if err != nil {
 		c.close()
 		return nil, err
 	}
-	q := &Queue{c: c, cfg: cfg, cons: cons, receivers: make(map[*Receiver]struct{})}
-	q.conv = func(m jetstream.Msg) converted { return convert(m, q.cfg.Key, true) }
+	q.setConsumer(cons)
 	return q, nil
+}
+
+// consumer is the durable consumer the receivers pull from.
+func (q *Queue) consumer() jetstream.Consumer {
+	q.consMu.Lock()
+	defer q.consMu.Unlock()
+	return q.cons
+}
+
+func (q *Queue) setConsumer(cons jetstream.Consumer) {
+	q.consMu.Lock()
+	defer q.consMu.Unlock()
+	q.cons, q.boundTo = cons, q.inc.newest().created
+}
+
+// checkStream reads the stream info and records the stream's current life
+// (see incarnations), logging when the stream turns out to have been
+// created again. A missing stream is a non-retryable *brokers.Error that
+// wraps errStreamGone.
+func (q *Queue) checkStream(ctx context.Context, op string) error {
+	if err := q.c.ready(op); err != nil {
+		return err
+	}
+	rctx, cancel := context.WithTimeout(ctx, q.cfg.Conn.RequestTimeout)
+	defer cancel()
+	st, err := q.c.js.Stream(rctx, q.cfg.Stream)
+	if errors.Is(err, jetstream.ErrStreamNotFound) {
+		return &brokers.Error{Op: op, Err: fmt.Errorf("stream %q %w", q.cfg.Stream, errStreamGone)}
+	}
+	if err != nil {
+		return translate(op, fmt.Errorf("stream %q: %w", q.cfg.Stream, err))
+	}
+	info := st.CachedInfo()
+	if prev, recreated := q.inc.observe(info); recreated {
+		q.cfg.Conn.Logger.Warn("nats: the queue's stream was deleted and created again; its messages get new ids",
+			"stream", q.cfg.Stream, "created_before", prev.createdTime(), "created_now", info.Created.UTC())
+	}
+	return nil
+}
+
+// errStreamGone: the queue's stream does not exist (any more).
+var errStreamGone = errors.New("not found")
+
+// cover makes sure the stream lives of messages stamped up to stamp are
+// known, reading the stream info when they may not be. A stream deleted
+// since the messages were stored is no reason to fail: they belong to a
+// life already known.
+func (q *Queue) cover(ctx context.Context, op string, stamp int64) error {
+	q.checkMu.Lock()
+	defer q.checkMu.Unlock()
+	if q.inc.covers(stamp) {
+		return nil
+	}
+	err := q.checkStream(ctx, op)
+	if errors.Is(err, errStreamGone) {
+		q.stale.Store(true)
+		return nil
+	}
+	return err
+}
+
+// name sets a message's ID and Position: "<stream>:<created>:<sequence>",
+// where created is the creation time (Unix ns) of the stream life that
+// stored it, so that a stream deleted and created again, whose sequences
+// start at 1 again, gives its messages IDs that no earlier message had.
+func (q *Queue) name(cm *converted) {
+	id := cm.stream + ":" + q.inc.tag(cm.stamp) + ":" + strconv.FormatUint(cm.seq, 10)
+	cm.msg.ID, cm.msg.Position = id, id
+}
+
+// rebind binds the durable consumer again after a pull found none, making
+// it when it is missing (unless BindOnly). A consumer made for a stream
+// created again starts at its first message whatever Start says: every
+// message of the new stream came after the start.
+func (q *Queue) rebind(ctx context.Context) error {
+	const op = "bind consumer"
+	q.bindMu.Lock()
+	defer q.bindMu.Unlock()
+	if !q.stale.Load() {
+		return nil
+	}
+	if err := q.checkStream(ctx, op); err != nil {
+		return err
+	}
+	cfg := q.cfg
+	q.consMu.Lock()
+	recreated := q.boundTo != q.inc.newest().created
+	q.consMu.Unlock()
+	if recreated {
+		cfg.Start = brokers.Earliest
+	}
+	cons, err := bindConsumer(ctx, q.c, cfg)
+	if err != nil {
+		return err
+	}
+	q.setConsumer(cons)
+	q.stale.Store(false)
+	return nil
+}
+
+// consumerGone reports whether a pull failed because the consumer is not
+// there: deleted (with its stream or alone), or nobody answers its pull
+// subject.
+func consumerGone(err error) bool {
+	return errors.Is(err, jetstream.ErrConsumerDeleted) || errors.Is(err, jetstream.ErrConsumerNotFound) ||
+		errors.Is(err, natsgo.ErrNoResponders)
 }
 
 // bindConsumer finds or makes the durable consumer.
@@ -228,20 +357,48 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	}
 	octx, done := r.life.op(ctx)
 	defer done()
-	p, err := r.q.c.pull(octx, op, r.q.cons, max, wait, queueProbe, r.q.conv)
+	if r.q.stale.Load() {
+		if err := r.q.rebind(octx); err != nil {
+			return brokers.Result{}, r.life.finish(ctx, op, err)
+		}
+	}
+	p, err := r.q.c.pull(octx, op, r.q.consumer(), max, wait, queueProbe, r.q.conv)
 	if err != nil {
+		if consumerGone(err) {
+			r.q.stale.Store(true)
+		}
 		return brokers.Result{}, r.life.finish(ctx, op, err)
+	}
+	var newest int64
+	for _, cm := range p.msgs {
+		if cm.err == nil && cm.stamp > newest {
+			newest = cm.stamp
+		}
+	}
+	if len(p.msgs) > 0 && !r.q.inc.covers(newest) {
+		if err := r.q.cover(octx, op, newest); err != nil {
+			// Without knowing the stream's life the messages cannot be
+			// named: give them back at once.
+			for _, cm := range p.msgs {
+				if cm.err == nil {
+					_ = cm.msg.Handle.(jetstream.Msg).Nak()
+				}
+			}
+			return brokers.Result{}, r.life.finish(ctx, op, err)
+		}
 	}
 	res := brokers.Result{Lag: -1}
 	if len(p.msgs) > 0 {
 		res.Messages = make([]brokers.Message, 0, len(p.msgs))
 	}
-	for _, cm := range p.msgs {
+	for i := range p.msgs {
+		cm := &p.msgs[i]
 		if cm.err != nil {
 			// Not a JetStream message: nothing to ack, nothing to apply.
 			r.q.cfg.Conn.Logger.Warn("nats: dropped a message without JetStream metadata", "slot", r.slot, "err", cm.err)
 			continue
 		}
+		r.q.name(cm)
 		res.Messages = append(res.Messages, cm.msg)
 		res.Lag = int64(cm.pending)
 	}
@@ -259,7 +416,7 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 	}
 	ictx, cancel := context.WithTimeout(ctx, r.q.cfg.Conn.RequestTimeout)
 	defer cancel()
-	info, err := r.q.cons.Info(ictx)
+	info, err := r.q.consumer().Info(ictx)
 	if err != nil {
 		return -1
 	}

@@ -106,7 +106,11 @@ func TestQueueMessageFields(t *testing.T) {
 	r := openRecv(t, e.open(t, cfg), "slot-0")
 	got, _ := receiveN(t, r, 2)
 	m := got[0]
-	wantID := fmt.Sprintf("%s:%d", e.stream, seq)
+	st, err := e.js.Stream(ctxT(t, 5*time.Second), e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantID := fmt.Sprintf("%s:%d:%d", e.stream, st.CachedInfo().Created.UnixNano(), seq)
 	if m.ID != wantID || m.Position != wantID || string(m.Key) != "k-7" || string(m.Value) != `{"id":7}` || m.Deliveries != 1 {
 		t.Fatalf("message = %+v, want ID %s, key k-7, one delivery", m, wantID)
 	}
@@ -190,7 +194,7 @@ func TestQueueDoubleAck(t *testing.T) {
 	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
-	info, err := q.cons.Info(ctxT(t, 5*time.Second))
+	info, err := q.consumer().Info(ctxT(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -234,7 +238,7 @@ func TestQueueConsumerSetup(t *testing.T) {
 		e.open(t, cfg)
 		cfg.AckWait, cfg.MaxAckPending, cfg.FilterSubjects = 7*time.Second, 50, []string{e.subject}
 		q := e.open(t, cfg)
-		info, err := q.cons.Info(ctx)
+		info, err := q.consumer().Info(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -245,7 +249,7 @@ func TestQueueConsumerSetup(t *testing.T) {
 		// BindOnly leaves it as it is.
 		cfg.AckWait, cfg.BindOnly = time.Second, true
 		q = e.open(t, cfg)
-		if info, err = q.cons.Info(ctx); err != nil || info.Config.AckWait != 7*time.Second {
+		if info, err = q.consumer().Info(ctx); err != nil || info.Config.AckWait != 7*time.Second {
 			t.Fatalf("BindOnly changed the consumer: %+v, %v", info, err)
 		}
 	})
@@ -493,5 +497,169 @@ func TestQueueMaxAckPendingReached(t *testing.T) {
 	}
 	if got, _ := receiveN(t, r, 1); string(got[0].Value) != "2" {
 		t.Fatalf("after an ack got %q, want 2", got[0].Value)
+	}
+}
+
+// recreateStream deletes the queue's stream and creates it again under the
+// same name (its sequences start at 1 again) and returns the new stream's
+// creation time in Unix nanoseconds.
+func (e *queueEnv) recreateStream(t *testing.T) int64 {
+	t.Helper()
+	if err := e.js.DeleteStream(ctxT(t, 5*time.Second), e.stream); err != nil {
+		t.Fatalf("delete stream: %v", err)
+	}
+	st := e.ts.createStream(t, e.js, jetstream.StreamConfig{Name: e.stream, Subjects: []string{e.stream + ".>"}})
+	return st.CachedInfo().Created.UnixNano()
+}
+
+// receiveThrough receives n messages, taking retryable errors (a consumer
+// that is not there yet) as a reason to try again.
+func receiveThrough(t *testing.T, r *Receiver, n int) []brokers.Message {
+	t.Helper()
+	ctx := ctxT(t, 20*time.Second)
+	var got []brokers.Message
+	var lastErr error
+	for len(got) < n {
+		res, err := r.Receive(ctx, n-len(got), 500*time.Millisecond)
+		if err != nil {
+			if !brokers.Retryable(err) || ctx.Err() != nil {
+				t.Fatalf("receive after %d of %d: %v (before: %v)", len(got), n, err, lastErr)
+			}
+			lastErr = err
+			continue
+		}
+		got = append(got, res.Messages...)
+	}
+	return got
+}
+
+// TestQueueIDsUniqueAcrossStreamRecreation: a stream deleted and created
+// again starts its sequences at 1 again; the IDs of its messages must
+// differ from every ID of the stream before (the dedupe table would drop
+// them as duplicates), both when another node makes the durable consumer
+// again and when the running queue does, and stay the same across
+// redeliveries and a restart.
+func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
+	e := newQueueEnv(t)
+	q := e.open(t, e.config())
+	r := openRecv(t, q, "slot-0")
+	seen := map[string]string{} // id -> value
+	take := func(life string, msgs []brokers.Message, created int64) {
+		t.Helper()
+		for _, m := range msgs {
+			if prev, dup := seen[m.ID]; dup {
+				t.Fatalf("%s: message %q got the ID %s of %q", life, m.Value, m.ID, prev)
+			}
+			seen[m.ID] = string(m.Value)
+			if m.Position != m.ID {
+				t.Fatalf("%s: position %q differs from ID %q", life, m.Position, m.ID)
+			}
+			if !strings.HasPrefix(m.ID, fmt.Sprintf("%s:%d:", e.stream, created)) {
+				t.Errorf("%s: ID %q does not carry the stream's creation time %d", life, m.ID, created)
+			}
+		}
+	}
+	publish3 := func(life string) {
+		for i := range 3 {
+			e.publish(t, e.subject, fmt.Sprintf("%s-%d", life, i), nil)
+		}
+	}
+
+	st, err := e.js.Stream(ctxT(t, 5*time.Second), e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish3("first")
+	first, _ := receiveN(t, r, 3)
+	take("first life", first, st.CachedInfo().Created.UnixNano())
+	if err := r.Ack(ctxT(t, 5*time.Second), first); err != nil {
+		t.Fatal(err)
+	}
+
+	// Second life: another node makes the durable consumer again; this
+	// queue's receiver was not pulling meanwhile and sees no error.
+	created := e.recreateStream(t)
+	e.open(t, e.config())
+	publish3("second")
+	second := receiveThrough(t, r, 3)
+	take("second life", second, created)
+
+	// Redelivered and read by a restarted process: the same IDs.
+	if err := r.Nack(ctxT(t, 5*time.Second), second, 0); err != nil {
+		t.Fatal(err)
+	}
+	r2 := openRecv(t, e.open(t, e.config()), "slot-1")
+	again := receiveThrough(t, r2, 3)
+	ids := func(ms []brokers.Message) map[string]bool {
+		out := map[string]bool{}
+		for _, m := range ms {
+			out[m.ID] = true
+		}
+		return out
+	}
+	if a, b := ids(second), ids(again); fmt.Sprint(a) != fmt.Sprint(b) {
+		t.Fatalf("redelivered to a restarted queue with IDs %v, first delivered as %v", b, a)
+	}
+	for _, m := range again {
+		if m.Deliveries < 2 {
+			t.Fatalf("%s: deliveries %d, want a redelivery", m.ID, m.Deliveries)
+		}
+	}
+	if err := r2.Ack(ctxT(t, 5*time.Second), again); err != nil {
+		t.Fatal(err)
+	}
+
+	// Third life: nobody makes the consumer; the running queue finds its
+	// consumer gone and makes it again.
+	created = e.recreateStream(t)
+	publish3("third")
+	third := receiveThrough(t, r, 3)
+	take("third life", third, created)
+	if err := r.Ack(ctxT(t, 5*time.Second), third); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestQueueExtendOnATimerKeepsMessage: what the runtime does for a batch
+// in flight (issue 9, item 9): Extend by AckWait on a timer, several
+// times an AckWait, for three AckWaits, then ack. No other receiver gets
+// the message meanwhile, and the consumer delivered it once.
+func TestQueueExtendOnATimerKeepsMessage(t *testing.T) {
+	e := newQueueEnv(t)
+	e.publish(t, e.subject, "slow", nil)
+	cfg := e.config()
+	cfg.AckWait = 600 * time.Millisecond
+	q := e.open(t, cfg)
+	r := openRecv(t, q, "slot-0")
+	other := openRecv(t, q, "slot-1")
+	got, _ := receiveN(t, r, 1)
+	ctx := ctxT(t, 30*time.Second)
+	// The other receiver's waits pace the loop.
+	for end := time.Now().Add(3 * cfg.AckWait); time.Now().Before(end); {
+		if err := r.Extend(ctx, got, cfg.AckWait); err != nil {
+			t.Fatalf("extend: %v", err)
+		}
+		res, err := other.Receive(ctx, 1, cfg.AckWait/3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Messages) > 0 {
+			t.Fatalf("a message kept in progress came to another receiver (deliveries %d)", res.Messages[0].Deliveries)
+		}
+	}
+	if err := r.Ack(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	res, err := other.Receive(ctx, 1, 2*cfg.AckWait)
+	if err != nil || len(res.Messages) > 0 {
+		t.Fatalf("after the ack: %d messages, %v; want none", len(res.Messages), err)
+	}
+	info, err := q.consumer().Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Delivered.Consumer != 1 || info.NumAckPending != 0 || info.NumRedelivered != 0 {
+		t.Fatalf("consumer delivered %d times, %d pending, %d redelivered; want one delivery, acked",
+			info.Delivered.Consumer, info.NumAckPending, info.NumRedelivered)
 	}
 }

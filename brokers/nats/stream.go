@@ -31,7 +31,10 @@ type Stream struct {
 	readers map[*Reader]struct{}
 }
 
-var _ brokers.Stream = (*Stream)(nil)
+var (
+	_ brokers.Stream   = (*Stream)(nil)
+	_ brokers.Resolver = (*Stream)(nil)
+)
 
 // NewStream connects to NATS and checks that cfg.Stream exists.
 func NewStream(ctx context.Context, cfg StreamConfig) (*Stream, error) {
@@ -102,6 +105,41 @@ func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	return out, nil
 }
 
+// Resolve turns mode into a concrete start of partition (a subject
+// filter), from the stream's state now:
+//   - Latest: Start{After: the stream's last sequence}, or Start{Mode:
+//     Earliest} when nothing was ever stored (last sequence 0);
+//   - Earliest: Start{After: the stream's first sequence - 1} when
+//     messages were removed from its front (first sequence > 1), else
+//     Start{Mode: Earliest}.
+//
+// Sequences are the stream's, shared by its subjects, so the start of one
+// subject is named in them too.
+func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	const op = "resolve"
+	if err := s.check(ctx, op); err != nil {
+		return brokers.Start{}, err
+	}
+	if mode != brokers.Earliest && mode != brokers.Latest {
+		return brokers.Start{}, &brokers.Error{Op: op, Err: fmt.Errorf("unknown start mode %d", mode)}
+	}
+	info, err := s.info(ctx, op)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	if !slices.Contains(s.partitions(info), partition) {
+		return brokers.Start{}, &brokers.Error{Op: op, Err: fmt.Errorf("partition %q of stream %q: %w", partition, s.cfg.Stream, brokers.ErrUnknownPartition)}
+	}
+	st := info.State
+	switch {
+	case mode == brokers.Latest && st.LastSeq > 0:
+		return brokers.Start{After: strconv.FormatUint(st.LastSeq, 10)}, nil
+	case mode == brokers.Earliest && st.FirstSeq > 1:
+		return brokers.Start{After: strconv.FormatUint(st.FirstSeq-1, 10)}, nil
+	}
+	return brokers.Start{Mode: brokers.Earliest}, nil
+}
+
 func (s *Stream) check(ctx context.Context, op string) error {
 	if s.c.life.closed() {
 		return closedErr(op)
@@ -110,9 +148,12 @@ func (s *Stream) check(ctx context.Context, op string) error {
 }
 
 // Open returns a reader of partition (a subject filter) positioned at
-// start. Positions are stream sequences. Reading after a position whose
+// start. Positions are stream sequences; Start.At reads from the first
+// message the stream stored at or after At. Reading after a position whose
 // next message the stream no longer holds fails with
-// brokers.ErrPositionGone when the reader can tell (see the package doc).
+// brokers.ErrPositionGone when the reader can tell (see the package doc);
+// after a position beyond the stream's last sequence (the stream was
+// deleted and created again) with brokers.ErrPositionUnknown.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
 	r, err := s.OpenReader(ctx, partition, start)
 	if err != nil {
@@ -143,10 +184,12 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %q of stream %q: %w", partition, s.cfg.Stream, brokers.ErrUnknownPartition)}
 	}
 	r := &Reader{
-		s:      s,
-		life:   newLife(s.c.life.ctx),
-		exact:  partition == wholeStream || slices.Equal(info.Config.Subjects, []string{partition}),
-		filter: partition,
+		s:         s,
+		life:      newLife(s.c.life.ctx),
+		exact:     partition == wholeStream || slices.Equal(info.Config.Subjects, []string{partition}),
+		filter:    partition,
+		partition: partition,
+		created:   info.Created.UnixNano(),
 	}
 	if partition == wholeStream {
 		r.filter = ""
@@ -154,9 +197,15 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	switch {
 	case start.After != "":
 		r.next = after + 1
+		if err := r.unknown(op, info, r.next); err != nil {
+			return nil, err
+		}
 		if err := r.gone(info, r.next); err != nil {
 			return nil, err
 		}
+	case !start.At.IsZero():
+		r.at = start.At
+		r.next = 0 // the first message stored at or after r.at
 	case start.Mode == brokers.Latest:
 		r.next = info.State.LastSeq + 1
 	default:
@@ -165,6 +214,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	// Make the consumer now, so that a Latest reader counts from Open.
 	r.mu.Lock()
 	err = r.ensure(ctx, op)
+	r.made = true
 	r.mu.Unlock()
 	if err != nil {
 		r.life.cancel()
@@ -215,16 +265,22 @@ func (s *Stream) Close() error {
 // cancelled or abandoned wait, a reconnect or a server restart. It
 // implements brokers.Reader.
 type Reader struct {
-	s      *Stream
-	life   life
-	filter string // "" reads the whole stream
+	s         *Stream
+	life      life
+	partition string
+	filter    string // "" reads the whole stream
 	// exact is set when the partition is the whole stream, so that a gap in
 	// sequences can only mean deleted messages and ErrPositionGone is
 	// exact; for one subject of several, gaps are other subjects.
 	exact bool
+	// created is the stream's creation time (Unix ns) at Open: a stream
+	// created again since reuses the sequences the reader counts in.
+	created int64
 
 	mu   sync.Mutex // guards the fields below (Fetch against Close)
-	next uint64     // next sequence to return; 0: the first the stream holds
+	next uint64     // next sequence to return; 0: the first the stream holds (at or after at)
+	at   time.Time  // with next 0 and not zero: read from the first message stored at or after it
+	made bool       // the first consumer was made: a later one checks the stream first
 	cons jetstream.Consumer
 }
 
@@ -239,7 +295,37 @@ func (r *Reader) gone(info *jetstream.StreamInfo, next uint64) error {
 	return &brokers.Error{Op: "fetch", Err: fmt.Errorf("stream %q sequence %d (the oldest held is %d): %w", r.s.cfg.Stream, next, info.State.FirstSeq, brokers.ErrPositionGone)}
 }
 
-// ensure makes the reader's consumer when it has none. r.mu is held.
+// unknown fails when sequence next - 1, the position to read after, is
+// beyond the stream's last sequence: the position is not one of this
+// stream's (it was deleted and created again with fewer messages), and
+// its sequences will be used again for new messages.
+func (r *Reader) unknown(op string, info *jetstream.StreamInfo, next uint64) error {
+	if next == 0 || next-1 <= info.State.LastSeq {
+		return nil
+	}
+	return &brokers.Error{Op: op, Err: fmt.Errorf("stream %q subject %q: position %d is beyond the stream's last sequence %d (was the stream deleted and created again?): %w",
+		r.s.cfg.Stream, r.partition, next-1, info.State.LastSeq, brokers.ErrPositionUnknown)}
+}
+
+// recreated fails when the stream is not the one the reader opened on: it
+// was deleted and created again (a new creation time), so the position the
+// reader counts from may name another message now.
+func (r *Reader) recreated(op string, info *jetstream.StreamInfo) error {
+	created := info.Created.UnixNano()
+	if created == r.created {
+		return r.unknown(op, info, r.next)
+	}
+	pos := "the start"
+	if r.next > 0 {
+		pos = fmt.Sprintf("position %d", r.next-1)
+	}
+	return &brokers.Error{Op: op, Err: fmt.Errorf("stream %q subject %q was deleted and created again while it was read (created %s, now %s); reading after %s of the old stream: %w",
+		r.s.cfg.Stream, r.partition, time.Unix(0, r.created).UTC().Format(time.RFC3339Nano), info.Created.UTC().Format(time.RFC3339Nano), pos, brokers.ErrPositionUnknown)}
+}
+
+// ensure makes the reader's consumer when it has none. A consumer made
+// again (after a drop) first checks that the stream is still the one the
+// reader opened on. r.mu is held.
 func (r *Reader) ensure(ctx context.Context, op string) error {
 	if r.cons != nil {
 		return nil
@@ -247,6 +333,15 @@ func (r *Reader) ensure(ctx context.Context, op string) error {
 	c := r.s.c
 	if err := c.ready(op); err != nil {
 		return err
+	}
+	if r.made {
+		info, err := r.s.info(ctx, op)
+		if err != nil {
+			return err
+		}
+		if err := r.recreated(op, info); err != nil {
+			return err
+		}
 	}
 	cc := jetstream.ConsumerConfig{
 		AckPolicy:         jetstream.AckNonePolicy,
@@ -256,9 +351,14 @@ func (r *Reader) ensure(ctx context.Context, op string) error {
 		MemoryStorage:     true,
 		Replicas:          1,
 	}
-	if r.next > 0 {
+	switch {
+	case r.next > 0:
 		cc.DeliverPolicy = jetstream.DeliverByStartSequencePolicy
 		cc.OptStartSeq = r.next
+	case !r.at.IsZero():
+		at := r.at
+		cc.DeliverPolicy = jetstream.DeliverByStartTimePolicy
+		cc.OptStartTime = &at
 	}
 	octx, done := r.life.op(ctx)
 	defer done()

@@ -280,3 +280,200 @@ func TestStreamOpenErrors(t *testing.T) {
 		t.Fatalf("NewStream of a missing stream: %v", err)
 	}
 }
+
+// TestStreamResolve: Latest names the stream's last sequence, Earliest the
+// sequence before its first when its front was removed; both are the very
+// beginning of a stream that never lost or held anything. A reader opened
+// at the result reads exactly what it should.
+func TestStreamResolve(t *testing.T) {
+	e := newStreamEnv(t, "a", "b")
+	s := e.openStream(t, e.config())
+	ctx := ctxT(t, 10*time.Second)
+	resolve := func(p string, mode brokers.StartMode) brokers.Start {
+		t.Helper()
+		st, err := s.Resolve(ctx, p, mode)
+		if err != nil {
+			t.Fatalf("resolve %s %v: %v", p, mode, err)
+		}
+		return st
+	}
+	a, b := e.subject("a"), e.subject("b")
+	earliest := brokers.Start{Mode: brokers.Earliest}
+	if st := resolve(a, brokers.Latest); st != earliest {
+		t.Fatalf("Latest of an empty stream = %+v, want %+v", st, earliest)
+	}
+	if st := resolve(a, brokers.Earliest); st != earliest {
+		t.Fatalf("Earliest of an empty stream = %+v", st)
+	}
+	e.publish(t, a, "a-0", nil) // 1
+	e.publish(t, b, "b-0", nil) // 2
+	e.publish(t, a, "a-1", nil) // 3
+	latest := resolve(a, brokers.Latest)
+	if latest != (brokers.Start{After: "3"}) {
+		t.Fatalf("Latest after 3 messages = %+v, want After 3", latest)
+	}
+	if st := resolve(b, brokers.Latest); st != latest {
+		t.Fatalf("Latest of the other subject = %+v, want the stream's last sequence too", st)
+	}
+	if st := resolve(a, brokers.Earliest); st != earliest {
+		t.Fatalf("Earliest with nothing removed = %+v", st)
+	}
+	r := openReader(t, s, a, latest)
+	e.publish(t, a, "a-2", nil) // 4
+	if got, _ := fetchN(t, r, 1); vals(got) != "a-2" {
+		t.Fatalf("a reader at the resolved Latest got %s first", vals(got))
+	}
+
+	if err := e.st.Purge(ctx, jetstream.WithPurgeSequence(3)); err != nil { // removes 1, 2
+		t.Fatal(err)
+	}
+	first := resolve(a, brokers.Earliest)
+	if first != (brokers.Start{After: "2"}) {
+		t.Fatalf("Earliest after a purge of 1..2 = %+v, want After 2", first)
+	}
+	if got, _ := fetchN(t, openReader(t, s, a, first), 2); vals(got) != "a-1,a-2" {
+		t.Fatalf("a reader at the resolved Earliest got %s", vals(got))
+	}
+	// Everything removed: Earliest is after the last sequence.
+	if err := e.st.Purge(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if st := resolve(a, brokers.Earliest); st != (brokers.Start{After: "4"}) {
+		t.Fatalf("Earliest of a purged stream = %+v, want After 4", st)
+	}
+
+	if _, err := s.Resolve(ctx, e.subject("c"), brokers.Latest); !errors.Is(err, brokers.ErrUnknownPartition) {
+		t.Fatalf("resolve of a subject not in the stream: %v", err)
+	}
+	if _, err := s.Resolve(ctx, a, brokers.StartMode(9)); err == nil || brokers.Retryable(err) {
+		t.Fatalf("resolve of an unknown mode: %v", err)
+	}
+}
+
+// TestStreamStartAt: Start{At: t} reads from the first message stored at
+// or after t, also when the reader's consumer is made again before its
+// first fetch.
+func TestStreamStartAt(t *testing.T) {
+	e := newStreamEnv(t, "x")
+	ctx := ctxT(t, 10*time.Second)
+	e.publish(t, e.subject("x"), "old", nil)
+	seq := e.publish(t, e.subject("x"), "at", nil)
+	e.publish(t, e.subject("x"), "later", nil)
+	m, err := e.st.GetMsg(ctx, seq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e.openStream(t, e.config())
+	r := openReader(t, s, e.subject("x"), brokers.Start{At: m.Time})
+	if got, _ := fetchN(t, r, 2); vals(got) != "at,later" {
+		t.Fatalf("from the time of %q got %s", "at", vals(got))
+	}
+
+	r = openReader(t, s, e.subject("x"), brokers.Start{At: m.Time.Add(time.Nanosecond)})
+	r.mu.Lock()
+	name := r.cons.CachedInfo().Name
+	r.mu.Unlock()
+	if err := e.js.DeleteConsumer(ctx, e.stream, name); err != nil {
+		t.Fatal(err)
+	}
+	var got []brokers.Message
+	for len(got) < 1 {
+		res, err := r.Fetch(ctx, 10, time.Second)
+		if err != nil && !brokers.Retryable(err) {
+			t.Fatalf("fetch after the consumer was lost: %v", err)
+		}
+		got = append(got, res.Messages...)
+	}
+	if vals(got) != "later" {
+		t.Fatalf("from just after %q, with the consumer made again: %s", "at", vals(got))
+	}
+}
+
+// recreate deletes the stream and creates it again with its subjects, and
+// publishes n messages to subject x (sequences 1..n again).
+func (e *streamEnv) recreate(t *testing.T, n int) {
+	t.Helper()
+	ctx := ctxT(t, 10*time.Second)
+	info, err := e.st.Info(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.js.DeleteStream(ctx, e.stream); err != nil {
+		t.Fatal(err)
+	}
+	e.st = e.ts.createStream(t, e.js, jetstream.StreamConfig{Name: e.stream, Subjects: info.Config.Subjects})
+	for i := range n {
+		e.publish(t, e.subject("x"), fmt.Sprint("new-", i), nil)
+	}
+}
+
+// TestStreamPositionUnknownBeyondEnd: a checkpoint beyond the stream's last
+// sequence (the stream was deleted and created again with fewer messages)
+// fails Open with ErrPositionUnknown, not retryable, naming stream,
+// subject and both positions; a checkpoint below the first sequence is
+// still ErrPositionGone.
+func TestStreamPositionUnknownBeyondEnd(t *testing.T) {
+	e := newStreamEnv(t, "x")
+	for i := range 5 {
+		e.publish(t, e.subject("x"), fmt.Sprint("old-", i), nil)
+	}
+	s := e.openStream(t, e.config())
+	ctx := ctxT(t, 10*time.Second)
+	openReader(t, s, e.subject("x"), brokers.Start{After: "5"}) // the end is fine
+	e.recreate(t, 2)
+	_, err := s.Open(ctx, e.subject("x"), brokers.Start{After: "5"})
+	if !errors.Is(err, brokers.ErrPositionUnknown) || brokers.Retryable(err) {
+		t.Fatalf("open after 5 on a stream whose last sequence is 2: %v (retryable %v), want non-retryable ErrPositionUnknown", err, brokers.Retryable(err))
+	}
+	for _, want := range []string{e.stream, e.subject("x"), "5", "2"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Fatalf("error %q does not name %q", err, want)
+		}
+	}
+	var be *brokers.Error
+	if !errors.As(err, &be) {
+		t.Fatalf("error %T is not a *brokers.Error", err)
+	}
+
+	if err := e.st.Purge(ctx); err != nil { // first sequence 3 now
+		t.Fatal(err)
+	}
+	if _, err := s.Open(ctx, e.subject("x"), brokers.Start{After: "1"}); !errors.Is(err, brokers.ErrPositionGone) || brokers.Retryable(err) {
+		t.Fatalf("open after a purged position: %v, want ErrPositionGone", err)
+	}
+}
+
+// TestStreamPositionUnknownAfterRecreationWhileReading: a stream deleted
+// and created again under a running reader, and filled past the reader's
+// position before the reader looks, fails the reader with
+// ErrPositionUnknown instead of reading on from its old sequence (which
+// would drop the new stream's first messages).
+func TestStreamPositionUnknownAfterRecreationWhileReading(t *testing.T) {
+	e := newStreamEnv(t, "x")
+	for i := range 3 {
+		e.publish(t, e.subject("x"), fmt.Sprint("old-", i), nil)
+	}
+	s := e.openStream(t, e.config())
+	r := openReader(t, s, e.subject("x"), brokers.Start{})
+	if got, _ := fetchN(t, r, 3); vals(got) != "old-0,old-1,old-2" {
+		t.Fatalf("got %s", vals(got))
+	}
+	e.recreate(t, 5)
+	ctx := ctxT(t, 20*time.Second)
+	for {
+		res, err := r.Fetch(ctx, 10, 200*time.Millisecond)
+		if len(res.Messages) > 0 {
+			t.Fatalf("after the stream was created again the reader read on: %s", vals(res.Messages))
+		}
+		if err == nil || brokers.Retryable(err) {
+			if ctx.Err() != nil {
+				t.Fatalf("no ErrPositionUnknown before the deadline: %v", err)
+			}
+			continue
+		}
+		if !errors.Is(err, brokers.ErrPositionUnknown) || !strings.Contains(err.Error(), "created again") {
+			t.Fatalf("fetch after the stream was created again: %v, want ErrPositionUnknown", err)
+		}
+		return
+	}
+}

@@ -16,6 +16,13 @@ import (
 func convert(rm *pubsubpb.ReceivedMessage, keyAttr string) brokers.Message {
 	pm := rm.GetMessage()
 	m := brokers.Message{
+		// The dedupe id. Pub/Sub assigns it when the message is published
+		// and documents it as unique within the topic; redeliveries keep
+		// it, and the same data published twice gets two ids
+		// (TestMessageIDsUniquePerPublish). The subscription (the source)
+		// reads one topic, so within a source an id names one message. A
+		// topic deleted and created again is outside that guarantee; its
+		// old subscriptions are detached and must be made again.
 		ID:         pm.GetMessageId(),
 		Value:      pm.GetData(),
 		Deliveries: int(rm.GetDeliveryAttempt()),

@@ -85,6 +85,31 @@ func TestMessageFields(t *testing.T) {
 	}
 }
 
+// TestMessageIDsUniquePerPublish: the same data published twice arrives
+// as two messages with two different ids, the ones the publishes returned
+// (the dedupe id is unique per message, not per content).
+func TestMessageIDsUniquePerPublish(t *testing.T) {
+	f := newFixture(t, 10*time.Second, false)
+	body := []byte(`{"same":"body"}`)
+	sent := map[string]bool{f.srv.Publish(f.topic, body, nil): true, f.srv.Publish(f.topic, body, nil): true}
+	if len(sent) != 2 {
+		t.Fatalf("two publishes of one body returned ids %v", sent)
+	}
+	r := openRecv(t, f.open(t, f.config()), "slot-0")
+	got := receiveN(t, r, 2)
+	if got[0].ID == "" || got[0].ID == got[1].ID {
+		t.Fatalf("two publishes of one body received with ids %q and %q, want two different ids", got[0].ID, got[1].ID)
+	}
+	for _, m := range got {
+		if !sent[m.ID] || !bytes.Equal(m.Value, body) {
+			t.Fatalf("received %q with id %q, published ids %v", m.Value, m.ID, sent)
+		}
+	}
+	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOrderingKeyIsKeyAndOrderHolds(t *testing.T) {
 	f := newFixture(t, 10*time.Second, true)
 	for _, v := range []string{"a1", "a2", "a3"} {

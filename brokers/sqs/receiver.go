@@ -121,6 +121,11 @@ func (r *Receiver) convert(in []sqstypes.Message) []brokers.Message {
 	out := make([]brokers.Message, 0, len(in))
 	key := r.q.cfg.KeyAttribute
 	for _, sm := range in {
+		// The dedupe id. SQS assigns every message sent a MessageId of its
+		// own (a UUID), kept across redeliveries: the same body sent twice
+		// is two messages with two ids, and a queue deleted and created
+		// again under the same name does not reuse ids, so an id names one
+		// message of the whole broker (TestMessageIDsUniquePerSend).
 		id := aws.ToString(sm.MessageId)
 		m := brokers.Message{
 			ID:       id,

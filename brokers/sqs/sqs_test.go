@@ -502,3 +502,46 @@ func TestNackPartialFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestMessageIDsUniquePerSend: the same body sent twice arrives as two
+// messages with two different ids, the ids SQS returned to the sends (the
+// dedupe id is unique per message, not per content), on a standard and a
+// FIFO queue (distinct deduplication ids).
+func TestMessageIDsUniquePerSend(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			h := newHarness(t)
+			h.fifo = fifo
+			f := h.newFixture(t, 30*time.Second)
+			body := brokers.Message{Value: []byte(`{"same":"body"}`)}
+			var sent []string
+			for range 2 {
+				ids, err := f.send(ctxT(t, 10*time.Second), body)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sent = append(sent, ids...)
+			}
+			r := receiver(t, f.open(t, f.config()), "slot-0")
+			// A FIFO queue holds the group's next message until the one
+			// before is acked.
+			got := receiveN(t, r, 1, 20*time.Second)
+			if err := r.Ack(ctxT(t, 10*time.Second), got); err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, receiveN(t, r, 1, 20*time.Second)...)
+			if got[0].ID == "" || got[0].ID == got[1].ID {
+				t.Fatalf("two sends of one body received with ids %q and %q, want two different ids", got[0].ID, got[1].ID)
+			}
+			want := map[string]bool{sent[0]: true, sent[1]: true}
+			for _, m := range got {
+				if !want[m.ID] || string(m.Value) != string(body.Value) {
+					t.Fatalf("received %q with id %q, sent ids %v", m.Value, m.ID, sent)
+				}
+			}
+			if err := r.Ack(ctxT(t, 10*time.Second), got[1:]); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
