@@ -18,8 +18,9 @@ type Message struct {
 	// messages it equals ID.
 	Position string
 	// ID is the broker's message id that survives redelivery (queues: SQS
-	// MessageId, Pub/Sub message id, JetStream "<stream>:<sequence>"). It is
-	// the dedupe id. Empty for streams.
+	// MessageId, Pub/Sub message id, JetStream
+	// "<stream>:<stream created, Unix ns>:<sequence>"). It is the dedupe id,
+	// unique across incarnations of the queue. Empty for streams.
 	ID string
 	// Key is the message key (Kafka key, Kinesis partition key, a queue's key
 	// attribute), nil when there is none.

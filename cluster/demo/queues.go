@@ -40,6 +40,9 @@ type queues struct {
 	nc     *natsgo.Conn
 	js     jetstream.JetStream
 	pubsub *pstest.Server
+	// natsCreated is the JetStream stream's creation time, part of its
+	// queue message ids.
+	natsCreated int64
 }
 
 func startQueues(dir string, natsPort, pubsubPort int) (*queues, error) {
@@ -70,10 +73,12 @@ func startQueues(dir string, natsPort, pubsubPort int) (*queues, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := q.js.CreateStream(ctx, jetstream.StreamConfig{Name: natsStream, Subjects: []string{"jobs.>"}}); err != nil {
+	st, err := q.js.CreateStream(ctx, jetstream.StreamConfig{Name: natsStream, Subjects: []string{"jobs.>"}})
+	if err != nil {
 		q.close()
 		return nil, fmt.Errorf("demo: create NATS stream: %w", err)
 	}
+	q.natsCreated = st.CachedInfo().Created.UnixNano()
 	if pubsubPort > 0 {
 		q.pubsub = pstest.NewServerWithPort(pubsubPort)
 	} else {
@@ -187,7 +192,7 @@ func (p *queueProducer) produce(ctx context.Context, n int) error {
 		}
 		id := p.q.pubsub.Publish("projects/"+pubsubProject+"/topics/"+pubsubTopic, m.Value, attrs)
 		p.mu.Lock()
-		p.sent["jobs"] = append(p.sent["jobs"], QueueSent{ID: fmt.Sprintf("%s:%d", ack.Stream, ack.Sequence), Msg: m})
+		p.sent["jobs"] = append(p.sent["jobs"], QueueSent{ID: fmt.Sprintf("%s:%d:%d", ack.Stream, p.q.natsCreated, ack.Sequence), Msg: m})
 		p.sent["events"] = append(p.sent["events"], QueueSent{ID: id, Msg: m})
 		p.mu.Unlock()
 	}

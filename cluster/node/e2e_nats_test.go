@@ -111,10 +111,19 @@ func e2eStartNATS(t *testing.T) string {
 // e2ePublishNATS publishes msgs to stream, each on the subject subject
 // gives it, and returns them as the sources see them: the stream sequence
 // is a stream message's position and its subject its partition;
-// "<stream>:<sequence>" is a queue message's id and position.
+// "<stream>:<stream created, Unix ns>:<sequence>" is a queue message's id
+// and position.
 func e2ePublishNATS(ctx context.Context, t *testing.T, js jetstream.JetStream, stream string, msgs []brokers.Message, queue bool, subject func(brokers.Message) string) []e2eMsg {
 	t.Helper()
 	out := make([]e2eMsg, 0, len(msgs))
+	var created string // a queue id names the stream's creation time
+	if queue {
+		st, err := js.Stream(ctx, stream)
+		if err != nil {
+			t.Fatalf("stream %s: %v", stream, err)
+		}
+		created = strconv.FormatInt(st.CachedInfo().Created.UnixNano(), 10)
+	}
 	for start := 0; start < len(msgs); start += 1000 { // below the client's limit of pending async publishes
 		chunk := msgs[start:min(start+1000, len(msgs))]
 		futures := make([]jetstream.PubAckFuture, len(chunk))
@@ -139,7 +148,7 @@ func e2ePublishNATS(ctx context.Context, t *testing.T, js jetstream.JetStream, s
 			}
 			m, seq := chunk[i], strconv.FormatUint(ack.Sequence, 10)
 			if queue {
-				m.ID = stream + ":" + seq
+				m.ID = stream + ":" + created + ":" + seq
 				m.Position = m.ID
 				out = append(out, e2eMsg{Msg: m})
 			} else {
