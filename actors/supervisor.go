@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -106,6 +107,12 @@ func newSupervisor(ne *nodeEnv, spec *SourceSpec) *supervisor {
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
+	if s.ended.Load() {
+		// stopping or restarting: protoactor still hands this instance
+		// its children's Terminated messages; starting children again now
+		// would keep a restart from ever completing (it waits for them)
+		return
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
@@ -507,6 +514,12 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 	}
 	c.restarts++
 	d := backoff(s.ne.env.Rand, c.restarts, s.ne.tuning.RestartBase, s.ne.tuning.RestartCap)
+	if f, ok := reason.(*unitFailure); ok && errors.Is(f.err, brokers.ErrUnknownPartition) {
+		// the partition may be gone (a recreated topic, a forgotten
+		// shard): list them again rather than wait for the next discovery
+		root, self := s.ne.root(), s.self
+		root.Send(self, &discoverTick{})
+	}
 	next := s.ne.env.Clock.Now().Add(d)
 	msg := fmt.Sprint(reason)
 	if f, ok := reason.(*unitFailure); ok {

@@ -272,6 +272,15 @@ func (l *ledger) expect(key string, p produced) {
 	}
 }
 
+// newUnit records a unit made now (a split, an added partition): its
+// commits count in its stream's current generation. Its id may have been
+// used before a recreation; a checkpoint of that may still be reset.
+func (l *ledger) newUnit(unit string) {
+	l.unitGen[unit] = l.gen[sourceOf(unit)]
+	delete(l.recreated, unit)
+	delete(l.lastPos, unit)
+}
+
 // excuse stops expecting a message (the broker lost it, or it was never
 // meant to be read).
 func (l *ledger) excuse(key string) {

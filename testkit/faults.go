@@ -11,6 +11,7 @@ import (
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -54,6 +55,7 @@ func (c *Cluster) AddPartitions(source string, n int) ([]string, error) {
 	}
 	for _, id := range ids {
 		c.units[source+"/"+id] = &unitInfo{source: source, since: c.s.now}
+		c.led.newUnit(source + "/" + id)
 	}
 	c.open[source] = append(c.open[source], ids...)
 	c.event("add-partitions", "", source, fmt.Sprint(ids))
@@ -74,6 +76,7 @@ func (c *Cluster) Split(source, partition string) ([]string, error) {
 	parent := source + "/" + partition
 	for _, id := range kids {
 		c.units[source+"/"+id] = &unitInfo{source: source, since: c.s.now, parents: []string{parent}}
+		c.led.newUnit(source + "/" + id)
 	}
 	rest := c.open[source][:0:0]
 	for _, o := range c.open[source] {
@@ -128,6 +131,10 @@ func (c *Cluster) RecreateStream(source string) error {
 		if info.source == source {
 			l.excuseUnit(u, l.gen[source])
 			delete(c.units, u)
+			// its id may come back (a later split or added partition): its
+			// checkpoint is then of the old stream
+			l.recreated[u] = c.s.now
+			l.allowReset[u]++
 		}
 	}
 	l.gen[source]++
@@ -278,8 +285,37 @@ func (c *Cluster) LockUnit(unit string, d time.Duration) {
 			k.orphaned[unit] = until
 		}
 	}
-	c.disturbUntil("lock:"+unit, until)
+	// a disturbance that does not exempt the kill: its bound grows instead
+	what := "lock:" + unit
+	c.disturbed[what] = true
+	c.spans = append(c.spans, span{what: what, from: c.s.now})
+	c.s.at(-1, until, "undisturb", func() { c.Undisturb(what) })
 	c.event("lock", "", unit, d.String())
+}
+
+// LockOneOf locks, for d, the lease row of one of the units whose lease
+// node holds (pick chooses which), as LockUnit: the transaction of a
+// killed node that vanished mid-apply. It returns the unit, "" if none.
+func (c *Cluster) LockOneOf(node string, pick int, d time.Duration) string {
+	leases, err := c.inner.List(context.Background())
+	if err != nil {
+		return ""
+	}
+	var held []string
+	for _, l := range leases {
+		if l.Owner == node {
+			held = append(held, l.Unit)
+		}
+	}
+	if len(held) == 0 {
+		return ""
+	}
+	u := held[pick%len(held)]
+	if mutate.On(mutate.NoStoreDeadline) {
+		d = time.Hour // the bug of issue 9 item 7: nothing cuts the orphan off
+	}
+	c.LockUnit(u, d)
+	return u
 }
 
 // CrashSupervisor makes node's supervisor of source fail (a panic).

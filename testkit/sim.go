@@ -1,6 +1,8 @@
 package testkit
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sort"
@@ -9,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -49,10 +52,27 @@ func (r SimResult) OK() bool {
 	return r.Settled && r.Lost == 0 && r.Duplicated == 0 && len(r.Violations) == 0
 }
 
-// RandomRun draws a whole scenario from seed — nodes, sources of both
-// shapes, messages of every kind, kills, graceful stops, partitions, pauses,
-// broker and store faults, a reshard — runs it, lets the cluster settle and
-// checks every invariant.
+// RandomRun draws a whole scenario from seed, runs it, lets the cluster
+// settle and checks every invariant. The scenario space:
+//
+//   - 2 to 5 nodes; a stream "orders" of 2 to 8 partitions that starts at
+//     earliest or latest, sometimes resharded before the first deployment
+//     with the parent aged out of the listing; usually a queue "jobs" of 1
+//     to 4 slots; sometimes a handler-mode queue "slow" whose handler
+//     outlasts the ack deadline, a handler-mode stream "ledger" whose
+//     handler fails first attempts, and a stream "extra" added to the
+//     nodes' configurations one by one (a rolling change);
+//   - up to 1,500 messages of every kind, some in transactions that commit
+//     or abort;
+//   - 2 to 6 faults of: kill -9 and restart (sometimes leaving a row lock
+//     of a vanished transaction), graceful stop and restart, network
+//     partition, GC pause past the lease, broker fetch failures, sparse
+//     fetch failures, store failures, store down, ambiguous commits,
+//     dropped queue acks, a split (whose parent later ages out of the
+//     listing), partitions added, the stream or the queue deleted and
+//     created again, a long minority partition that also cuts the node off
+//     the store, a storm of supervisor crashes, and the first node
+//     restarting with an empty join list into a cluster of its own.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -78,8 +98,10 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 
 	parts := 2 + rng.IntN(7)
 	stream := actors.SourceSpec{Name: "orders", Type: "memory", KeyField: "id", BatchSize: 20 + rng.IntN(200), MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
-	st, err := c.AddStream(stream, parts)
-	if err != nil {
+	if rng.IntN(10) < 3 {
+		stream.Start = brokers.Latest
+	}
+	if _, err := c.AddStream(stream, parts); err != nil {
 		return res, err
 	}
 	hasQueue := rng.IntN(10) < 7
@@ -89,19 +111,60 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			return res, err
 		}
 	}
-	step(0, "nodes=%d partitions=%d batch=%d queue=%v", nodes, parts, stream.BatchSize, hasQueue)
+	slow := rng.IntN(10) < 3
+	if slow {
+		deadline := time.Second + time.Duration(rng.IntN(1000))*time.Millisecond
+		over := deadline + deadline/2 + time.Duration(rng.Int64N(int64(2*deadline)))
+		q := actors.SourceSpec{Name: "slow", Type: "memory", Slots: 1 + rng.IntN(2), BatchSize: 5 + rng.IntN(10), MaxWait: 200 * time.Millisecond,
+			Handler: slowHandler(over)}
+		if _, err := c.AddQueue(q, deadline); err != nil {
+			return res, err
+		}
+		step(0, "queue slow: handler takes %s of some batches, ack deadline %s", over, deadline)
+	}
+	flaky := rng.IntN(10) < 3
+	if flaky {
+		l := actors.SourceSpec{Name: "ledger", Type: "memory", BatchSize: 5 + rng.IntN(40), MaxWait: 200 * time.Millisecond, Handler: flakyHandler(c)}
+		if _, err := c.AddStream(l, 2+rng.IntN(2)); err != nil {
+			return res, err
+		}
+		step(0, "stream ledger: its handler fails some first attempts")
+	}
+	rolling := rng.IntN(10) < 2
+	if rolling {
+		x := actors.SourceSpec{Name: "extra", Type: "memory", KeyField: "id", BatchSize: 50, MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
+		if _, err := c.AddStream(x, 2+rng.IntN(3)); err != nil {
+			return res, err
+		}
+		var others []string
+		for _, sp := range c.specs {
+			if sp.Name != "extra" {
+				others = append(others, sp.Name)
+			}
+		}
+		for _, n := range c.Nodes() {
+			_ = c.SetSources(n, others)
+		}
+	}
+	if rng.IntN(10) < 2 {
+		// resharded more than a retention period before drover was first
+		// deployed: the parent is no longer listed
+		if _, err := c.Split("orders", "0"); err == nil {
+			_ = c.Forget("orders", "0")
+			step(0, "orders/0 split and aged out before the start")
+		}
+	}
+	step(0, "nodes=%d partitions=%d batch=%d start=%s queue=%v", nodes, parts, stream.BatchSize, startName(stream.Start), hasQueue)
 	if err := c.Start(); err != nil {
 		return res, err
 	}
 
-	open := make([]string, parts)
-	for i := range open {
-		open[i] = strconv.Itoa(i)
-	}
 	wl := NewWorkload(seed)
 	wl.MaxBytes = 4096
 	qwl := NewWorkload(seed + 1)
 	qwl.MaxBytes, qwl.Tombstones = 4096, false
+	var quietUntil time.Duration // no publishing to orders before (a recreated stream)
+	extraOn := false             // some node runs extra
 
 	// publishing: bursts over the first 20 s
 	total := 300 + rng.IntN(1200)
@@ -109,18 +172,42 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	for b := 0; b < bursts; b++ {
 		at := time.Duration(rng.Int64N(int64(20 * time.Second)))
 		n := total / bursts
+		tx := rng.IntN(10) < 2
+		commit := rng.IntN(2) == 0
+		txFor := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		c.At(at, func() {
-			byPart := map[string][]brokers.Message{}
-			for i := 0; i < n; i++ {
-				m, _ := wl.Next()
-				p := open[int(hashKey(m.Key))%len(open)]
-				byPart[p] = append(byPart[p], m)
-			}
-			for _, p := range sortedStrings(byPart) {
-				_, _ = c.Publish("orders", p, byPart[p]...)
+			if c.s.now.Sub(epoch) >= quietUntil {
+				open := c.OpenPartitions("orders")
+				byPart := map[string][]brokers.Message{}
+				for i := 0; i < n; i++ {
+					m, _ := wl.Next()
+					p := open[int(hashKey(m.Key))%len(open)]
+					byPart[p] = append(byPart[p], m)
+				}
+				for i, p := range sortedStrings(byPart) {
+					if tx && i == 0 {
+						_, _ = c.PublishTx("orders", p, commit, txFor, byPart[p]...)
+						continue
+					}
+					_, _ = c.Publish("orders", p, byPart[p]...)
+				}
 			}
 			if hasQueue {
 				_, _ = c.Publish("jobs", "", qwl.Batch(n/3+1)...)
+			}
+			if slow {
+				_, _ = c.Publish("slow", "", qwl.Batch(n/6+1)...)
+			}
+			if flaky {
+				for i, m := range wl.Batch(n/4 + 1) {
+					_, _ = c.Publish("ledger", strconv.Itoa(i%len(c.OpenPartitions("ledger"))), m)
+				}
+			}
+			if rolling && extraOn {
+				xp := c.OpenPartitions("extra")
+				for i, m := range wl.Batch(n/4 + 1) {
+					_, _ = c.Publish("extra", xp[i%len(xp)], m)
+				}
 			}
 		})
 	}
@@ -129,19 +216,30 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	names := c.Nodes()
 	faults := 2 + rng.IntN(5)
 	down := map[string]bool{} // nodes planned down at some time: keep one up
+	sporadic := rng.IntN(10) < 2
+	once := map[int]bool{}
 	for f := 0; f < faults; f++ {
 		at := 2*time.Second + time.Duration(rng.Int64N(int64(22*time.Second)))
 		name := names[rng.IntN(len(names))]
-		switch k := rng.IntN(9); k {
-		case 0, 1: // kill, maybe restart
+		switch k := rng.IntN(17); k {
+		case 0, 1: // kill, maybe restart, maybe leaving a row lock behind
 			if len(down)+1 >= len(names) || down[name] {
 				continue
 			}
 			down[name] = true
 			back := time.Duration(2000+rng.IntN(6000)) * time.Millisecond
 			restart := rng.IntN(10) < 7
-			step(at, "kill %s (restart after %s: %v)", name, back, restart)
-			c.At(at, func() { _ = c.Kill(name) })
+			lock := rng.IntN(4) == 0
+			lockFor := time.Duration(1000+rng.IntN(4000)) * time.Millisecond
+			pick := rng.IntN(1 << 20)
+			step(at, "kill %s (restart after %s: %v; a vanished transaction holds a lock for %s: %v)", name, back, restart, lockFor, lock)
+			c.At(at, func() {
+				if lock {
+					// the kill's transaction vanished holding the row lock
+					defer c.LockOneOf(name, pick, lockFor)
+				}
+				_ = c.Kill(name)
+			})
 			if restart {
 				c.At(at+back, func() { _ = c.Restart(name) })
 			}
@@ -169,11 +267,14 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			c.At(at, func() { _ = c.Pause(name) })
 			c.At(at+d, func() { _ = c.Resume(name) })
 		case 5: // broker fault
+			if sporadic {
+				continue
+			}
 			n := 1 + rng.IntN(7)
 			step(at, "stream fetch fails %d times", n)
 			c.At(at, func() {
 				c.Disturb("broker")
-				st.FailNext("fetch", n, nil)
+				c.Stream("orders").FailNext("fetch", n, nil)
 			})
 			c.At(at+10*time.Second, func() { c.Undisturb("broker") })
 		case 6: // store fault
@@ -195,22 +296,18 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				c.At(at, func() { c.Disturb("store"); c.StoreFaults().FailAfterCommit(n) })
 				c.At(at+10*time.Second, func() { c.Undisturb("store") })
 			}
-		case 7: // reshard
-			step(at, "split a partition")
+		case 7: // reshard, and sometimes the parent ages out of the listing
+			forget := rng.IntN(2) == 0
+			later := time.Duration(500+rng.IntN(8000)) * time.Millisecond
+			step(at, "split a partition (its parent is no longer listed %s later: %v)", later, forget)
 			pick := rng.IntN(1 << 20)
 			c.At(at, func() {
+				open := c.OpenPartitions("orders")
 				p := open[pick%len(open)]
-				kids, err := c.Split("orders", p)
-				if err != nil {
+				if _, err := c.Split("orders", p); err != nil || !forget {
 					return
 				}
-				rest := open[:0:0]
-				for _, o := range open {
-					if o != p {
-						rest = append(rest, o)
-					}
-				}
-				open = append(rest, kids...)
+				c.At(later, func() { _ = c.Forget("orders", p) })
 			})
 		case 8: // queue fault
 			if !hasQueue {
@@ -219,12 +316,108 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			n := 1 + rng.IntN(5)
 			step(at, "queue drops %d acks", n)
 			c.At(at, func() { _ = c.DropAcks("jobs", n) })
+		case 9: // partitions added (a Kafka topic grows)
+			n := 1 + rng.IntN(3)
+			step(at, "add %d partitions", n)
+			c.At(at, func() { _, _ = c.AddPartitions("orders", n) })
+		case 10: // the stream deleted and created again: positions reused
+			if once[k] {
+				continue
+			}
+			once[k] = true
+			step(at, "recreate the stream orders")
+			c.At(at, func() {
+				if c.RecreateStream("orders") == nil {
+					quietUntil = c.s.now.Sub(epoch) + c.cfg.RecreateQuiet
+				}
+			})
+		case 11: // a minority partition that also loses the store, past the lease TTL
+			if once[k] {
+				continue
+			}
+			once[k] = true
+			d := time.Duration(12000+rng.IntN(8000)) * time.Millisecond
+			step(at, "cut %s off the others and the store for %s", name, d)
+			c.At(at, func() { _ = c.Partition(name); _ = c.CutStore(name) })
+			c.At(at+d, func() { c.RestoreStore(name); _ = c.Heal(name) })
+		case 12: // a storm of supervisor crashes
+			n := 6 + rng.IntN(7)
+			gap := time.Duration(150+rng.IntN(450)) * time.Millisecond
+			step(at, "crash the orders supervisor of %s %d times, every %s", name, n, gap)
+			for i := 0; i < n; i++ {
+				c.At(at+time.Duration(i)*gap, func() { _ = c.CrashSupervisor(name, "orders") })
+			}
+			c.At(at, func() { c.disturbUntil("crash:"+name, c.s.now.Add(time.Duration(n)*gap+2*time.Minute)) })
+		case 13: // sparse fetch failures, separated by successful fetches
+			if !sporadic || once[k] {
+				continue
+			}
+			once[k] = true
+			every := time.Duration(1500+rng.IntN(1500)) * time.Millisecond
+			step(at, "one orders fetch fails every %s, 7 times", every)
+			c.At(at, func() { _ = c.FailSporadically("orders", every, 7) })
+		case 14: // the queue deleted and created again
+			if !hasQueue || once[k] {
+				continue
+			}
+			once[k] = true
+			step(at, "recreate the queue jobs")
+			c.At(at, func() { _ = c.RecreateQueue("jobs") })
+		case 15, 16: // the first node restarts with an empty join list
+			if once[15] || len(down)+1 >= len(names) || down[names[0]] {
+				continue
+			}
+			once[15] = true
+			first := names[0]
+			down[first] = true
+			back := time.Duration(1000+rng.IntN(3000)) * time.Millisecond
+			step(at, "kill %s and restart it after %s with an empty join list", first, back)
+			c.At(at, func() { _ = c.Kill(first) })
+			c.At(at+back, func() {
+				c.SetJoin(first, nil)
+				_ = c.Restart(first)
+			})
+		}
+	}
+	if rolling {
+		// the rolling change: node by node, stop, add extra, start again
+		at := time.Duration(3000+rng.IntN(5000)) * time.Millisecond
+		all := make([]string, 0, len(c.specs))
+		for _, sp := range c.specs {
+			all = append(all, sp.Name)
+		}
+		for i, name := range names {
+			step(at, "rolling change: %s runs extra from now on", name)
+			first := i == 0
+			c.At(at, func() {
+				_ = c.SetSources(name, all)
+				if first {
+					extraOn = true
+				}
+				if c.nodes[name].state != "running" {
+					return // it gets extra at its next start
+				}
+				_ = c.Stop(name)
+				var wait func()
+				wait = func() {
+					if c.Stopped(name) {
+						_ = c.Restart(name)
+						return
+					}
+					c.At(100*time.Millisecond, wait)
+				}
+				c.At(100*time.Millisecond, wait)
+			})
+			at += time.Duration(9000+rng.IntN(3000)) * time.Millisecond
 		}
 	}
 
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)
+	if res.Settled && !c.RunUntil(c.Converged, 30*time.Second) {
+		c.check("membership", fmt.Sprintf("the cluster's views did not converge within 30 s of settling: %v", c.Views()))
+	}
 	if opt.Inspect != nil {
 		opt.Inspect(c)
 	}
@@ -234,6 +427,45 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		res.Violations = append(res.Violations, Violation{"settle", "the cluster did not settle within 3 minutes of virtual time"})
 	}
 	return res, nil
+}
+
+func startName(m brokers.StartMode) string {
+	if m == brokers.Latest {
+		return "latest"
+	}
+	return "earliest"
+}
+
+// slowHandler takes d (virtual) over every third batch, longer than the
+// queue's ack deadline: the unit must keep the messages invisible.
+func slowHandler(d time.Duration) actors.Handler {
+	return func(ctx context.Context, _ persistence.Tx, b actors.Batch) error {
+		if len(b.Messages) > 0 && hashKey([]byte(b.Messages[0].ID))%3 == 0 {
+			return exec.Pause(ctx, d)
+		}
+		return nil
+	}
+}
+
+// flakyHandler fails the first attempt of some batches with a retryable
+// error and checks that the unit retries the very batch: the next call on
+// the unit under the same lease token has the same idempotency key.
+func flakyHandler(c *Cluster) actors.Handler {
+	pending := map[string]string{} // unit#token -> key of the failed batch
+	failed := map[string]bool{}
+	return func(_ context.Context, _ persistence.Tx, b actors.Batch) error {
+		tok := tokenKey(b.Unit, b.Token)
+		if want, ok := pending[tok]; ok && want != b.IdempotencyKey {
+			c.check("idempotency", fmt.Sprintf("%s retried batch %s as %s (token %d)", b.Unit, want, b.IdempotencyKey, b.Token))
+		}
+		delete(pending, tok)
+		if !failed[b.IdempotencyKey] && hashKey([]byte(b.IdempotencyKey))%3 == 0 {
+			failed[b.IdempotencyKey] = true
+			pending[tok] = b.IdempotencyKey
+			return errors.New("flaky handler: try again (simulated)")
+		}
+		return nil
+	}
 }
 
 func hashKey(k []byte) uint32 {

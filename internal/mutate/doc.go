@@ -49,8 +49,9 @@ const (
 	// RefetchFailedBatch: a failed stream batch is fetched again from the
 	// checkpoint instead of retried as the same batch (item 13).
 	RefetchFailedBatch = "refetch-failed-batch"
-	// NoStoreDeadline: store calls blocked by a lock wait without a deadline
-	// (item 7; the testkit's lock model).
+	// NoStoreDeadline: no session timeouts, so the transaction of a node
+	// that vanished mid-apply keeps its row locks for hours (item 7; the
+	// testkit's lock model).
 	NoStoreDeadline = "no-store-deadline"
 )
 
