@@ -267,6 +267,13 @@ func (c *Cluster) SetJoin(node string, seeds []string) error {
 // left), each in its current process.
 func (c *Cluster) Converged() bool { return c.w.converged() }
 
+// ConvergeBound is how soon membership converges once faults have ended
+// (every running node can reach every other and none is paused), provided
+// the join lists connect the nodes: the longest heal interval plus the
+// detection delay plus two probe intervals. Without healing (NoHealing)
+// views need not converge at all.
+func (c *Cluster) ConvergeBound() time.Duration { return c.w.bound() }
+
 // Views returns every running node's membership view, for diagnostics: the
 // members it sees as "name#process", sorted (the process number changes at
 // every restart).

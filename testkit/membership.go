@@ -71,6 +71,7 @@ type world struct {
 	heal      time.Duration // heal interval
 	memory    time.Duration // how long a dead member is retried
 	members   map[string]*worldMember
+	order     []string                        // member names, sorted
 	event     func(kind, node, detail string) // notable membership events; may be nil
 }
 
@@ -138,14 +139,8 @@ func (w *world) current(a, m *worldMember, sid int) bool {
 	return m.schedID == sid && w.reachable(a, m)
 }
 
-func (w *world) names() []string {
-	out := make([]string, 0, len(w.members))
-	for n := range w.members {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
+// names lists the members by name, sorted; the caller must not change it.
+func (w *world) names() []string { return w.order }
 
 func (w *world) emit(kind, node, detail string) {
 	if w.event != nil {
@@ -161,6 +156,8 @@ func (w *world) join(name string, sid int, seeds []string) *simMembership {
 	if !ok {
 		m = &worldMember{name: name}
 		w.members[name] = m
+		w.order = append(w.order, name)
+		sort.Strings(w.order)
 	}
 	m.schedID, m.state, m.left, m.isolated = sid, cluster.StateAlive, false, false
 	v := &simMembership{w: w, me: m, sid: sid, join: slices.Clone(seeds), view: map[string]*viewEntry{},
@@ -219,6 +216,14 @@ func (w *world) settleGossip() {
 			}
 		}
 	}
+}
+
+// bound is how soon views converge once every node that runs can reach
+// every other: a heal interval at its longest (its jitter is +-25 %), the
+// detection delay for a dead process's entry to go, and two probes for
+// gossip to carry a merge to the rest of each side.
+func (w *world) bound() time.Duration {
+	return w.heal*5/4 + w.detection + 2*w.probe
 }
 
 // converged reports whether every running, non-paused node's view is the
@@ -381,8 +386,12 @@ func (v *simMembership) gossip() bool {
 		if !in || m == v.me || !w.current(v.me, m, e.sid) {
 			continue
 		}
-		for _, x := range m.view.known() {
-			changed = v.learn(x) || changed
+		for _, xn := range w.names() {
+			if xe, ok := m.view.view[xn]; ok {
+				if x := w.members[xn]; x.schedID == xe.sid {
+					changed = v.learn(x) || changed
+				}
+			}
 		}
 	}
 	return changed
