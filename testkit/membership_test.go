@@ -76,14 +76,15 @@ func TestRestartedFirstNodeMergesByHealing(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Run(3 * time.Second) // node-1 declared dead by the others
+		restarted := c.Now()
 		if err := c.Restart("node-1"); err != nil {
 			t.Fatal(err)
 		}
 		if !sees(c, "node-1", "node-1") || !sees(c, "node-2", "node-2", "node-3") {
 			t.Fatalf("healing=%v: the restarted node-1 did not start alone: %v", healing, c.Views())
 		}
-		if len(c.Log("member-alone")) == 0 {
-			t.Errorf("healing=%v: no member-alone event for the restart", healing)
+		if e := c.Log("member-alone"); len(e) == 0 || e[len(e)-1].Node != "node-1" || e[len(e)-1].Time.Before(restarted) {
+			t.Errorf("healing=%v: no member-alone event for the restart: %v", healing, e)
 		}
 		if !healing {
 			if c.RunUntil(c.Converged, time.Minute) {
