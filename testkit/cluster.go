@@ -32,6 +32,16 @@ type Config struct {
 	// Detection is the failure-detection delay of simulated membership
 	// (default 1 s, about memberlist's fast profile).
 	Detection time.Duration
+	// Join gives a node's join list (seeds, by node name) from its name and
+	// all node names; nil: every other node. SetJoin overrides it.
+	Join func(node string, all []string) []string
+	// HealEvery is how often a node retries its join list and the members
+	// it saw die (default 2 s, with seeded jitter); HealMemory how long it
+	// retries a dead member (default 10 min). See membership.go.
+	HealEvery, HealMemory time.Duration
+	// NoHealing switches the healing loop off: a mutation switch, to show
+	// that split memberships then never merge.
+	NoHealing bool
 	// MinLatency and MaxLatency bound each broker or store call (default
 	// 1 ms to 5 ms).
 	MinLatency, MaxLatency time.Duration
@@ -86,6 +96,7 @@ type Cluster struct {
 	queues  map[string]*memory.Queue
 	nodes   map[string]*simNode
 	order   []string
+	joins   map[string][]string // join lists set by SetJoin
 	nextSID int
 	started bool
 
@@ -148,12 +159,15 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	s := newScheduler(cfg.Seed)
 	c := &Cluster{
-		cfg: cfg, s: s, w: newWorld(s, cfg.Detection), clock: &vclock{s: s, node: -1},
+		cfg: cfg, s: s, clock: &vclock{s: s, node: -1},
+		w:   newWorld(s, worldConfig{seed: cfg.Seed, detection: cfg.Detection, healEvery: cfg.HealEvery, memory: cfg.HealMemory, noHealing: cfg.NoHealing}),
 		led: newLedger(), digest: sha256.New(), streams: map[string]*memory.Stream{},
 		queues: map[string]*memory.Queue{}, nodes: map[string]*simNode{}, disturbed: map[string]bool{},
 		units: map[string]*unitInfo{}, open: map[string][]string{}, forgotten: map[string]bool{}, cut: map[string]bool{},
 		unowned: map[string]time.Time{}, ackDeadline: map[string]time.Duration{}, expiriesSeen: map[string]int{},
+		joins: map[string][]string{},
 	}
+	c.w.event = func(kind, node, detail string) { c.event(kind, node, "", detail) }
 	if cfg.TraceTo != nil {
 		c.digest = teeHash{c.digest, cfg.TraceTo}
 	}
@@ -255,9 +269,7 @@ func (c *Cluster) Start() error {
 	for _, name := range c.order {
 		c.joinNode(c.nodes[name])
 	}
-	for _, name := range c.order {
-		c.nodes[name].member.refresh()
-	}
+	c.w.settleGossip()
 	for _, name := range c.order {
 		if err := c.startNode(c.nodes[name]); err != nil {
 			return err
@@ -270,8 +282,58 @@ func (c *Cluster) joinNode(n *simNode) {
 	c.nextSID++
 	n.sid = c.nextSID
 	c.s.revive(n.sid)
-	n.member = c.w.join(n.name, n.sid)
+	n.member = c.w.join(n.name, n.sid, c.joinList(n.name))
 }
+
+func (c *Cluster) joinList(name string) []string {
+	if seeds, ok := c.joins[name]; ok {
+		return seeds
+	}
+	if c.cfg.Join != nil {
+		return c.cfg.Join(name, c.Nodes())
+	}
+	var out []string
+	for _, o := range c.order {
+		if o != name {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// SetJoin sets the join list of node (seeds, by node name; empty: it joins
+// no one), used from its next start or restart on: the process contacts
+// each seed that runs and that it can reach, and forms a cluster of its own
+// when none does. Healing retries the list on a timer.
+func (c *Cluster) SetJoin(node string, seeds []string) error {
+	if _, err := c.node(node); err != nil {
+		return err
+	}
+	for _, s := range seeds {
+		if _, err := c.node(s); err != nil {
+			return fmt.Errorf("testkit: join list of %s: %w", node, err)
+		}
+	}
+	c.joins[node] = append([]string{}, seeds...)
+	return nil
+}
+
+// Converged reports whether membership has converged: every running node
+// that is not paused sees exactly the running nodes (processes up, not
+// left), each in its current process.
+func (c *Cluster) Converged() bool { return c.w.converged() }
+
+// ConvergeBound is how soon membership converges once faults have ended
+// (every running node can reach every other and none is paused), provided
+// the join lists connect the nodes: the longest heal interval plus the
+// detection delay plus two probe intervals. Without healing (NoHealing)
+// views need not converge at all.
+func (c *Cluster) ConvergeBound() time.Duration { return c.w.bound() }
+
+// Views returns every running node's membership view, for diagnostics: the
+// members it sees as "name#process", sorted (the process number changes at
+// every restart).
+func (c *Cluster) Views() map[string][]string { return c.w.views() }
 
 func (c *Cluster) startNode(n *simNode) error {
 	if n.member == nil || n.state != "new" {

@@ -14,6 +14,12 @@
 //     believing it still holds its leases), Partition cuts a node off from
 //     the others but not from the store and brokers, Stop is SIGTERM's
 //     graceful leave. Membership notices after the detection delay.
+//   - Membership is per node and forgets as memberlist does (membership.go
+//     states the model): a process joins the seeds of its join list
+//     (SetJoin, Config.Join; default every other node) or forms a cluster
+//     of its own; a member declared dead returns by itself only as the same
+//     process within 30 s; a healing loop (Config.HealEvery, NoHealing)
+//     merges split memberships. Converged says when every view is right.
 //   - Invariants are checked on what the store committed (an audit wrapper
 //     around it records every commit and lease acquisition): nothing lost,
 //     nothing applied twice, order per unit, one applier per lease token,
