@@ -25,10 +25,17 @@ import (
 //
 // A member that left gracefully is not rejoined (unless its address is in
 // Config.Join): it meant to go, and a new process that reuses its address
-// either lists seeds itself or is listed by the others. Joining an address
-// is harmless in any case: memberlist exchanges state with whoever answers
-// there, and a refused merge (another gossip key, a duplicate name) changes
-// nothing.
+// either lists seeds itself or is listed by the others. "Left" means it
+// said "leaving" before it went (Leave says so when SetState has not); a
+// member that crashed while leaving counts as left too.
+//
+// memberlist exchanges state with whoever answers at an address, as for
+// the join list: a process that is not a memberlist node fails the
+// attempt; a node of another cluster that reuses a dead member's address
+// within the window is refused when the clusters have different gossip
+// keys (a refused merge, like one refused for a duplicate name, changes
+// nothing) and merged when they share a key or have none. Give each
+// cluster its own key where addresses are reused (Kubernetes pod IPs).
 //
 // Each attempt first opens a TCP connection with a short timeout
 // (healDialTimeout), cancelled by Leave, so that an address where nothing
@@ -92,10 +99,9 @@ func (m *Membership) heal(ctx context.Context) {
 
 // healRound starts an attempt for every address worth trying.
 func (m *Membership) healRound(ctx context.Context, now time.Time) {
-	type target struct{ addr, why string }
-	var targets []target
+	var targets []healTarget
 	for _, j := range m.cfg.Join {
-		targets = append(targets, target{j, "join address"})
+		targets = append(targets, healTarget{addr: j, why: "join address", join: true})
 	}
 	alive := m.aliveAddrs()
 	m.viewMu.Lock()
@@ -105,7 +111,7 @@ func (m *Membership) healRound(ctx context.Context, now time.Time) {
 		case back || now.Sub(g.at) > reconnectWindow:
 			delete(m.gone, name)
 		case !alive[g.addr]:
-			targets = append(targets, target{g.addr, fmt.Sprintf("member %s died %s ago", name, now.Sub(g.at).Round(100*time.Millisecond))})
+			targets = append(targets, healTarget{addr: g.addr, why: fmt.Sprintf("member %s died %s ago", name, now.Sub(g.at).Round(100*time.Millisecond))})
 		}
 	}
 	m.viewMu.Unlock()
@@ -128,7 +134,7 @@ func (m *Membership) healRound(ctx context.Context, now time.Time) {
 		}
 		st.busy = true
 		m.healWG.Add(1) // heal's own count is held: Leave's Wait is not done
-		go m.attempt(ctx, t.addr, t.why, alive)
+		go m.attempt(ctx, t, alive)
 	}
 	for addr, st := range m.healing {
 		if !wanted[addr] && !st.busy {
@@ -137,9 +143,16 @@ func (m *Membership) healRound(ctx context.Context, now time.Time) {
 	}
 }
 
-// attempt tries to join addr once.
-func (m *Membership) attempt(ctx context.Context, addr, why string, alive map[string]bool) {
+// healTarget is an address the healer tries, and why.
+type healTarget struct {
+	addr, why string
+	join      bool // from Config.Join: may be a host name, may be this node
+}
+
+// attempt tries to join t.addr once.
+func (m *Membership) attempt(ctx context.Context, t healTarget, alive map[string]bool) {
 	defer m.healWG.Done()
+	addr, why := t.addr, t.why
 	joined, refused := false, false
 	defer func() {
 		m.healMu.Lock()
@@ -152,8 +165,9 @@ func (m *Membership) attempt(ctx context.Context, addr, why string, alive map[st
 		st.answered = joined
 	}()
 
-	if !strings.HasPrefix(why, "member ") {
-		// A join address: skip it when it stands for live members only.
+	if t.join {
+		// Skip a join address that stands for live members (or this
+		// node) only.
 		addrs, err := resolve(ctx, addr)
 		if err == nil && allIn(addrs, alive) {
 			return
@@ -188,7 +202,7 @@ func (m *Membership) attempt(ctx context.Context, addr, why string, alive map[st
 		m.log.Debug("rejoin: the address answered again but is not a live member's; trying it less often", "addr", addr, "in", healBackoff)
 		return
 	}
-	m.log.Info("rejoined: merged with the members at an address", "addr", addr, "why", why, "members", m.ml.NumMembers())
+	m.log.Info("rejoined: merged with the members at an address that was not a live member's", "addr", addr, "why", why, "members", m.ml.NumMembers())
 }
 
 // aliveAddrs is the set of addresses of live members (in memberlist's
