@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -141,5 +143,22 @@ func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
 	}
 	if cfg.Node.Name != "drover-0" || cfg.Cluster.Advertise != "10.0.0.7:7946" || len(cfg.Cluster.Key()) != 32 {
 		t.Errorf("config read as %+v", cfg.Redacted())
+	}
+
+	// every pod lists every pod as a seed (issue 9, item 6b: a node
+	// restarted with a partial or empty list may form a cluster of its own)
+	replicas, _ := get(sts, "spec", "replicas").(uint64)
+	if replicas < 2 {
+		t.Fatalf("replicas %v: want a cluster", get(sts, "spec", "replicas"))
+	}
+	var want []string
+	for i := range replicas {
+		want = append(want, fmt.Sprintf("%s-%d.%s:7946", get(sts, "metadata", "name"), i, get(svc, "metadata", "name")))
+	}
+	if !slices.Equal(cfg.Cluster.Join, want) {
+		t.Errorf("cluster.join = %v, want every pod: %v", cfg.Cluster.Join, want)
+	}
+	if w := cfg.Warnings(); len(w) > 0 {
+		t.Errorf("drover check warns about the ConfigMap's config: %v", w)
 	}
 }

@@ -49,6 +49,9 @@ type Config struct {
 	Store   Store    `json:"store"`
 	Log     Log      `json:"log"`
 	Sources []Source `json:"sources"`
+
+	// warnings are what Parse found dubious but valid (see Warnings).
+	warnings []FieldError
 }
 
 // Node is the node section.
@@ -65,7 +68,7 @@ type Node struct {
 type Cluster struct {
 	Bind      string   `json:"bind"`      // default 127.0.0.1:7946
 	Advertise string   `json:"advertise"` // host:port others reach us at; empty: memberlist derives it from Bind
-	Join      []string `json:"join"`      // any live members; empty: first node
+	Join      []string `json:"join"`      // seeds: every node's address, this one's included; empty: warned about (Warnings)
 	Profile   string   `json:"profile"`   // default | fast
 	// SecretKey is base64 of exactly 32 bytes (gossip encryption); empty:
 	// gossip is not encrypted. Key returns the bytes.

@@ -80,7 +80,7 @@ func TestExampleFile(t *testing.T) {
 	}
 	want := &Config{
 		Node:    Node{Name: "node-1", DebugAddr: "127.0.0.1:7070", DebugToken: "t0k", Capacity: 1},
-		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7947"}, Profile: "default", SecretKey: gossipKey},
+		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7946", "127.0.0.1:7947", "127.0.0.1:7948"}, Profile: "default", SecretKey: gossipKey},
 		Store:   Store{URL: "postgres://user@host:5432/db", DedupeRetention: 168 * time.Hour},
 		Log:     Log{Format: "text", Level: "info"},
 		Sources: []Source{{
@@ -93,6 +93,9 @@ func TestExampleFile(t *testing.T) {
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("example config:\n got %s\nwant %s", c, want)
+	}
+	if w := c.Warnings(); len(w) > 0 {
+		t.Errorf("the example config has warnings: %v", w)
 	}
 	if k := c.Cluster.Key(); string(k) != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("Key() = %q", k)
@@ -577,6 +580,35 @@ sources:
 	for i, w := range want {
 		if !strings.HasPrefix(errs[i].Error(), w) {
 			t.Errorf("error %d: %q, want prefix %q", i, errs[i], w)
+		}
+	}
+}
+
+// Issue 9, item 6b: a cluster section with an empty join list (or one
+// naming only this node) is valid but warned about; no cluster section is
+// a single node and is not.
+func TestWarningsAboutTheJoinList(t *testing.T) {
+	const rest = "node: {name: n1}\nsources: [{name: orders, type: kafka, kafka: {brokers: [\"127.0.0.1:9092\"], topic: orders}}]\n"
+	for _, c := range []struct {
+		cluster string
+		want    string // "" no warning
+	}{
+		{"", ""},
+		{"cluster: {profile: fast}\n", "empty"},
+		{"cluster: {bind: 0.0.0.0:7946, advertise: 10.0.0.7:7946, join: [10.0.0.7:7946]}\n", "lists only this node"},
+		{"cluster: {bind: 127.0.0.1:7946, join: [127.0.0.1:7947]}\n", ""},
+	} {
+		cfg, err := Parse([]byte(rest+c.cluster), Options{})
+		if err != nil {
+			t.Fatalf("%q: %v", c.cluster, err)
+		}
+		w := cfg.Warnings()
+		switch {
+		case c.want == "" && len(w) > 0:
+			t.Errorf("%q: warnings %v", c.cluster, w)
+		case c.want != "" && (len(w) != 1 || w[0].Path != "cluster.join" || !strings.HasPrefix(w[0].Msg, c.want) ||
+			!strings.Contains(w[0].Msg, "forms a cluster of its own") || !strings.Contains(w[0].Msg, "every seed")):
+			t.Errorf("%q: warnings %v, want one on cluster.join starting %q", c.cluster, w, c.want)
 		}
 	}
 }

@@ -4,7 +4,11 @@
 //
 // Parse reports every problem at once, each with the path of its field
 // (sources[1].kafka.topic: required), as Errors; unknown fields are
-// problems too. `drover check` prints them and exits 2.
+// problems too. `drover check` prints them and exits 2. Valid but dubious
+// settings are Warnings, printed by `drover check`, which then exits 0: a
+// cluster section whose join list is empty or names only this node (a node
+// restarted so forms a cluster of its own until the others reach it; every
+// node should list every seed).
 //
 // Secrets. ${env:NAME} and ${file:PATH} inside any string value are
 // replaced by an environment variable or a file's content (trailing

@@ -523,6 +523,7 @@ func (r *reader) config(root any) *Config {
 		cl.str("profile", &c.Cluster.Profile)
 		cl.secret("secret_key", &c.Cluster.SecretKey)
 		cl.end()
+		c.warnings = append(c.warnings, c.Cluster.warnings()...)
 	}
 	if st, ok := top.section("store"); ok {
 		st.secretURL("url", &c.Store.URL)

@@ -35,6 +35,33 @@ func (c *Config) Validate() error {
 	return nil
 }
 
+// Warnings are what Parse found valid but dubious, each with the path of
+// its field; `drover check` prints them and still exits 0. Today: a
+// cluster section whose join list is empty, or names only this node.
+func (c *Config) Warnings() []FieldError {
+	return append([]FieldError(nil), c.warnings...)
+}
+
+// warnings of a cluster section (a config with one is meant for a
+// cluster of several nodes).
+func (c Cluster) warnings() []FieldError {
+	others := 0
+	for _, j := range c.Join {
+		if j != c.Bind && j != c.Advertise {
+			others++
+		}
+	}
+	if others > 0 {
+		return nil
+	}
+	what := "empty"
+	if len(c.Join) > 0 {
+		what = "lists only this node"
+	}
+	return []FieldError{{Path: "cluster.join", Msg: what + ": a node restarted with an empty join list forms a cluster of its own " +
+		"until the others reach it; list every seed (every node's cluster address, this one's included) on every node"}}
+}
+
 type checker struct{ errs Errors }
 
 func (v *checker) fail(path, format string, args ...any) {

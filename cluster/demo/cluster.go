@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -44,6 +45,9 @@ type Config struct {
 	// BatchSize and MaxWait of the sources (defaults 200, 200ms).
 	BatchSize int
 	MaxWait   time.Duration
+	// Join returns node i's join list (i from 0) given every node's gossip
+	// address; nil: node 1 joins node 2 and every other node joins node 1.
+	Join func(i int, gossip []string) []string
 	// Log receives progress lines; nil discards.
 	Log io.Writer
 }
@@ -130,17 +134,24 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
+	gossipAddrs := make([]string, cfg.Nodes)
+	for i, p := range gossip {
+		gossipAddrs[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
 	for i := 0; i < cfg.Nodes; i++ {
 		n := &Node{
 			Name:       "node-" + strconv.Itoa(i+1),
-			GossipAddr: "127.0.0.1:" + strconv.Itoa(gossip[i]),
+			GossipAddr: gossipAddrs[i],
 			DebugAddr:  "127.0.0.1:" + strconv.Itoa(debug[i]),
 		}
 		n.ConfigPath = filepath.Join(dir, n.Name+".yaml")
 		n.LogPath = filepath.Join(dir, n.Name+".log")
-		join := "127.0.0.1:" + strconv.Itoa(gossip[0])
+		join := []string{gossipAddrs[0]}
 		if i == 0 && cfg.Nodes > 1 {
-			join = "127.0.0.1:" + strconv.Itoa(gossip[1])
+			join = []string{gossipAddrs[1]}
+		}
+		if cfg.Join != nil {
+			join = cfg.Join(i, slices.Clone(gossipAddrs))
 		}
 		if err := os.WriteFile(n.ConfigPath, []byte(c.nodeConfig(n, join)), 0o644); err != nil {
 			c.Close()
@@ -159,14 +170,18 @@ const MaxMessageBytes = 16 << 10
 // records mode and "audit" with the built-in audit handler.
 const Topic = "orders"
 
-func (c *Cluster) nodeConfig(n *Node, join string) string {
+func (c *Cluster) nodeConfig(n *Node, join []string) string {
+	quoted := make([]string, len(join))
+	for i, j := range join {
+		quoted[i] = strconv.Quote(j)
+	}
 	return fmt.Sprintf(`# drover demo node (generated)
 node:
   name: %s
   debug_addr: %s
 cluster:
   bind: %s
-  join: [%q]
+  join: [%s]
   profile: %s
 store:
   url: %q
@@ -196,7 +211,7 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, join, c.cfg.Profile, c.cfg.StoreURL,
+`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, c.cfg.StoreURL,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
 }
 

@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -183,6 +185,147 @@ func threeNodes(t *testing.T, storeURL string) {
 	if s.Samples() < 20 {
 		t.Errorf("only %d samples of the cluster tree", s.Samples())
 	}
+}
+
+// Issue 9, item 6b: node-1 has an empty join list (node-2 and node-3 join
+// it), as a new user sets a cluster up. Under load, node-1 is killed -9 and
+// started again, with its empty join list, once the others declared it
+// dead: it starts as a cluster of its own, and the others' healing must
+// merge it back within 5 s. Then the cluster converges, no unit is held by
+// two nodes from then on, and nothing is lost or doubled.
+func TestFirstNodeRestartedWithEmptyJoinMergesBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, Partitions: 6, Log: testLog{t},
+		Join: func(i int, gossip []string) []string {
+			if i == 0 {
+				return nil
+			}
+			return gossip[:1]
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n1, _ := c.Node("node-1")
+	if err := c.StartNode(n1); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "node-1 up", func() bool { return len(members(ctx, n1)) == 1 })
+	for _, n := range c.Nodes()[1:] {
+		if err := c.StartNode(n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	s := c.NewSampler()
+	sctx, stopSampling := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
+
+	prod, err := c.NewProducer(13)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer prod.Close()
+	pctx, stopProducing := context.WithCancel(ctx)
+	perr := make(chan error, 1)
+	go func() { perr <- prod.Run(pctx, 300) }()
+	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+
+	// kill -9 node-1 and wait until the others declared it dead: from then
+	// on memberlist alone never contacts it again
+	if err := c.Kill(n1); err != nil {
+		t.Fatal(err)
+	}
+	others := c.Nodes()[1:]
+	waitFor(t, ctx, "node-2 and node-3 drop node-1", func() bool {
+		for _, n := range others {
+			if !slices.Equal(members(ctx, n), []string{"node-2", "node-3"}) {
+				return false
+			}
+		}
+		return true
+	})
+	restartedAt := time.Now()
+	if err := c.StartNode(n1); err != nil {
+		t.Fatal(err)
+	}
+	all := []string{"node-1", "node-2", "node-3"}
+	var seen map[string][]string
+	for {
+		seen = map[string][]string{}
+		merged := true
+		for _, n := range c.Nodes() {
+			seen[n.Name] = members(ctx, n)
+			merged = merged && slices.Equal(seen[n.Name], all)
+		}
+		if merged {
+			break
+		}
+		if time.Since(restartedAt) > 5*time.Second {
+			t.Fatal(dumpLogs(c, fmt.Errorf("not one cluster 5 s after node-1 restarted with an empty join list: members seen %v", seen)))
+		}
+		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
+	}
+	t.Logf("one cluster again %s after node-1 restarted", time.Since(restartedAt).Round(time.Millisecond))
+	if !logContains(others[0].LogPath, "rejoined") && !logContains(others[1].LogPath, "rejoined") {
+		t.Error("neither node-2 nor node-3 logged that it rejoined node-1")
+	}
+
+	// once converged, no unit is held by two nodes any more
+	if _, err := c.WaitConverged(ctx); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	s.Converged()
+	t.Logf("converged %s after node-1 restarted", time.Since(restartedAt).Round(time.Millisecond))
+	more := prod.Total() + 600
+	waitFor(t, ctx, "more load after the merge", func() bool { return prod.Total() > more })
+
+	stopProducing()
+	if err := <-perr; err != nil {
+		t.Fatal(err)
+	}
+	sent := prod.Produced()
+	if err := c.WaitDrained(ctx, sent); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	stopSampling()
+	wg.Wait()
+	if tree, err := c.Tree(ctx); err != nil || !c.Converged(tree) {
+		t.Errorf("not converged at the end (%v)", err)
+	}
+	v, err := c.Verify(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v.Line())
+	if !v.OK() || v.Produced == 0 {
+		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
+	}
+	if bad := s.Violations(); len(bad) > 0 {
+		t.Errorf("a unit was held by two nodes after the merge converged: %v", bad)
+	}
+}
+
+// members are the member names a node's own tree lists (nil when the
+// node does not answer).
+func members(ctx context.Context, n *Node) []string {
+	tctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	t, err := GetTree(tctx, n.DebugAddr, false)
+	if err != nil || len(t.Nodes) != 1 {
+		return nil
+	}
+	var out []string
+	for _, m := range t.Nodes[0].Members {
+		out = append(out, m.Name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {

@@ -58,6 +58,11 @@ type Config struct {
 	DebugAddr string
 	Version   string
 	Capacity  float64
+	// Sources are the sources this node runs, gossiped from the first
+	// metadata on (see Membership.SetSources for later changes). Nil: the
+	// node does not say (the others take it to run every source); an
+	// empty, non-nil slice: it runs none.
+	Sources []cluster.SourceTag
 
 	// JoinTimeout is how long Join keeps trying when no member in Join
 	// answers (they may be starting too); 0 means DefaultJoinTimeout, a
@@ -104,7 +109,7 @@ func (c Config) Validate() error {
 	}
 	if math.IsNaN(c.Capacity) || math.IsInf(c.Capacity, 0) {
 		errs = append(errs, fmt.Errorf("capacity: %v is not a finite number", c.Capacity))
-	} else if b := c.meta(cluster.StateLeaving).encode(); len(b) > memberlist.MetaMaxSize {
+	} else if b := worstWithoutTags(c).encode(); len(b) > memberlist.MetaMaxSize {
 		errs = append(errs, fmt.Errorf("name, debug_addr, version: %d bytes of gossiped metadata, memberlist allows %d", len(b), memberlist.MetaMaxSize))
 	}
 	return errors.Join(errs...)
@@ -125,11 +130,6 @@ func splitIPPort(s string) (net.IP, int, error) {
 		return nil, 0, fmt.Errorf("port %q: not a number in 0..65535", port)
 	}
 	return ip, int(p), nil
-}
-
-// meta is this node's metadata in the given state.
-func (c Config) meta(s cluster.MemberState) nodeMeta {
-	return nodeMeta{Name: c.Name, DebugAddr: c.DebugAddr, Version: c.Version, Capacity: c.Capacity, State: s}
 }
 
 // deadNodeReclaimTime lets a node that died come back under its name at

@@ -33,14 +33,18 @@ type Membership struct {
 	// self is this node's gossip address, known once memberlist is up;
 	// delegates may run before that and then skip what needs it.
 	self atomic.Pointer[string]
+	// selfAddrs are the addresses this node answers on (see ownAddrs);
+	// set before the healer starts, read-only after.
+	selfAddrs map[string]bool
 	// dup records a duplicate of our name found while joining.
 	dup atomic.Pointer[memberlist.Node]
 
 	mu      sync.Mutex
-	local   cluster.Member // guarded by mu
-	meta    []byte         // local metadata as gossiped, guarded by mu
-	left    bool           // Leave started, guarded by mu
-	updates sync.WaitGroup // SetState broadcasts; Add only under mu while !left
+	local   cluster.Member      // as gossiped, guarded by mu
+	sources []cluster.SourceTag // as last set, sorted by ID; guarded by mu
+	meta    []byte              // local metadata as gossiped, guarded by mu
+	left    bool                // Leave started, guarded by mu
+	updates sync.WaitGroup      // SetState/SetSources broadcasts; Add only under mu while !left
 
 	// view is every other node memberlist counts as alive or suspect, as
 	// copied in the event callbacks. memberlist's Members() hands out
@@ -50,6 +54,14 @@ type Membership struct {
 	// memberlist while holding it.
 	viewMu sync.Mutex
 	view   map[string]viewEntry // by name, guarded by viewMu
+	gone   map[string]gone      // members seen dying, by name; guarded by viewMu
+
+	// The healer (heal.go): healCancel ends it and its attempts, healWG
+	// waits for them.
+	healCancel context.CancelFunc
+	healWG     sync.WaitGroup
+	healMu     sync.Mutex
+	healing    map[string]*healState // by address, guarded by healMu
 
 	watchMu  sync.Mutex
 	watchers map[uint64]*watcher // guarded by watchMu
@@ -96,17 +108,22 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
+	healCtx, healCancel := context.WithCancel(context.Background())
 	m := &Membership{
-		log:      logger,
-		cfg:      cfg,
-		local:    cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
-		meta:     cfg.meta(cluster.StateAlive).encode(),
-		view:     map[string]viewEntry{},
-		watchers: map[uint64]*watcher{},
-		changed:  make(chan struct{}, 1),
-		quit:     make(chan struct{}),
-		leftDone: make(chan struct{}),
+		log:        logger,
+		cfg:        cfg,
+		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
+		sources:    sortedTags(cfg.Sources),
+		view:       map[string]viewEntry{},
+		gone:       map[string]gone{},
+		healCancel: healCancel,
+		healing:    map[string]*healState{},
+		watchers:   map[uint64]*watcher{},
+		changed:    make(chan struct{}, 1),
+		quit:       make(chan struct{}),
+		leftDone:   make(chan struct{}),
 	}
+	m.encodeLocal()
 	mc := cfg.memberlistConfig(logger)
 	mc.Delegate = (*metaDelegate)(m)
 	mc.Events = (*eventDelegate)(m)
@@ -120,6 +137,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	m.ml = ml
 	self := ml.LocalNode().Address()
 	m.self.Store(&self)
+	m.selfAddrs = ownAddrs(self, mc)
 	m.mu.Lock()
 	m.local.Addr = self
 	m.mu.Unlock()
@@ -127,14 +145,31 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	m.wg.Add(1)
 	go m.dispatch()
 
-	if len(cfg.Join) > 0 {
-		if err := m.joinRetrying(ctx, cfg.Join); err != nil {
-			_ = m.stop(0) // the join error says what matters
-			return nil, err
+	others, selfListed := m.withoutSelf(ctx, cfg.Join)
+	if len(others) > 0 {
+		if err := m.joinRetrying(ctx, others); err != nil {
+			if !selfListed || errors.Is(err, ErrEncryption) || errors.Is(err, ErrDuplicateName) || ctx.Err() != nil {
+				_ = m.stop(0) // the join error says what matters
+				return nil, err
+			}
+			// A seed that lists itself may start the cluster; the
+			// healer joins the others when they come up.
+			m.log.Warn("no other seed answered: starting a cluster of its own until one can be reached", "name", cfg.Name, "error", err)
 		}
 	}
+	m.healWG.Add(1)
+	go m.heal(healCtx)
 	m.log.Info("joined the cluster", "name", cfg.Name, "addr", self, "members", ml.NumMembers(), "profile", orDefault(cfg.Profile, ProfileDefault))
 	return m, nil
+}
+
+// encodeLocal sets the gossiped metadata, and the local member as it
+// gossips itself, from the state and sources. Called under mu (or before
+// the Membership is shared).
+func (m *Membership) encodeLocal() {
+	nm := newMeta(m.cfg, m.local.State, m.sources)
+	m.meta = nm.encode()
+	m.local.Sources, m.local.SourceDigest = nm.sources()
 }
 
 func orDefault(s, def string) string {
@@ -311,16 +346,45 @@ func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error 
 	if s != cluster.StateAlive && s != cluster.StateLeaving {
 		return fmt.Errorf("set state %q: not %q or %q", s, cluster.StateAlive, cluster.StateLeaving)
 	}
+	what := fmt.Sprintf("set state %s", s)
+	if err := m.announce(ctx, what, func() { m.local.State = s }); err != nil {
+		return err
+	}
+	m.log.Info("state announced", "state", s)
+	return nil
+}
+
+// SetSources sets the sources this node runs in its gossiped metadata
+// (sorted by ID; tags is not kept) and broadcasts it, with SetState's
+// rules: Local and the watchers see it at once, then SetSources waits for
+// the broadcast. A nil tags says nothing (the others take this node to run
+// every source); an empty one says it runs none. When the tags do not fit
+// in memberlist's 512 bytes of metadata, their digest is gossiped instead:
+// Local and the others then see Sources nil and SourceDigest set.
+func (m *Membership) SetSources(ctx context.Context, tags []cluster.SourceTag) error {
+	sorted := sortedTags(tags)
+	if err := m.announce(ctx, "set sources", func() { m.sources = sorted }); err != nil {
+		return err
+	}
+	local := m.Local()
+	m.log.Debug("sources announced", "sources", len(local.Sources), "digest", local.SourceDigest)
+	return nil
+}
+
+// announce applies change to the local state under mu, re-encodes the
+// metadata, notifies the watchers and broadcasts it, waiting as SetState
+// says. what prefixes its errors.
+func (m *Membership) announce(ctx context.Context, what string, change func()) error {
 	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("set state %s: %w", s, err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	m.mu.Lock()
 	if m.left {
 		m.mu.Unlock()
-		return fmt.Errorf("set state %s: %w", s, ErrLeft)
+		return fmt.Errorf("%s: %w", what, ErrLeft)
 	}
-	m.local.State = s
-	m.meta = m.cfg.meta(s).encode()
+	change()
+	m.encodeLocal()
 	m.updates.Add(1)
 	m.mu.Unlock()
 	m.notify()
@@ -334,23 +398,12 @@ func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error 
 	select {
 	case err := <-done:
 		if err != nil {
-			return fmt.Errorf("set state %s: broadcast: %w", s, err)
+			return fmt.Errorf("%s: broadcast: %w", what, err)
 		}
-		m.log.Info("state announced", "state", s)
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("set state %s: broadcast: %w", s, context.Cause(ctx))
+		return fmt.Errorf("%s: broadcast: %w", what, context.Cause(ctx))
 	}
-}
-
-// SetSources records the sources this node runs (interim: local only; the
-// gossip of them is part of issue 9's membership work).
-func (m *Membership) SetSources(_ context.Context, tags []cluster.SourceTag) error {
-	m.mu.Lock()
-	m.local.Sources = slices.Clone(tags)
-	m.mu.Unlock()
-	m.notify()
-	return nil
 }
 
 // waitFor is how long to wait for a broadcast under ctx.
@@ -394,12 +447,33 @@ func (m *Membership) stop(wait time.Duration) error {
 	m.mu.Lock()
 	m.left = true
 	m.mu.Unlock()
+	// The healer first: no join may start while memberlist leaves.
+	m.healCancel()
+	m.healWG.Wait()
 	// No SetState starts now; let the ones in flight finish while
 	// memberlist is still up, so their broadcast can complete.
 	m.updates.Wait()
 	var errs []error
 	if graceful {
-		if err := m.ml.Leave(wait); err != nil {
+		// Say "leaving" first, if not yet said: that is how the others
+		// tell a graceful leave from a death (memberlist v0.7.0 does not
+		// tell its event delegate), and they do not try to rejoin a node
+		// that left.
+		deadline := time.Now().Add(wait)
+		m.mu.Lock()
+		announce := m.local.State != cluster.StateLeaving
+		if announce {
+			m.local.State = cluster.StateLeaving
+			m.encodeLocal()
+		}
+		m.mu.Unlock()
+		if announce {
+			m.notify()
+			if err := m.ml.UpdateNode(wait); err != nil {
+				errs = append(errs, fmt.Errorf("broadcast leaving: %w", err))
+			}
+		}
+		if err := m.ml.Leave(max(time.Until(deadline), time.Millisecond)); err != nil {
 			errs = append(errs, fmt.Errorf("broadcast: %w", err))
 		}
 	}
@@ -425,8 +499,9 @@ func (d *metaDelegate) NodeMeta(limit int) []byte {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if len(m.meta) > limit {
-		// Validate keeps the metadata under memberlist.MetaMaxSize; a
-		// smaller limit would be a memberlist change. Send the state only.
+		// Validate and newMeta keep the metadata under
+		// memberlist.MetaMaxSize; a smaller limit would be a memberlist
+		// change. Send the state only.
 		return nodeMeta{Name: m.cfg.Name, State: m.local.State}.encode()
 	}
 	return slices.Clone(m.meta)
@@ -469,12 +544,19 @@ func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
 func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
 	m := (*Membership)(d)
 	m.viewMu.Lock()
-	delete(m.view, n.Name)
-	m.viewMu.Unlock()
+	// memberlist v0.7.0 never sets n.State: a member that said "leaving"
+	// before it went is taken to have left, any other to have died.
 	how := "died"
-	if n.State == memberlist.StateLeft {
+	if prev, ok := m.view[n.Name]; ok && prev.err == nil && prev.member.State == cluster.StateLeaving {
 		how = "left"
 	}
+	delete(m.view, n.Name)
+	if how == "died" && n.Name != m.cfg.Name {
+		m.gone[n.Name] = gone{addr: n.Address(), at: time.Now()}
+	} else {
+		delete(m.gone, n.Name)
+	}
+	m.viewMu.Unlock()
 	m.log.Info("member gone", "member", n.Name, "addr", n.Address(), "how", how)
 	m.notify()
 }
@@ -485,6 +567,7 @@ func (m *Membership) record(n *memberlist.Node) viewEntry {
 	e := viewEntry{addr: n.Address(), member: mem, err: err}
 	m.viewMu.Lock()
 	m.view[n.Name] = e
+	delete(m.gone, n.Name)
 	m.viewMu.Unlock()
 	return e
 }

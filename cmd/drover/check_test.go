@@ -55,3 +55,42 @@ sources:
 		t.Errorf("check without --config: exit %d, want 2", code)
 	}
 }
+
+// Issue 9, item 6b: a node of a cluster with an empty join list starts a
+// cluster of its own when it restarts; check says so, and still exits 0.
+func TestCheckWarnsAboutAnEmptyJoinList(t *testing.T) {
+	const sources = `
+sources:
+  - name: orders
+    type: kafka
+    kafka: {brokers: ["127.0.0.1:9092"], topic: orders}
+`
+	for _, c := range []struct {
+		name, cluster string
+		warn          bool
+	}{
+		{"no cluster section", "", false},
+		{"empty join", "cluster: {bind: 127.0.0.1:7946, profile: fast}\n", true},
+		{"join lists only this node", "cluster: {bind: 127.0.0.1:7946, join: [127.0.0.1:7946]}\n", true},
+		{"every seed", "cluster: {bind: 127.0.0.1:7946, join: [127.0.0.1:7946, 127.0.0.1:7947, 127.0.0.1:7948]}\n", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			p := writeConfig(t, "node: {name: n1}\n"+c.cluster+sources)
+			code, out, errs := runCLI(t, "check", "--config", p)
+			if code != 0 || !strings.Contains(out, "ok") {
+				t.Fatalf("exit %d: %s%s", code, out, errs)
+			}
+			warned := strings.Contains(errs, "warning: cluster.join:")
+			if warned != c.warn {
+				t.Fatalf("warned %v, want %v: stderr %q", warned, c.warn, errs)
+			}
+			if c.warn {
+				for _, want := range []string{"forms a cluster of its own", "until the others reach it", "every seed", "on every node"} {
+					if !strings.Contains(errs, want) {
+						t.Errorf("the warning lacks %q: %s", want, errs)
+					}
+				}
+			}
+		})
+	}
+}

@@ -123,12 +123,15 @@ func newCheck() *cobra.Command {
 	var path string
 	cmd := &cobra.Command{
 		Use:   "check --config drover.yaml",
-		Short: "validate a configuration; exit 2 naming the field of each error",
+		Short: "validate a configuration; exit 2 naming the field of each error, print warnings and exit 0 when valid",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(path)
 			if err != nil {
 				return err
+			}
+			for _, w := range cfg.Warnings() {
+				fmt.Fprintf(cmd.ErrOrStderr(), "%s: warning: %s\n", path, w)
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "%s: ok (node %s, %d sources, store %s)\n", path, cfg.Node.Name, len(cfg.Sources), cfg.Redacted().Store.URL)
 			return nil
