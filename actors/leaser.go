@@ -63,6 +63,10 @@ type (
 	}
 	// leaseLostNote tells a unit the store no longer has its lease.
 	leaseLostNote struct{ token int64 }
+	// storeBack tells the node (and its supervisors) that the store answers
+	// again after failed rounds: units waiting out a restart backoff caused
+	// by the outage start again now.
+	storeBack struct{}
 	renewTick     struct{}
 	renewDone     struct {
 		sent    map[string]int64 // unit -> token renewed
@@ -119,9 +123,12 @@ func (l *leaser) schedule(ctx actor.Context) {
 }
 
 // round renews every registered lease unless a round is still in flight
-// (a slow store: the next tick tries again).
+// (a slow store: the next tick tries again). With no lease held the round
+// still asks the store (RenewLeases of none): the node learns that the
+// store is reachable again as soon as it is, which cuts the restart
+// backoff of units that failed on the outage short (storeBack).
 func (l *leaser) round(ctx actor.Context) {
-	if l.busy || len(l.held) == 0 {
+	if l.busy {
 		return
 	}
 	byTTL := map[time.Duration][]persistence.Lease{}
@@ -134,6 +141,9 @@ func (l *leaser) round(ctx actor.Context) {
 	ttls := make([]time.Duration, 0, len(byTTL))
 	for ttl := range byTTL {
 		ttls = append(ttls, ttl)
+	}
+	if len(ttls) == 0 {
+		ttls = append(ttls, time.Minute) // a probe: RenewLeases of nothing
 	}
 	sort.Slice(ttls, func(i, j int) bool { return ttls[i] < ttls[j] })
 	l.busy = true
@@ -166,8 +176,10 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		return
 	}
 	if l.failing > 0 {
-		l.ne.env.logger().Info("renewing leases again", "after_failed_rounds", l.failing)
+		l.ne.env.logger().Info("the store answers again", "after_failed_rounds", l.failing)
+		l.ne.env.trace("store-back", l.ne.env.Node, "")
 		l.failing = 0
+		ctx.Send(l.ne.nodePID, &storeBack{})
 	}
 	for _, nl := range d.renewed {
 		h, ok := l.held[nl.Unit]

@@ -53,8 +53,10 @@ type nodeEnv struct {
 	// ctx is cancelled when the node is closed; background jobs (releases
 	// after a hard stop) run under it.
 	ctx context.Context
-	// leaser renews the node's leases (set before any unit starts).
-	leaser *actor.PID
+	// leaser renews the node's leases (set before any unit starts);
+	// nodePID is the node actor.
+	leaser  *actor.PID
+	nodePID *actor.PID
 	// digest is cluster.SourceDigestOf this node's source ids: a member
 	// gossiping only a digest equal to it runs the same sources.
 	digest uint64
@@ -148,6 +150,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		return nil, fmt.Errorf("spawn node actor: %w", err)
 	}
 	n.root = pid
+	ne.nodePID = pid
 	n.stop = env.Membership.Watch(func() { system.Root.Send(pid, &viewChanged{}) })
 	return n, nil
 }
@@ -224,9 +227,20 @@ type nodeActor struct {
 	reannounce bool // tags changed while it was
 
 	// restarts counts consecutive supervisor restarts (backoff exponent);
-	// restartedAt is when each was last restarted.
+	// restartedAt is when each was last restarted; down are the sources
+	// whose supervisor waits to restart (not gossiped meanwhile, so that
+	// placement gives their units to other members).
 	restarts    map[string]int
 	restartedAt map[string]time.Time
+	down        map[string]bool
+	self        *actor.PID
+}
+
+// restartSource restarts a failed supervisor when its backoff is over.
+type restartSource struct {
+	source string
+	who    *actor.PID
+	sup    actor.Supervisor
 }
 
 // announced is the result of a SetSources job.
@@ -237,6 +251,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
 		a.tags, a.restarts, a.restartedAt = map[string]cluster.SourceTag{}, map[string]int{}, map[string]time.Time{}
+		a.down, a.self = map[string]bool{}, ctx.Self()
 		for _, s := range a.specs {
 			a.tags[s.Name] = cluster.SourceTag{ID: cluster.SourceID(s.Identity)}
 		}
@@ -261,6 +276,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.draining = true
 		a.pending = map[string]bool{}
 		for _, s := range a.specs {
+			if a.down[s.Name] {
+				continue // failed, waiting to restart: its units are stopped already
+			}
 			a.pending[s.Name] = true
 			ctx.Send(a.sups[s.Name], &drain{})
 		}
@@ -283,11 +301,28 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			a.announce(ctx)
 		}
 	case *crashSource:
-		if pid, ok := a.sups[m.source]; ok {
+		if pid, ok := a.sups[m.source]; ok && !a.down[m.source] {
 			ctx.Send(pid, m)
+		}
+	case *restartSource:
+		if a.draining {
+			// its units stopped with it; a node leaving starts nothing
+			return
+		}
+		delete(a.down, m.source)
+		a.announce(ctx)
+		m.sup.RestartChildren(m.who)
+	case *sourceDown:
+		a.announce(ctx)
+	case *storeBack:
+		for _, s := range a.specs {
+			ctx.Send(a.sups[s.Name], m)
 		}
 	}
 }
+
+// sourceDown re-announces the sources after one went down.
+type sourceDown struct{}
 
 // announce gossips the sources this node runs with the unit sets it
 // discovered (Membership.SetSources may wait for its broadcast: it runs as
@@ -299,8 +334,10 @@ func (a *nodeActor) announce(ctx actor.Context) {
 	}
 	a.announcing, a.reannounce = true, false
 	tags := make([]cluster.SourceTag, 0, len(a.tags))
-	for _, t := range a.tags {
-		tags = append(tags, t)
+	for name, t := range a.tags {
+		if !a.down[name] {
+			tags = append(tags, t)
+		}
 	}
 	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
 	m, self, root := a.ne.env.Membership, ctx.Self(), ctx.ActorSystem().Root
@@ -340,7 +377,10 @@ func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, wh
 		"restart_in", d.Round(time.Millisecond), "reason", fmt.Sprint(reason))
 	a.ne.env.trace("source-restart-scheduled", name, fmt.Sprintf("n=%d in=%s", n, d))
 	a.ne.reg.source(name, func(st *SourceStatus) { st.State = StateRetrying; st.Error = fmt.Sprint(reason) })
-	a.ne.env.Clock.AfterFunc(d, func() { sup.RestartChildren(who) })
+	a.down[name] = true
+	root, self := a.ne.system.Root, a.self
+	root.Send(self, &sourceDown{})
+	a.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
 }
 
 func memberNames(ms []cluster.Member) string {

@@ -73,7 +73,10 @@ type child struct {
 
 // messages
 type (
-	discoverTick struct{}
+	// Ticks name the instance that scheduled them: a tick already in the
+	// mailbox when its supervisor restarted reaches the new instance, which
+	// must not start a second chain of them.
+	discoverTick struct{ from *supervisor }
 	discovered   struct {
 		parts    []brokers.Partition
 		finished map[string]bool
@@ -94,8 +97,8 @@ type (
 		unit string
 		pid  *actor.PID
 	}
-	reconcileTick struct{}
-	qualityTick   struct{}
+	reconcileTick struct{ from *supervisor }
+	qualityTick   struct{ from *supervisor }
 	qualityDone   struct {
 		w   persistence.QualityWindow
 		err error
@@ -117,6 +120,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		s.start(ctx)
 	case *discoverTick:
+		if m.from != s {
+			return
+		}
 		s.discover(ctx)
 	case *discovered:
 		s.onDiscovered(ctx, m)
@@ -126,6 +132,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.compareUnits(ctx)
 	case *crashSource:
 		panic(fmt.Sprintf("source %s: crash injected", s.spec.Name))
+	case *storeBack:
+		s.restartWaiting(ctx)
 	case *drain:
 		s.draining = true
 		s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })
@@ -138,6 +146,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *restartDue:
 		s.onRestartDue(ctx, m)
 	case *reconcileTick:
+		if m.from != s {
+			return
+		}
 		s.reconcileAt = nil
 		s.reconcile(ctx)
 	case *qualitySample:
@@ -146,10 +157,13 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.closeWindow(ctx)
 		}
 	case *qualityTick:
+		if m.from != s {
+			return
+		}
 		if quality.Due(s.window.Rows(), s.wStart, s.ne.env.Clock.Now()) {
 			s.closeWindow(ctx)
 		}
-		s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{})
+		s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{from: s})
 	case *qualityDone:
 		if m.err != nil {
 			s.ne.env.logger().Warn("write quality window", "source", s.spec.Name, "error", m.err)
@@ -200,7 +214,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.byPID = map[string]*child{}
 	s.window = quality.New(s.spec.schema)
 	s.wStart = s.ne.env.Clock.Now()
-	s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{})
+	s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{from: s})
 	s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateRunning })
 	s.members = s.ne.env.Membership.Members()
 	s.discover(ctx)
@@ -228,7 +242,7 @@ func (s *supervisor) discover(ctx actor.Context) {
 	if s.discovery != nil {
 		s.discovery.Stop()
 	}
-	s.discovery = s.after(ctx, s.spec.Discovery, &discoverTick{})
+	s.discovery = s.after(ctx, s.spec.Discovery, &discoverTick{from: s})
 	s.lastDisc = s.ne.env.Clock.Now()
 	if s.spec.isQueue() {
 		parts := make([]brokers.Partition, s.spec.Slots)
@@ -287,7 +301,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		if d > s.spec.Discovery {
 			d = s.spec.Discovery
 		}
-		s.discovery = s.after(ctx, d, &discoverTick{})
+		s.discovery = s.after(ctx, d, &discoverTick{from: s})
 		return
 	}
 	state := StateRunning
@@ -371,7 +385,7 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 			// soon: a discovery is due within the spacing anyway or now
 			s.discovery.Stop()
 			wait := s.ne.tuning.DiscoverySpacing - s.ne.env.Clock.Now().Sub(s.lastDisc)
-			s.discovery = s.after(ctx, wait, &discoverTick{})
+			s.discovery = s.after(ctx, wait, &discoverTick{from: s})
 		}
 		return
 	}
@@ -466,7 +480,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 		// someone else owns it now; let placement settle before trying again
 		if s.reconcileAt == nil {
 			d := s.ne.tuning.LeaseLostPause + s.ne.env.Rand.Jitter(s.ne.tuning.LeaseLostPause/2)
-			s.reconcileAt = s.after(ctx, d, &reconcileTick{})
+			s.reconcileAt = s.after(ctx, d, &reconcileTick{from: s})
 		}
 		return
 	}
@@ -518,7 +532,7 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		// the partition may be gone (a recreated topic, a forgotten
 		// shard): list them again rather than wait for the next discovery
 		root, self := s.ne.root(), s.self
-		root.Send(self, &discoverTick{})
+		root.Send(self, &discoverTick{from: s})
 	}
 	next := s.ne.env.Clock.Now().Add(d)
 	msg := fmt.Sprint(reason)
@@ -541,6 +555,24 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 	}
 	self, root, unit := s.self, s.ne.root(), c.unit
 	c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: who}) })
+}
+
+// restartWaiting restarts, soon, the children waiting out a restart
+// backoff: the store answers again, and a unit that failed on its outage
+// need not wait up to RestartCap more (each within a second, with jitter,
+// so that a node's units do not all start in the same instant).
+func (s *supervisor) restartWaiting(ctx actor.Context) {
+	for _, u := range sortedKeys(s.children) {
+		c := s.children[u]
+		if !c.waiting || c.stopping || c.restartT == nil {
+			continue
+		}
+		c.restartT.Stop()
+		d := s.ne.env.Rand.Jitter(time.Second)
+		self, root, unit, pid := s.self, s.ne.root(), c.unit, c.pid
+		c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: pid}) })
+		s.ne.env.trace("restart-sooner", c.unit, d.String())
+	}
 }
 
 func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {

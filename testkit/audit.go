@@ -190,9 +190,11 @@ type ledger struct {
 	allowReset map[string]int
 	aborted    map[string]bool // keys of messages of aborted transactions
 	// leaseChanges counts acquisitions per unit during the partition in
-	// force (reset when partitions heal).
+	// force, partEvents the node events meanwhile (both reset when the
+	// partitions heal: checkChurn).
 	leaseChanges map[string]int
-	maxChanges   map[string]int
+	partEvents   int
+	maxChanges   int
 }
 
 type produced struct {
@@ -241,7 +243,7 @@ func newLedger() *ledger {
 		queueGen: map[string]map[string]int{}, lastPublished: map[string]string{},
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
 		resets: map[string]int{}, allowReset: map[string]int{}, aborted: map[string]bool{},
-		leaseChanges: map[string]int{}, maxChanges: map[string]int{},
+		leaseChanges: map[string]int{},
 	}
 }
 
@@ -344,9 +346,6 @@ func (c *Cluster) onAcquired(l persistence.Lease) {
 	}
 	if c.partitioned() {
 		led.leaseChanges[l.Unit]++
-		if n := led.leaseChanges[l.Unit]; n > led.maxChanges[l.Unit] {
-			led.maxChanges[l.Unit] = n
-		}
 	}
 	for i := range c.led.kills {
 		kl := &c.led.kills[i]
@@ -476,13 +475,31 @@ type Report struct {
 	MaxLeaseChanges int
 }
 
-// MaxPartitionLeaseChanges bounds the acquisitions of one unit's lease
-// during one network partition that leaves every node its store: a holder
-// that still renews keeps its lease whatever the views say, so a unit
-// changes hands only as far as kills, stops and restarts during the
-// partition make it (each at most twice: away and back). The simulator
-// draws at most a few of those per run.
-const MaxPartitionLeaseChanges = 6
+// ChurnBound bounds the acquisitions of one unit's lease during one
+// network partition: 2 + 2 per node event meanwhile (a kill, stop, restart,
+// supervisor crash, or the end of a fault). A holder that still renews its
+// leases keeps them whatever the views say, so views that disagree move
+// nothing by themselves; a unit changes hands because a node event makes
+// it (away and back: 2 each), plus once when the partition begins (the
+// isolated side, cut off from the store too, stops renewing) and once when
+// it ends.
+func ChurnBound(events int) int { return 2 + 2*events }
+
+// checkChurn checks the lease changes of the partition episode that ends
+// now, and starts a new count.
+func (c *Cluster) checkChurn() {
+	l := c.led
+	bound := ChurnBound(l.partEvents)
+	for _, u := range sortedStrings(l.leaseChanges) {
+		n := l.leaseChanges[u]
+		l.maxChanges = max(l.maxChanges, n)
+		if n > bound {
+			c.check("lease-churn", fmt.Sprintf("%s changed hands %d times during one partition with %d node events (bound %d)", u, n, l.partEvents, bound))
+		}
+	}
+	clear(l.leaseChanges)
+	l.partEvents = 0
+}
 
 // Report checks the invariants over everything produced so far. Call it
 // after Settle: a message still in flight counts as lost.
@@ -510,13 +527,10 @@ func (c *Cluster) Report() Report {
 			r.Duplicated += n - 1
 		}
 	}
-	for _, u := range sortedStrings(l.maxChanges) {
-		n := l.maxChanges[u]
-		r.MaxLeaseChanges = max(r.MaxLeaseChanges, n)
-		if n > MaxPartitionLeaseChanges {
-			r.Violations = append(r.Violations, Violation{"lease-churn", fmt.Sprintf("%s changed hands %d times during one partition (bound %d)", u, n, MaxPartitionLeaseChanges)})
-		}
+	if len(l.leaseChanges) > 0 {
+		c.checkChurn()
 	}
+	r.MaxLeaseChanges = l.maxChanges
 	if c.cfg.FailoverBound > 0 {
 		for _, f := range l.failovers {
 			if bound := c.cfg.FailoverBound + f.Orphaned; f.Clean && f.Took > bound {

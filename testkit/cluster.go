@@ -520,7 +520,9 @@ func (c *Cluster) Kill(name string) error {
 	leases, lerr := c.inner.List(context.Background())
 	if lerr == nil {
 		for _, l := range leases {
-			if l.Owner == name {
+			if l.Owner == name && c.runElsewhere(name, sourceOf(l.Unit)) {
+				// held to the failover bound only when another node can
+				// take it: one that runs its source
 				units[l.Unit] = true
 			}
 		}
@@ -532,6 +534,16 @@ func (c *Cluster) Kill(name string) error {
 	n.state = "killed"
 	c.event("kill", name, "", strconv.Itoa(len(units)))
 	return nil
+}
+
+// runElsewhere reports whether a running node other than name runs source.
+func (c *Cluster) runElsewhere(name, source string) bool {
+	for _, o := range c.Running() {
+		if n := c.nodes[o]; o != name && n.state == "running" && c.runs(n, source) {
+			return true
+		}
+	}
+	return false
 }
 
 // Restart starts a killed or stopped node again, as a new process.
@@ -616,7 +628,7 @@ func (c *Cluster) Heal(name string) error {
 	}
 	c.Undisturb("partition:" + name)
 	if !c.partitioned() {
-		clear(c.led.leaseChanges) // the partition episode is over
+		c.checkChurn() // the partition episode is over
 	}
 	c.event("heal", name, "", "")
 	return nil
@@ -699,6 +711,9 @@ func (c *Cluster) disturbUntil(what string, until time.Time) {
 // only some time after it.
 func (c *Cluster) touch() {
 	c.lastDisturb = c.s.now
+	if c.partitioned() {
+		c.led.partEvents++
+	}
 	c.spans = append(c.spans, span{what: "event", from: c.s.now, to: c.s.now})
 }
 

@@ -202,12 +202,13 @@ func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Durati
 	c.event("publish-tx", "", unit, fmt.Sprintf("n=%d commit=%v", len(pos), commit))
 	c.At(d, func() {
 		if commit {
-			_ = tx.Commit()
-			c.event("tx-commit", "", unit, strconv.Itoa(len(pos)))
-			return
-		}
-		if err := tx.Abort(); err != nil {
-			return // aborted already (a recreate or a reshard ended it)
+			if tx.Commit() == nil {
+				c.event("tx-commit", "", unit, strconv.Itoa(len(pos)))
+				return
+			}
+			// a reshard or a recreation aborted it meanwhile
+		} else if tx.Abort() != nil {
+			return // aborted already, by a recreation: gone with the stream
 		}
 		for _, p := range pos {
 			k := streamKey(unit, gen, p)
@@ -328,6 +329,7 @@ func (c *Cluster) CrashSupervisor(node, source string) error {
 		return nil
 	}
 	c.event("crash-supervisor", node, source, "")
+	c.touch()
 	n.node.CrashSupervisor(source)
 	return nil
 }

@@ -400,11 +400,12 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				_ = c.Stop(name)
 				var wait func()
 				wait = func() {
-					if c.Stopped(name) {
+					switch c.nodes[name].state {
+					case "stopped":
 						_ = c.Restart(name)
-						return
-					}
-					c.At(100*time.Millisecond, wait)
+					case "stopping":
+						c.At(100*time.Millisecond, wait)
+					} // killed (and perhaps restarted) meanwhile: it runs extra from its next start
 				}
 				c.At(100*time.Millisecond, wait)
 			})

@@ -123,7 +123,11 @@ type Source struct {
 	Name  string `json:"name"`  // unique, [a-z0-9_-]+
 	Type  string `json:"type"`  // kafka | kinesis | sqs | pubsub | nats | memory
 	Start string `json:"start"` // earliest (default) | latest
-	Mode  string `json:"mode"`  // records (default) | handler
+	// OnPositionReset: what a stream unit does when its checkpoint is no
+	// longer a position of the broker (retention deleted it, the topic was
+	// recreated): earliest (default) | latest | fail.
+	OnPositionReset string `json:"on_position_reset"`
+	Mode            string `json:"mode"` // records (default) | handler
 	// HandlerName names the registered Go handler of a mode: handler source.
 	HandlerName            string        `json:"handler_name,omitempty"`
 	Records                Records       `json:"records"`

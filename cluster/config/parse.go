@@ -550,7 +550,7 @@ func (r *reader) config(root any) *Config {
 
 func (r *reader) source(path string, v any) Source {
 	s := Source{
-		Start: "earliest", Mode: "records", BatchSize: DefaultBatchSize, MaxWait: DefaultMaxWait,
+		Start: "earliest", OnPositionReset: "earliest", Mode: "records", BatchSize: DefaultBatchSize, MaxWait: DefaultMaxWait,
 		MaxConsecutiveFailures: DefaultMaxConsecutiveFailures, Slots: DefaultSlots,
 		MaxMessageBytes: DefaultMaxMessageBytes, LeaseTTL: DefaultLeaseTTL, DiscoveryInterval: DefaultDiscoveryInterval,
 	}
@@ -558,6 +558,7 @@ func (r *reader) source(path string, v any) Source {
 	o.str("name", &s.Name)
 	o.str("type", &s.Type)
 	o.str("start", &s.Start)
+	o.str("on_position_reset", &s.OnPositionReset)
 	o.str("mode", &s.Mode)
 	o.str("handler_name", &s.HandlerName)
 	if rec, ok := o.section("records"); ok {

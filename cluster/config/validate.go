@@ -261,6 +261,7 @@ func (v *checker) source(p string, s *Source) {
 		}
 	}
 	v.oneOf(p+".start", s.Start, "earliest", "latest")
+	v.oneOf(p+".on_position_reset", s.OnPositionReset, "earliest", "latest", "fail")
 	v.oneOf(p+".mode", s.Mode, "records", "handler")
 	switch s.Mode {
 	case "handler":

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -104,10 +105,15 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	n.reg = prometheus.NewRegistry()
 	n.metrics = metrics.New(n.reg, cfg.Node.Name)
 
+	tags := make([]cluster.SourceTag, 0, len(specs)) // non-nil: "runs these", even none
+	for _, sp := range specs {
+		tags = append(tags, cluster.SourceTag{ID: cluster.SourceID(sp.Identity)})
+	}
+	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
 	n.member, err = gossip.Join(ctx, gossip.Config{
 		Name: cfg.Node.Name, Bind: cfg.Cluster.Bind, Advertise: cfg.Cluster.Advertise, Join: cfg.Cluster.Join,
 		Profile: cfg.Cluster.Profile, SecretKey: cfg.Cluster.Key(), DebugAddr: cfg.Node.DebugAddr,
-		Version: opt.Version, Capacity: cfg.Node.Capacity, Logger: log.With("component", "gossip"),
+		Version: opt.Version, Capacity: cfg.Node.Capacity, Logger: log.With("component", "gossip"), Sources: tags,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
@@ -164,6 +170,7 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 	}
 	spec := actors.SourceSpec{
 		Name: s.Name, Type: s.Type, Stream: src.Stream, Queue: src.Queue, Slots: s.Slots, Start: s.StartMode(),
+		OnPositionReset: resetPolicy(s.OnPositionReset), Identity: sourceIdentity(s), AckDeadline: ackDeadline(s),
 		Table: s.Records.Table, KeyField: s.Records.Key, MaxMessageBytes: s.MaxMessageBytes, Schema: s.Records.Schema,
 		BatchSize: s.BatchSize, MaxWait: s.MaxWait, MaxConsecutiveFailures: s.MaxConsecutiveFailures,
 		LeaseTTL: s.LeaseTTL, Discovery: s.DiscoveryInterval,
@@ -177,6 +184,60 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 		spec.Handler = h
 	}
 	return spec, src, nil
+}
+
+// resetPolicy is on_position_reset as an actors.ResetPolicy (validated by
+// config: earliest, latest or fail).
+func resetPolicy(s string) actors.ResetPolicy {
+	switch s {
+	case "latest":
+		return actors.ResetLatest
+	case "fail":
+		return actors.ResetFail
+	}
+	return actors.ResetEarliest
+}
+
+// sourceIdentity is what must be equal for two nodes to run the same
+// source: its name, type and what it reads. It is gossiped as a hash, so
+// that placement puts a unit only on members that run its source as this
+// node does (a rolling change that points a source elsewhere makes it
+// another source).
+func sourceIdentity(s config.Source) string {
+	id := s.Name + "/" + s.Type
+	switch {
+	case s.Kafka != nil:
+		id += "/" + s.Kafka.Topic
+	case s.Kinesis != nil:
+		id += "/" + s.Kinesis.Stream
+	case s.SQS != nil:
+		id += "/" + s.SQS.QueueURL
+	case s.PubSub != nil:
+		id += "/" + s.PubSub.Project + "/" + s.PubSub.Subscription
+	case s.NATS != nil:
+		id += "/" + s.NATS.Stream + "/" + s.NATS.Subject + "/" + s.NATS.Mode
+	}
+	return id
+}
+
+// ackDeadline is how long a queue's broker keeps a delivery invisible, as
+// far as the configuration says (the unit extends it every third of it
+// while a batch is in flight): SQS's visibility timeout, JetStream's
+// AckWait (the server's default is 30 s); 0 for Pub/Sub, whose
+// subscription's deadline is not configured here, lets the runtime use 10
+// s, the shortest Pub/Sub allows.
+func ackDeadline(s config.Source) time.Duration {
+	switch {
+	case s.SQS != nil && s.SQS.VisibilityTimeout > 0:
+		return s.SQS.VisibilityTimeout
+	case s.SQS != nil:
+		return 30 * time.Second
+	case s.NATS != nil && s.NATS.AckWait > 0:
+		return s.NATS.AckWait
+	case s.NATS != nil:
+		return 30 * time.Second
+	}
+	return 0
 }
 
 func seed() uint64 {
