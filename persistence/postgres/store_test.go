@@ -54,7 +54,8 @@ func TestPositionOrderMatchesComparePositions(t *testing.T) {
 	s := openTest(t, pg.URL(t), Config{})
 	fixed := []string{"", "0", "00", "007", "7", "9", "10", "99999999999999999999",
 		"123456789012345678901234567890", "49590338271490256608559692538361571095921575989136588898",
-		"a", "A", "abc", "ab", "1a", "-1", "é", "z", "0x10"}
+		"a", "A", "abc", "ab", "1a", "-1", "é", "z", "0x10",
+		brokers.MarkerBeginning, "@at:2026-03-01T12:00:00Z", "@at:2026-03-01T12:00:00.5Z", "@", "@9", "@é", "@beginning0"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
 		fixed = append(fixed, randomPosition(r))
@@ -89,7 +90,7 @@ func TestPositionOrderMatchesComparePositions(t *testing.T) {
 }
 
 func randomPosition(r *rand.Rand) string {
-	const digits, other = "0123456789", "0123456789abcXYZ-_"
+	const digits, other = "0123456789", "0123456789abcXYZ-_@:."
 	alphabet := digits
 	if r.IntN(4) == 0 {
 		alphabet = other
@@ -97,6 +98,9 @@ func randomPosition(r *rand.Rand) string {
 	b := make([]byte, 1+r.IntN(40))
 	for i := range b {
 		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	if r.IntN(6) == 0 {
+		b[0] = '@' // a start marker
 	}
 	return string(b)
 }
