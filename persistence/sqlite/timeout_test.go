@@ -52,19 +52,19 @@ func TestCallsHaveADeadline(t *testing.T) {
 	}
 
 	// A handler that ignores its context holds the one connection.
-	inside, release := make(chan struct{}), make(chan struct{})
+	inside, release := make(chan context.Context, 1), make(chan struct{})
 	applied := make(chan error, 1)
 	go func() {
 		_, err := s.Apply(context.Background(), &persistence.Batch{Source: "jobs", Unit: l.Unit, Lease: l,
 			Ops: []persistence.Op{{Kind: persistence.OpMessage, Position: "1"}},
-			Handle: func(context.Context, persistence.Tx, []persistence.Op) error {
-				close(inside)
+			Handle: func(ctx context.Context, _ persistence.Tx, _ []persistence.Op) error {
+				inside <- ctx
 				<-release
 				return nil
 			}})
 		applied <- err
 	}()
-	<-inside
+	batchCtx := <-inside
 	// The batch's own deadline ends its transaction (database/sql rolls it
 	// back and frees the connection, whatever the handler does), so a call
 	// behind it either gets the connection then or meets its own deadline:
@@ -77,6 +77,13 @@ func TestCallsHaveADeadline(t *testing.T) {
 		t.Errorf("List behind a hung handler: %v after %s, want a result or the store's deadline", err, took)
 	}
 	t.Logf("List behind a hung handler: %v after %s", err, took)
+	// The handler returns only once its batch's deadline has passed.
+	if _, err := within(t, 20*timeout, "the batch's deadline", func(context.Context) error {
+		<-batchCtx.Done()
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 	close(release)
 	if err := <-applied; err == nil {
 		t.Error("a batch whose handler outlived the store timeout committed")
@@ -84,7 +91,7 @@ func TestCallsHaveADeadline(t *testing.T) {
 
 	// Another connection (another process, as far as SQLite can tell)
 	// holds the write lock: busy_timeout is the store timeout.
-	other, err := sql.Open("sqlite", "file:"+path)
+	other, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(5000)")
 	if err != nil {
 		t.Fatal(err)
 	}
