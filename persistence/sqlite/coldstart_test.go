@@ -83,7 +83,10 @@ func coldRound(ctx context.Context, t *testing.T, path string) []string {
 	for i := range coldProcs {
 		c := &child{}
 		c.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestColdStartThreeProcesses$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), coldChildEnv+"="+fmt.Sprintf("proc-%d", i), coldPathEnv+"="+path)
+		// Under -race each child would sleep a second at exit
+		// (atexit_sleep_ms), 150 seconds in all; it reports races without it.
+		c.cmd.Env = append(os.Environ(), coldChildEnv+"="+fmt.Sprintf("proc-%d", i), coldPathEnv+"="+path,
+			"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
 		c.cmd.Stderr = &c.stderr
 		var err error
 		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
