@@ -56,7 +56,10 @@
 //
 // Config.Timeout (store.timeout, default 10 s) bounds every call, Open
 // included; a ctx with an earlier deadline is kept. A handler batch's
-// Handle runs inside that bound, with the fence lock held. Every
+// Handle runs inside that bound, with the fence lock held. PruneDedupe
+// deletes in chunks of 10,000 rows, each chunk a statement with that
+// bound, until nothing old is left or ctx ends, so a busy queue's backlog
+// never runs into statement_timeout. Every
 // connection also starts with session settings derived from it, so that
 // the server itself ends what a client can no longer end:
 //

@@ -148,7 +148,8 @@ func newStatements(name func(string) string) statements {
 				fields, drift, status FROM ` + quality + ` WHERE ($1 = '' OR source = $1)
 			ORDER BY id DESC LIMIT $2`,
 
-		pruneDedupe: `DELETE FROM ` + dedupe + ` WHERE applied_at < $1`,
+		pruneDedupe: `DELETE FROM ` + dedupe + ` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM ` + dedupe + ` WHERE applied_at < $1 LIMIT $2))`,
 	}
 }
 

@@ -345,3 +345,37 @@ func TestRenewLeasesOneRoundTrip(t *testing.T) {
 		t.Errorf("renewal of %d leases: %s; want 1 statement", len(ls), rt)
 	}
 }
+
+// PruneDedupe deletes a backlog larger than one chunk, one bounded
+// statement per chunk, and keeps what is newer than its cutoff.
+func TestPruneDedupeInChunks(t *testing.T) {
+	pc, err := pgxpool.ParseConfig(pg.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := &roundTrips{}
+	pc.ConnConfig.Tracer = rt
+	s, err := open(t.Context(), pc, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const old = 2*pruneChunk + 500
+	if _, err := s.pool.Exec(t.Context(), `INSERT INTO `+s.name("drover_dedupe")+` (source, message_id, applied_at)
+		SELECT 'jobs', 'old-' || i, now() - interval '10 days' FROM generate_series(1, $1) AS i
+		UNION ALL SELECT 'jobs', 'new-' || i, now() FROM generate_series(1, 5) AS i`, old); err != nil {
+		t.Fatal(err)
+	}
+	rt.reset()
+	n, err := s.PruneDedupe(t.Context(), time.Now().Add(-24*time.Hour))
+	if err != nil || n != old {
+		t.Fatalf("pruned %d, %v; want %d", n, err, old)
+	}
+	if got := rt.queries.Load(); got != 3 {
+		t.Errorf("%d statements for %d rows, want 3 chunks of at most %d", got, old, pruneChunk)
+	}
+	var left int
+	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+s.name("drover_dedupe")).Scan(&left); err != nil || left != 5 {
+		t.Errorf("%d rows left, %v; want the 5 new ones", left, err)
+	}
+}

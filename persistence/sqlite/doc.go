@@ -29,7 +29,9 @@
 //     deadline kept: waiting for the Store's connection, for another
 //     process's lock (busy_timeout) and a handler batch, Handle included
 //     (at its deadline database/sql rolls the batch back and frees the
-//     connection, even if Handle has not returned).
+//     connection, even if Handle has not returned). PruneDedupe deletes in
+//     chunks of 10,000 rows, each chunk bounded, so that it never holds
+//     the write lock long.
 //   - Leases: a holder absent from AcquireRequest.Live is taken over only
 //     when its renewed_at is at least Stale old by Config.Clock.
 //     RenewLeases is one UPDATE ... FROM json_each in one immediate

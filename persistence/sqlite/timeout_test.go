@@ -126,3 +126,26 @@ func TestOpenRejectsShortTimeout(t *testing.T) {
 		t.Fatal("a 1ms timeout: no error")
 	}
 }
+
+// PruneDedupe deletes a backlog larger than one chunk (10,000 rows) and
+// keeps what is newer than its cutoff.
+func TestPruneDedupeInChunks(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "prune.db"), nil)
+	const old = 25_000
+	now := time.Now()
+	if _, err := rawDB(t, s).Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
+		INSERT INTO drover_dedupe (source, message_id, applied_at)
+		SELECT 'jobs', 'old-' || i, ? FROM n
+		UNION ALL SELECT 'jobs', 'new-' || i, ? FROM n WHERE i <= 5`,
+		old, now.Add(-240*time.Hour).UnixNano(), now.UnixNano()); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PruneDedupe(t.Context(), now.Add(-24*time.Hour))
+	if err != nil || n != old {
+		t.Fatalf("pruned %d, %v; want %d", n, err, old)
+	}
+	var left int
+	if err := rawDB(t, s).QueryRow(`SELECT count(*) FROM drover_dedupe`).Scan(&left); err != nil || left != 5 {
+		t.Errorf("%d rows left, %v; want the 5 new ones", left, err)
+	}
+}
