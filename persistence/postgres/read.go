@@ -178,13 +178,35 @@ func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([
 	return out, nil
 }
 
-// PruneDedupe implements persistence.Dedupe.
+// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
+const pruneChunk = 10_000
+
+// PruneDedupe implements persistence.Dedupe. It deletes in chunks of
+// pruneChunk rows, each chunk one statement with the store's deadline, so
+// that a large backlog (a busy queue's hour) never runs into
+// statement_timeout nor holds its locks long; the call goes on until
+// nothing older than before is left or ctx ends. On error it returns how
+// many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		n, err := s.pruneChunk(ctx, before)
+		total += n
+		if err != nil {
+			return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
+		}
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
+
+func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before)
+	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, pruneChunk)
 	if err != nil {
-		return 0, wrapf(err, "prune dedupe")
+		return 0, err
 	}
 	return tag.RowsAffected(), nil
 }

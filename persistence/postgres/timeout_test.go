@@ -116,15 +116,51 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 		}
 	}
 
-	// (a) The takeover of orders/0 fails fast, with a lock timeout.
+	// (a) The takeover of orders/0 fails fast, with a lock timeout, and
+	// (c) orders/1 goes on applying while that takeover waits.
 	takeover := func(ctx context.Context) (persistence.Lease, error) {
 		return s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-2", TTL: time.Hour, Live: []string{"node-2"}})
 	}
+	stop := make(chan struct{})
+	type applies struct {
+		n    int
+		errs []error
+	}
+	during := make(chan applies, 1)
+	go func() {
+		var a applies
+		for i := 10; ; i++ {
+			select {
+			case <-stop:
+				during <- a
+				return
+			default:
+			}
+			if a.n >= 20 {
+				<-stop
+				continue
+			}
+			pos := fmt.Sprint(i)
+			_, err := s.Apply(t.Context(), &persistence.Batch{Source: "orders", Unit: other.Unit, Lease: other,
+				Table: "orders", Ops: upserts(5, "d"+pos+"-", pos), Checkpoint: pos})
+			if err != nil {
+				a.errs = append(a.errs, err)
+			} else {
+				a.n++
+			}
+		}
+	}()
 	_, took, err := within(t, 3*timeout, "takeover of a unit whose fence an orphan holds", takeover)
+	close(stop)
+	a := <-during
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Code != "55P03" {
 		t.Fatalf("takeover while the orphan lives: %v (after %s), want a lock timeout (SQLSTATE 55P03)", err, took)
 	}
+	if a.n == 0 || len(a.errs) > 0 {
+		t.Fatalf("applies to orders/1 while the takeover of orders/0 waited: %d succeeded, errors %v", a.n, a.errs)
+	}
+	t.Logf("%d applies to orders/1 while the takeover waited", a.n)
 	t.Logf("takeover while the orphan lives: %v after %s", err, took)
 	if !o.alive(t, s) {
 		t.Fatalf("the orphan was cut off %s after it began, before the test could use it (the machine is too slow for these timeouts)", time.Since(orphanedAt))

@@ -239,17 +239,36 @@ FROM drover_quality WHERE (?1 = '' OR source = ?1) ORDER BY id DESC LIMIT ?2`, s
 	return out, nil
 }
 
-// PruneDedupe implements persistence.Dedupe.
+// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
+const pruneChunk = 10_000
+
+// PruneDedupe implements persistence.Dedupe. It deletes in chunks of
+// pruneChunk rows, each chunk one statement with the store's deadline, so
+// that a large backlog never holds the file's write lock for long (other
+// processes wait for it up to busy_timeout); the call goes on until
+// nothing older than before is left or ctx ends. On error it returns how
+// many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
+	var total int64
+	for {
+		n, err := s.pruneChunk(ctx, before)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune dedupe (%d rows pruned): %w", total, dbErr(err))
+		}
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
+
+func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.db.ExecContext(ctx, `DELETE FROM drover_dedupe WHERE applied_at < ?`, before.UnixNano())
+	res, err := s.db.ExecContext(ctx, `DELETE FROM drover_dedupe WHERE (source, message_id) IN (
+	SELECT source, message_id FROM drover_dedupe WHERE applied_at < ? LIMIT ?)`, before.UnixNano(), pruneChunk)
 	if err != nil {
-		return 0, fmt.Errorf("prune dedupe: %w", dbErr(err))
+		return 0, err
 	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, fmt.Errorf("prune dedupe: %w", dbErr(err))
-	}
-	return n, nil
+	return res.RowsAffected()
 }
