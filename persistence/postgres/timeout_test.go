@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -122,6 +123,8 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 		return s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-2", TTL: time.Hour, Live: []string{"node-2"}})
 	}
 	stop := make(chan struct{})
+	stopApplies := sync.OnceFunc(func() { close(stop) })
+	defer stopApplies() // also when within fails the test
 	type applies struct {
 		n    int
 		errs []error
@@ -151,7 +154,7 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 		}
 	}()
 	_, took, err := within(t, 3*timeout, "takeover of a unit whose fence an orphan holds", takeover)
-	close(stop)
+	stopApplies()
 	a := <-during
 	var pe *Error
 	if !errors.As(err, &pe) || pe.Code != "55P03" {
