@@ -13,14 +13,32 @@
 //   - Apply is atomic: all of a batch or none of it.
 //   - Within a batch the last operation on a key wins; an upsert whose
 //     document equals the stored one does not rewrite it (updated_at stays).
-//   - A checkpoint only moves forward.
+//   - A holder that still renews keeps its lease whatever the caller's
+//     membership view says: Acquire takes over a holder absent from
+//     AcquireRequest.Live only once its RenewedAt (set by Acquire, Renew
+//     and RenewLeases) is at least AcquireRequest.Stale old. A released or
+//     expired lease is free whatever Stale says. The store's clock is the
+//     tie-breaker, so a partition cannot make nodes take a lease back and
+//     forth.
+//   - RenewLeases renews many leases in one round trip; a lease it can
+//     neither renew nor declare lost this time (its row is locked by
+//     another transaction) is left as it was.
+//   - A checkpoint only moves forward, in the order of
+//     brokers.ComparePositions (start markers before every position),
+//     except through Batch.Reset, which writes it as given, fenced like
+//     every apply.
 //   - With Batch.Dedupe, an operation whose message id is already in the
 //     dedupe table is not applied again; its id is reported in
 //     Applied.Duplicates.
-//   - Lease expiry is judged by the store's clock, not the caller's.
+//   - InitSource records a source's initial units once; every caller,
+//     concurrent ones included, gets the first caller's list.
+//   - Lease expiry and staleness are judged by the store's clock, not the
+//     caller's.
 //
 // # Goroutines and blocking
 //
-// Every method may block on I/O and honours ctx. Stores are safe for
-// concurrent use and start no goroutines that outlive Close.
+// Every method may block on I/O and honours ctx. The SQL stores also bound
+// every call by a timeout of their own (store.timeout, default 10 s), so no
+// call waits forever on a lock or connection whatever ctx says. Stores are
+// safe for concurrent use and start no goroutines that outlive Close.
 package persistence

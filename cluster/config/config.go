@@ -19,6 +19,8 @@ const (
 	DefaultBind                   = "127.0.0.1:7946"
 	DefaultStoreURL               = "sqlite:./drover.db"
 	DefaultDedupeRetention        = 168 * time.Hour
+	DefaultStoreTimeout           = 10 * time.Second // postgres.DefaultTimeout, sqlite.DefaultTimeout
+	MinStoreTimeout               = 10 * time.Millisecond
 	DefaultBatchSize              = 500
 	DefaultMaxWait                = time.Second
 	DefaultMaxConsecutiveFailures = 5
@@ -94,6 +96,17 @@ type Store struct {
 	// sqlite:./drover.db.
 	URL             SecretURL     `json:"url"`
 	DedupeRetention time.Duration `json:"dedupe_retention"` // default 168h
+	// Timeout bounds every store call (a lease renewal, a batch with its
+	// handler, a read); for PostgreSQL it also sets each session's
+	// lock_timeout (half of it), statement_timeout and
+	// idle_in_transaction_session_timeout, so that a transaction left by
+	// a vanished node is ended by the server; for SQLite it is the
+	// busy_timeout. Default 10s.
+	Timeout time.Duration `json:"timeout"`
+	// MaxConns caps the PostgreSQL connection pool; 0 (the default): the
+	// greater of 4 and the number of CPUs, or pool_max_conns from the URL.
+	// SQLite always uses one connection per node.
+	MaxConns int `json:"max_conns"`
 }
 
 // Log is the log section.

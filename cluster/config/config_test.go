@@ -81,10 +81,10 @@ func TestExampleFile(t *testing.T) {
 	want := &Config{
 		Node:    Node{Name: "node-1", DebugAddr: "127.0.0.1:7070", DebugToken: "t0k", Capacity: 1},
 		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7946", "127.0.0.1:7947", "127.0.0.1:7948"}, Profile: "default", SecretKey: gossipKey},
-		Store:   Store{URL: "postgres://user@host:5432/db", DedupeRetention: 168 * time.Hour},
+		Store:   Store{URL: "postgres://user@host:5432/db", DedupeRetention: 168 * time.Hour, Timeout: 10 * time.Second},
 		Log:     Log{Format: "text", Level: "info"},
 		Sources: []Source{{
-			Name: "orders", Type: "kafka", Start: "earliest", Mode: "records",
+			Name: "orders", Type: "kafka", Start: "earliest", OnPositionReset: "earliest", Mode: "records",
 			Records:   Records{Table: "orders", Key: "id", Schema: "id:int, name:text", Declared: quality.Schema{{Name: "id", Type: quality.TypeInt}, {Name: "name", Type: quality.TypeText}}},
 			BatchSize: 500, MaxWait: time.Second, MaxConsecutiveFailures: 5, Slots: 1, MaxMessageBytes: 1 << 20,
 			LeaseTTL: 10 * time.Second, DiscoveryInterval: 30 * time.Second,
@@ -119,6 +119,8 @@ cluster:
 store:
   url: ${env:PG_URL}
   dedupe_retention: 24h
+  timeout: 3s
+  max_conns: 32
 log: {format: json, level: debug}
 sources:
   - name: orders
@@ -184,7 +186,8 @@ func TestFullConfig(t *testing.T) {
 	if c.Cluster.Profile != "fast" || len(c.Cluster.Join) != 2 || c.Cluster.Join[1] != "node-3.drover:7946" || c.Cluster.Advertise != "10.0.0.5:7946" || len(c.Cluster.Key()) != 32 {
 		t.Errorf("cluster %+v", c.Cluster)
 	}
-	if c.Store.DedupeRetention != 24*time.Hour || !strings.Contains(c.Store.URL.Reveal(), "pg-secret-3") {
+	if c.Store.DedupeRetention != 24*time.Hour || !strings.Contains(c.Store.URL.Reveal(), "pg-secret-3") ||
+		c.Store.Timeout != 3*time.Second || c.Store.MaxConns != 32 {
 		t.Errorf("store %+v", c.Store)
 	}
 	if c.Log.Format != "json" || c.Log.SlogLevel() != slog.LevelDebug {
@@ -285,6 +288,11 @@ func TestErrors(t *testing.T) {
 		{"retention", "store: {dedupe_retention: 0s}\n" + src, []string{"store.dedupe_retention: must be positive, not 0s"}},
 		{"retention type", "store: {dedupe_retention: 7}\n" + src, []string{"store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
 		{"retention text", "store: {dedupe_retention: 7days}\n" + src, []string{`store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not "7days"`}},
+		{"store timeout zero", "store: {timeout: 0s}\n" + src, []string{"store.timeout: must be at least 10ms, not 0s"}},
+		{"store timeout short", "store: {timeout: 1ms}\n" + src, []string{"store.timeout: must be at least 10ms, not 1ms"}},
+		{"store timeout type", "store: {timeout: 10}\n" + src, []string{"store.timeout: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
+		{"store max conns", "store: {max_conns: -1}\n" + src, []string{"store.max_conns: must not be negative, not -1"}},
+		{"store max conns type", "store: {max_conns: many}\n" + src, []string{`store.max_conns: must be an integer, not "many"`}},
 		{"log", "log: {format: xml, level: loud}\n" + src, []string{`log.format: must be one of text, json, not "xml"`, `log.level: must be one of debug, info, warn, error, not "loud"`}},
 		{"sources not list", "sources: {name: a}\n", []string{"sources: must be a list, not a mapping"}},
 		{"source not mapping", "sources: [5]\n", []string{"sources[0]: must be a mapping, not an integer"}},

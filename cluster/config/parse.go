@@ -498,7 +498,7 @@ func (r *reader) config(root any) *Config {
 	c := &Config{
 		Node:    Node{DebugAddr: DefaultDebugAddr, Capacity: 1},
 		Cluster: Cluster{Bind: DefaultBind, Profile: "default"},
-		Store:   Store{URL: DefaultStoreURL, DedupeRetention: DefaultDedupeRetention},
+		Store:   Store{URL: DefaultStoreURL, DedupeRetention: DefaultDedupeRetention, Timeout: DefaultStoreTimeout},
 		Log:     Log{Format: "text", Level: "info"},
 	}
 	top := r.object("", root)
@@ -528,6 +528,8 @@ func (r *reader) config(root any) *Config {
 	if st, ok := top.section("store"); ok {
 		st.secretURL("url", &c.Store.URL)
 		st.dur("dedupe_retention", &c.Store.DedupeRetention)
+		st.dur("timeout", &c.Store.Timeout)
+		st.int("max_conns", &c.Store.MaxConns)
 		st.end()
 	}
 	if l, ok := top.section("log"); ok {

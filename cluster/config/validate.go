@@ -199,6 +199,12 @@ func (c *Config) validate() Errors {
 	if c.Store.DedupeRetention <= 0 {
 		v.fail("store.dedupe_retention", "must be positive, not %v", c.Store.DedupeRetention)
 	}
+	if c.Store.Timeout < MinStoreTimeout {
+		v.fail("store.timeout", "must be at least %v, not %v", MinStoreTimeout, c.Store.Timeout)
+	}
+	if c.Store.MaxConns < 0 {
+		v.fail("store.max_conns", "must not be negative, not %d", c.Store.MaxConns)
+	}
 
 	// log
 	v.oneOf("log.format", c.Log.Format, "text", "json")

@@ -88,7 +88,9 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (*Node, error) 
 func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	cfg, log := n.cfg, n.log
 
-	n.store, err = stores.Open(ctx, cfg.Store.URL.Reveal(), stores.Options{Logger: log.With("component", "store")})
+	n.store, err = stores.Open(ctx, cfg.Store.URL.Reveal(), stores.Options{
+		Logger: log.With("component", "store"), Timeout: cfg.Store.Timeout, MaxConns: cfg.Store.MaxConns,
+	})
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
 	}

@@ -23,6 +23,10 @@ func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 	if err := s.enter(ctx, OpApply); err != nil {
 		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
 	}
+	if b.Reset && b.Checkpoint == "" {
+		// Refused before anything runs, Handle included.
+		return persistence.Applied{}, fmt.Errorf("apply %s: reset to an empty checkpoint", b.Unit)
+	}
 	if !s.faults.noFencing {
 		cur, ok := s.leases[b.Unit]
 		if !ok || cur.Token != b.Lease.Token {
@@ -137,9 +141,6 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	}
 
 	if b.Reset {
-		if b.Checkpoint == "" {
-			return nil, applied, fmt.Errorf("apply %s: reset to an empty checkpoint", b.Unit)
-		}
 		t.checkpoint = &persistence.Checkpoint{Unit: b.Unit, Source: b.Source, Position: b.Checkpoint,
 			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now}
 	} else if b.Checkpoint != "" || b.Finished {

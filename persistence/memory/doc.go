@@ -20,8 +20,15 @@
 //
 // # Semantics the package doc leaves open
 //
-//   - Acquire refuses an empty unit or owner and a TTL <= 0. An empty
-//     AcquireRequest.Live takes over any lease held by someone else.
+//   - Acquire refuses an empty unit or owner, a TTL <= 0 and a negative
+//     Stale. A holder absent from AcquireRequest.Live (an empty Live counts
+//     every holder absent) is taken over once now - RenewedAt >= Stale; a
+//     released, expired or own lease at once. Acquire, Renew and
+//     RenewLeases set RenewedAt to now.
+//   - RenewLeases refuses an empty owner and a TTL <= 0; with no leases it
+//     does nothing. The owner argument, not the leases' Owner fields,
+//     names the holder. renewed and lost follow the order given; nothing
+//     is ever skipped (there are no row locks).
 //   - Renew and Release need the lease's owner and token; a lease past its
 //     expiry that nobody took over can still be renewed. Release empties the
 //     owner, keeps the token and sets ExpiresAt to now.
@@ -37,6 +44,11 @@
 //     Tx carry the batch's source, unit and last position.
 //   - Finished is sticky, and Finished alone (no Checkpoint) marks the
 //     stored position, creating an empty one when the unit has none.
+//   - Batch.Reset writes Checkpoint whatever the stored one is (creating
+//     the row), Finished as the batch says; a Reset with an empty
+//     Checkpoint is refused before anything runs, Handle included.
+//   - InitSource refuses an empty source; it stores the units sorted, once
+//     each, and an empty first list is kept as the answer.
 //
 // # Fault injection
 //

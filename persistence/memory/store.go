@@ -175,8 +175,11 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	if err := s.enter(ctx, OpRenew); err != nil {
 		return nil, nil, fmt.Errorf("renew %d leases: %w", len(ls), err)
 	}
-	if ttl <= 0 {
-		return nil, nil, fmt.Errorf("renew %d leases: ttl %s: must be positive", len(ls), ttl)
+	switch {
+	case owner == "":
+		return nil, nil, fmt.Errorf("renew %d leases: empty owner", len(ls))
+	case ttl <= 0:
+		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
 	}
 	now := s.now()
 	var renewed []persistence.Lease

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -38,6 +39,8 @@ import (
 // Handle's error is returned as is; every other error is wrapped once
 // with the unit.
 func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	applied, err := s.apply(ctx, b)
 	if isCode(err, codeUndefinedTable) {
 		// A table we created is gone (dropped, or a restore): create it
@@ -60,6 +63,9 @@ type handlerError struct{ err error }
 func (e *handlerError) Error() string { return e.err.Error() }
 
 func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	if b.Reset && b.Checkpoint == "" {
+		return persistence.Applied{}, errors.New("reset to an empty checkpoint")
+	}
 	for i, op := range b.Ops {
 		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
 			return persistence.Applied{}, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
@@ -249,7 +255,7 @@ func execN(br pgx.BatchResults, n int) error {
 // take.
 type applyPlan struct {
 	b            *persistence.Batch
-	ids          []string // distinct message ids, in op order (dedupe)
+	ids          []string // distinct message ids, sorted (dedupe)
 	lastPosition string
 
 	// After fold:
@@ -278,6 +284,10 @@ func newApplyPlan(b *persistence.Batch) *applyPlan {
 				a.ids = append(a.ids, op.MessageID)
 			}
 		}
+		// Every transaction inserts (and so locks) the ids of a source in
+		// one order: two slots with overlapping redeliveries then wait for
+		// each other instead of deadlocking (40P01).
+		slices.Sort(a.ids)
 	}
 	return a
 }
@@ -313,7 +323,10 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 		}
 		ops = kept
 	}
+	// Keys in one order for the same reason as the dedupe ids: units that
+	// share a records table write overlapping keys.
 	records := persistence.Fold(ops)
+	slices.SortStableFunc(records, func(x, y persistence.Op) int { return strings.Compare(x.Key, y.Key) })
 	for _, op := range records {
 		if op.Kind == persistence.OpDelete {
 			a.delKeys = append(a.delKeys, op.Key)
@@ -383,7 +396,10 @@ func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 	if len(a.dlPositions) > 0 {
 		q.Queue(s.sql.deadLetters, b.Source, b.Unit, a.dlPositions, a.dlKeys, a.dlPayloads, a.dlReasons, a.dlCounts)
 	}
-	if a.writesCheckpoint() {
+	switch {
+	case b.Reset:
+		q.Queue(s.sql.resetCheckpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
+	case a.writesCheckpoint():
 		q.Queue(s.sql.checkpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
 	}
 }

@@ -7,8 +7,17 @@
 //
 //   - Leases: Acquire is one INSERT ... ON CONFLICT DO UPDATE ... WHERE, so
 //     of concurrent acquirers exactly one wins (the others wait on the row
-//     lock, then find it held). Expiry is judged by the server's now().
-//     Every success increments the token; Release keeps it.
+//     lock, then find it held). Expiry and staleness are judged by the
+//     server's now(): a holder absent from AcquireRequest.Live is taken
+//     over only when its renewed_at is at least Stale old. Every success
+//     increments the token and sets renewed_at; Release keeps the token.
+//   - RenewLeases is one statement: an UPDATE of the rows the owner holds
+//     with the given tokens (unnest of two arrays), locked in a CTE FOR
+//     UPDATE SKIP LOCKED. A row another transaction holds (an Apply's
+//     fence, an orphaned transaction) is skipped instead of stalling the
+//     whole renewal: that lease is reported neither renewed nor lost (a
+//     plain read of the statement's snapshot tells it from a lost one),
+//     and the caller tries it again.
 //   - Apply is one transaction that first locks the unit's lease row
 //     (drover_fence: SELECT ... FOR UPDATE) and commits only under the
 //     token it checked: a stale token gets persistence.ErrLeaseLost and
@@ -16,30 +25,73 @@
 //     batch (unnest arrays, key = ANY), pipelined: a stream batch is one
 //     round trip whatever its size; a queue batch (dedupe) or a handler
 //     batch is begin, two pipelines and commit, plus the handler's own.
+//   - Lock order: dedupe ids and record keys are written sorted (bytewise),
+//     so that two transactions that overlap (two slots of a queue given
+//     the same redeliveries, two units writing the same keys) wait for
+//     each other instead of deadlocking (SQLSTATE 40P01).
 //   - An upsert whose document equals the stored one (jsonb equality: key
 //     order, whitespace and number spelling do not matter) leaves the row,
 //     its updated_at included, as it was and counts as Unchanged.
 //   - A checkpoint moves only forward in the order of
-//     brokers.ComparePositions; Finished is sticky.
+//     brokers.ComparePositions (the empty position, then start markers
+//     '@…' as text, then decimals by value, then other text bytewise;
+//     computed in SQL by positionKey); Finished is sticky. Batch.Reset
+//     writes the checkpoint as given, backwards too, with Finished as the
+//     batch says.
+//   - InitSource is INSERT ... ON CONFLICT DO NOTHING, then a SELECT in a
+//     statement of its own: a caller that lost the race waits for the
+//     winner's insert and reads its units.
 //   - Migrations are embedded and run on Open, each once, serialised
 //     between concurrent openers by an advisory lock; a database migrated
 //     by a newer drover is refused with persistence.ErrSchemaTooNew.
 //
 // The semantics the persistence package leaves open are those of package
-// memory (see its doc): an empty AcquireRequest.Live takes over any lease;
-// Apply is fenced by the token alone; a message id repeated within a batch
-// is a duplicate the second time; a repeated dead letter counts an attempt
-// and is pending again; Handle is called only with fresh OpMessage ops.
+// memory (see its doc): an empty AcquireRequest.Live counts every holder
+// absent; Apply is fenced by the token alone; a message id repeated within
+// a batch is a duplicate the second time; a repeated dead letter counts an
+// attempt and is pending again; Handle is called only with fresh OpMessage
+// ops.
+//
+// # Timeouts
+//
+// Config.Timeout (store.timeout, default 10 s) bounds every call, Open
+// included; a ctx with an earlier deadline is kept. A handler batch's
+// Handle runs inside that bound, with the fence lock held. PruneDedupe
+// deletes in chunks of 10,000 rows, each chunk a statement with that
+// bound, until nothing old is left or ctx ends, so a busy queue's backlog
+// never runs into statement_timeout. Every
+// connection also starts with session settings derived from it, so that
+// the server itself ends what a client can no longer end:
+//
+//   - lock_timeout = Timeout/2: a statement waiting for a lock (a takeover
+//     behind a fence an orphaned transaction holds) fails with SQLSTATE
+//     55P03 while its call still has half its budget, and frees its pool
+//     connection.
+//   - statement_timeout = Timeout: no statement outlives its call, even
+//     when the client is gone.
+//   - idle_in_transaction_session_timeout = Timeout: every drover
+//     transaction lives within one call, so a session idle inside a
+//     transaction that long is an orphan (its node vanished mid-batch);
+//     the server ends it and its locks go. A takeover behind an orphan
+//     therefore succeeds at most about Timeout after the orphan went
+//     silent, rather than after TCP keepalive gives up (hours).
+//
+// They are sent in the startup message (pgx RuntimeParams), so no
+// connection is ever without them; one the URL sets itself
+// (postgres://…?lock_timeout=2s) is kept. A connection pooler must pass
+// them through (PgBouncer: ignore_startup_parameters, or set them on the
+// role).
 //
 // # Tables
 //
 // DESIGN §6, in Config.Schema (default: the connection's current schema):
-// drover_leases, drover_checkpoints (plus finished), drover_dead_letters,
-// drover_dedupe, drover_quality (plus node), drover_migrations (the schema
-// version), and one records table per source, created on first use by the
-// transaction that first writes it, its name validated by
-// persistence.ValidTable and quoted. Key columns use the "C" collation so
-// that rows order bytewise, as Go strings do.
+// drover_leases (plus renewed_at), drover_checkpoints (plus finished),
+// drover_dead_letters, drover_dedupe, drover_quality (plus node),
+// drover_sources (source, units jsonb, created_at), drover_migrations
+// (the schema version), and one records table per source, created on
+// first use by the transaction that first writes it, its name validated
+// by persistence.ValidTable and quoted. Key columns use the "C" collation
+// so that rows order bytewise, as Go strings do.
 //
 // # Errors
 //
@@ -52,7 +104,7 @@
 //
 // A Store is safe for concurrent use. It starts no goroutines of its own;
 // the pgx pool runs a health-check goroutine until Close. Every method
-// honours ctx. Batch.Handle runs on the caller's goroutine inside the
-// batch's transaction; the Tx it gets serialises its calls and is dead
-// once Handle returns.
+// honours ctx and its own deadline. Batch.Handle runs on the caller's
+// goroutine inside the batch's transaction; the Tx it gets serialises its
+// calls and is dead once Handle returns.
 package postgres

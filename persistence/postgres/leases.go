@@ -12,16 +12,17 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func scanLease(row pgx.Row) (persistence.Lease, error) {
+func scanLease(row pgx.Row, extra ...any) (persistence.Lease, error) {
 	var l persistence.Lease
-	err := row.Scan(&l.Unit, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt)
-	l.ExpiresAt, l.AcquiredAt = l.ExpiresAt.UTC(), l.AcquiredAt.UTC()
+	err := row.Scan(append([]any{&l.Unit, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt, &l.RenewedAt}, extra...)...)
+	l.ExpiresAt, l.AcquiredAt, l.RenewedAt = l.ExpiresAt.UTC(), l.AcquiredAt.UTC(), l.RenewedAt.UTC()
 	return l, err
 }
 
-// Acquire implements persistence.Leases. It refuses an empty unit or owner
-// and a TTL <= 0; an empty req.Live takes over any lease held by someone
-// else (callers pass their whole membership view).
+// Acquire implements persistence.Leases. It refuses an empty unit or owner,
+// a TTL <= 0 and a negative Stale; an empty req.Live counts every holder
+// absent (callers pass their whole membership view). Expiry and staleness
+// are judged by the server's now().
 func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
 	switch {
 	case req.Unit == "":
@@ -30,7 +31,11 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 		return persistence.Lease{}, fmt.Errorf("acquire %s: empty owner", req.Unit)
 	case req.TTL <= 0:
 		return persistence.Lease{}, fmt.Errorf("acquire %s: ttl %s: must be positive", req.Unit, req.TTL)
+	case req.Stale < 0:
+		return persistence.Lease{}, fmt.Errorf("acquire %s: stale %s: must not be negative", req.Unit, req.Stale)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	live := req.Live
 	if live == nil {
 		live = []string{} // NULL would make the takeover test unknown
@@ -39,22 +44,25 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 	// holder; try again a few times before reporting a holder that is gone.
 	var holder persistence.Lease
 	for range 3 {
-		l, err := scanLease(s.pool.QueryRow(ctx, s.sql.acquire, req.Unit, req.Owner, req.TTL, live))
+		l, err := scanLease(s.pool.QueryRow(ctx, s.sql.acquire, req.Unit, req.Owner, req.TTL, live, req.Stale))
 		if err == nil {
 			return l, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return persistence.Lease{}, wrapf(err, "acquire %s", req.Unit)
 		}
-		holder, err = scanLease(s.pool.QueryRow(ctx, s.sql.holder, req.Unit))
+		var expired, stale bool
+		holder, err = scanLease(s.pool.QueryRow(ctx, s.sql.holder, req.Unit, req.Stale), &expired, &stale)
 		if errors.Is(err, pgx.ErrNoRows) {
 			continue // deleted by hand meanwhile
 		}
 		if err != nil {
 			return persistence.Lease{}, wrapf(err, "acquire %s: read holder", req.Unit)
 		}
-		if holder.Owner != "" && holder.Owner != req.Owner && slices.Contains(req.Live, holder.Owner) {
-			break // held by a live owner; expiry is the server's to judge
+		takeable := holder.Owner == "" || expired || holder.Owner == req.Owner ||
+			(!slices.Contains(req.Live, holder.Owner) && stale)
+		if !takeable {
+			break // still held as the refusal found it
 		}
 	}
 	return persistence.Lease{}, &persistence.LeaseHeldError{Holder: holder}
@@ -66,6 +74,8 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 	if ttl <= 0 {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: ttl %s: must be positive", l.Unit, ttl)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	nl, err := scanLease(s.pool.QueryRow(ctx, s.sql.renew, l.Unit, l.Owner, l.Token, ttl))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: token %d of %s: %w", l.Unit, l.Token, l.Owner, persistence.ErrLeaseLost)
@@ -76,9 +86,71 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 	return nl, nil
 }
 
+// RenewLeases implements persistence.Leases with one statement (one round
+// trip): an UPDATE of the rows owner holds with the given tokens, locked
+// FOR UPDATE SKIP LOCKED so that a row another transaction holds (an
+// Apply's fence, an orphaned transaction) is skipped instead of stalling
+// every other renewal; such a lease is neither renewed nor lost. renewed
+// and lost follow the order of ls.
+func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	switch {
+	case owner == "":
+		return nil, nil, fmt.Errorf("renew %d leases: empty owner", len(ls))
+	case ttl <= 0:
+		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
+	case len(ls) == 0:
+		return nil, nil, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	units := make([]string, len(ls))
+	tokens := make([]int64, len(ls))
+	for i, l := range ls {
+		units[i], tokens[i] = l.Unit, l.Token
+	}
+	rows, err := s.pool.Query(ctx, s.sql.renewMany, owner, units, tokens, ttl)
+	if err != nil {
+		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+	}
+	got := make(map[string]persistence.Lease, len(ls))
+	skipped := make(map[string]bool)
+	for rows.Next() {
+		var renewed bool
+		var l persistence.Lease
+		if err := rows.Scan(&renewed, &l.Unit, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt, &l.RenewedAt); err != nil {
+			rows.Close()
+			return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+		}
+		if !renewed {
+			skipped[l.Unit] = true
+			continue
+		}
+		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = l.ExpiresAt.UTC(), l.AcquiredAt.UTC(), l.RenewedAt.UTC()
+		got[l.Unit] = l
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+	}
+	var renewed []persistence.Lease
+	var lost []string
+	for _, l := range ls {
+		switch nl, ok := got[l.Unit]; {
+		case ok && nl.Token == l.Token:
+			renewed = append(renewed, nl)
+		case ok, skipped[l.Unit]:
+			// ok with another token: ls named the unit twice.
+		default:
+			lost = append(lost, l.Unit)
+		}
+	}
+	return renewed, lost, nil
+}
+
 // Release implements persistence.Leases: the owner becomes empty, the
 // token stays and the lease expires now.
 func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	tag, err := s.pool.Exec(ctx, s.sql.release, l.Unit, l.Owner, l.Token)
 	if err != nil {
 		return wrapf(err, "release lease %s", l.Unit)
@@ -91,6 +163,8 @@ func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 
 // List implements persistence.Leases.
 func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, s.sql.listLeases)
 	if err != nil {
 		return nil, wrapf(err, "list leases")
@@ -100,4 +174,31 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 		return nil, wrapf(err, "list leases")
 	}
 	return out, nil
+}
+
+// InitSource implements persistence.Sources: INSERT … ON CONFLICT DO
+// NOTHING, then a SELECT in a statement (and snapshot) of its own, so that
+// a caller that lost the race reads the winner's units.
+func (s *Store) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
+	if source == "" {
+		return nil, errors.New("init source: empty source")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	want := slices.Compact(slices.Sorted(slices.Values(units)))
+	if want == nil {
+		want = []string{}
+	}
+	if _, err := s.pool.Exec(ctx, s.sql.initSource, source, want); err != nil {
+		return nil, wrapf(err, "init source %s", source)
+	}
+	var got []string
+	if err := s.pool.QueryRow(ctx, s.sql.getSource, source).Scan(&got); err != nil {
+		return nil, wrapf(err, "init source %s: read", source)
+	}
+	if got == nil {
+		got = []string{}
+	}
+	slices.Sort(got)
+	return got, nil
 }

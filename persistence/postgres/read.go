@@ -22,6 +22,8 @@ func scanCheckpoint(row pgx.Row) (persistence.Checkpoint, error) {
 
 // Checkpoint implements persistence.Checkpoints.
 func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	c, err := scanCheckpoint(s.pool.QueryRow(ctx, s.sql.getCheckpoint, unit))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return persistence.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", unit, persistence.ErrNotFound)
@@ -34,6 +36,8 @@ func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkp
 
 // Checkpoints implements persistence.Checkpoints.
 func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.pool.Query(ctx, s.sql.listCheckpoints, source)
 	if err != nil {
 		return nil, wrapf(err, "checkpoints of %s", source)
@@ -57,6 +61,8 @@ func scanDeadLetter(row pgx.Row) (persistence.DeadLetter, error) {
 
 // DeadLetters implements persistence.DeadLetters.
 func (s *Store) DeadLetters(ctx context.Context, f persistence.DeadLetterFilter) ([]persistence.DeadLetter, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	q := s.sql.listDeadLetters
 	args := []any{f.AfterID}
 	if f.Source != "" {
@@ -85,6 +91,8 @@ func (s *Store) DeadLetters(ctx context.Context, f persistence.DeadLetterFilter)
 
 // DeadLetter implements persistence.DeadLetters.
 func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLetter, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	d, err := scanDeadLetter(s.pool.QueryRow(ctx, s.sql.getDeadLetter, id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return persistence.DeadLetter{}, fmt.Errorf("dead letter %d: %w", id, persistence.ErrNotFound)
@@ -97,6 +105,8 @@ func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLette
 
 // SetDeadLetterStatus implements persistence.DeadLetters.
 func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistence.DeadLetterStatus) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	switch st {
 	case persistence.DeadLetterPending, persistence.DeadLetterReplayed, persistence.DeadLetterResolved:
 	default:
@@ -115,6 +125,8 @@ func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistenc
 // WriteQuality implements persistence.Quality; w.ID is ignored and the new
 // id returned.
 func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	fields, err := json.Marshal(w.Fields)
 	if err != nil {
 		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
@@ -134,6 +146,8 @@ func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (
 // QualityWindows implements persistence.Quality: newest (last written)
 // first.
 func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([]persistence.QualityWindow, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	var lim *int
 	if limit > 0 {
 		lim = &limit
@@ -164,11 +178,35 @@ func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([
 	return out, nil
 }
 
-// PruneDedupe implements persistence.Dedupe.
+// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
+const pruneChunk = 10_000
+
+// PruneDedupe implements persistence.Dedupe. It deletes in chunks of
+// pruneChunk rows, each chunk one statement with the store's deadline, so
+// that a large backlog (a busy queue's hour) never runs into
+// statement_timeout nor holds its locks long; the call goes on until
+// nothing older than before is left or ctx ends. On error it returns how
+// many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
-	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before)
+	var total int64
+	for {
+		n, err := s.pruneChunk(ctx, before)
+		total += n
+		if err != nil {
+			return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
+		}
+		if n < pruneChunk {
+			return total, nil
+		}
+	}
+}
+
+func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, pruneChunk)
 	if err != nil {
-		return 0, wrapf(err, "prune dedupe")
+		return 0, err
 	}
 	return tag.RowsAffected(), nil
 }

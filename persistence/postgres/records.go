@@ -103,6 +103,8 @@ func (s *Store) queueCreate(b *pgx.Batch, table string, r *recordsSQL) {
 // Records implements persistence.Records. A limit of 0 or less means no
 // limit.
 func (s *Store) Records(ctx context.Context, table, afterKey string, limit int) ([]persistence.Record, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := persistence.ValidTable(table); err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}

@@ -5,9 +5,11 @@ import "fmt"
 // statements are the SQL texts of the drover_ tables, built once per Store
 // with its schema-qualified names.
 type statements struct {
-	acquire, holder, renew, release, listLeases string
+	acquire, holder, renew, renewMany, release, listLeases string
 
-	fence, dedupe, deadLetters, checkpoint string
+	initSource, getSource string
+
+	fence, dedupe, deadLetters, checkpoint, resetCheckpoint string
 
 	getCheckpoint, listCheckpoints string
 	getDeadLetter, setStatus       string
@@ -16,7 +18,7 @@ type statements struct {
 	pruneDedupe                    string
 }
 
-const leaseCols = "unit, owner, token, expires_at, acquired_at"
+const leaseCols = "unit, owner, token, expires_at, acquired_at, renewed_at"
 
 func newStatements(name func(string) string) statements {
 	leases := name("drover_leases")
@@ -24,28 +26,67 @@ func newStatements(name func(string) string) statements {
 	deadLetters := name("drover_dead_letters")
 	dedupe := name("drover_dedupe")
 	quality := name("drover_quality")
+	sources := name("drover_sources")
 	return statements{
 		// One statement, so that concurrent acquirers serialise on the row
 		// lock ON CONFLICT takes: the second re-checks the WHERE against
-		// the first one's row and finds it held. Expiry is judged by the
-		// server's now().
+		// the first one's row and finds it held. Expiry and staleness are
+		// judged by the server's now(). A holder absent from $4 (the
+		// caller's view) is taken over only when its last renewal is at
+		// least $5 old.
 		acquire: `INSERT INTO ` + leases + ` AS l (` + leaseCols + `)
-			VALUES ($1, $2, 1, now() + $3::interval, now())
+			VALUES ($1, $2, 1, now() + $3::interval, now(), now())
 			ON CONFLICT (unit) DO UPDATE SET
 				owner = excluded.owner,
 				token = l.token + 1,
 				expires_at = excluded.expires_at,
-				acquired_at = excluded.acquired_at
+				acquired_at = excluded.acquired_at,
+				renewed_at = excluded.renewed_at
 			WHERE l.owner = '' OR l.expires_at <= now() OR l.owner = excluded.owner
-				OR NOT (l.owner = ANY ($4::text[]))
+				OR (NOT (l.owner = ANY ($4::text[])) AND l.renewed_at <= now() - $5::interval)
 			RETURNING ` + leaseCols,
-		holder: `SELECT ` + leaseCols + ` FROM ` + leases + ` WHERE unit = $1`,
-		renew: `UPDATE ` + leases + ` SET expires_at = now() + $4::interval
+		// The holder after a refused acquire, and whether the server now
+		// finds it expired or stale (the caller tells whether it is live).
+		holder: `SELECT ` + leaseCols + `, expires_at <= now(), renewed_at <= now() - $2::interval
+			FROM ` + leases + ` WHERE unit = $1`,
+		renew: `UPDATE ` + leases + ` SET expires_at = now() + $4::interval, renewed_at = now()
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3
 			RETURNING ` + leaseCols,
+		// Every lease of $2/$3 that $1 holds with that token, in one
+		// statement. Rows another transaction has locked (an Apply's
+		// fence, an orphaned transaction) are skipped rather than waited
+		// for: renewed are the rows updated; held, read from the
+		// statement's snapshot without a lock, tells a skipped lease
+		// (still held) from a lost one (in neither).
+		renewMany: `WITH req AS (
+				SELECT * FROM unnest($2::text[], $3::bigint[]) AS r(unit, token)
+			), held AS (
+				SELECT l.unit FROM ` + leases + ` l JOIN req r ON l.unit = r.unit AND l.token = r.token
+				WHERE l.owner = $1 AND l.owner <> ''
+			), locked AS (
+				SELECT l.unit FROM ` + leases + ` l JOIN req r ON l.unit = r.unit AND l.token = r.token
+				WHERE l.owner = $1 AND l.owner <> ''
+				ORDER BY l.unit
+				FOR UPDATE OF l SKIP LOCKED
+			), renewed AS (
+				UPDATE ` + leases + ` l SET expires_at = now() + $4::interval, renewed_at = now()
+				FROM locked WHERE l.unit = locked.unit
+				RETURNING l.unit, l.owner, l.token, l.expires_at, l.acquired_at, l.renewed_at
+			)
+			SELECT true, unit, owner, token, expires_at, acquired_at, renewed_at FROM renewed
+			UNION ALL
+			SELECT false, h.unit, '', 0, now(), now(), now() FROM held h
+			WHERE NOT EXISTS (SELECT 1 FROM renewed r WHERE r.unit = h.unit)`,
 		release: `UPDATE ` + leases + ` SET owner = '', expires_at = now()
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3`,
 		listLeases: `SELECT ` + leaseCols + ` FROM ` + leases + ` ORDER BY unit`,
+
+		// Two statements, each its own transaction: the SELECT sees the
+		// row of whichever caller won, committed before the INSERT returned
+		// (it waits for a concurrent inserter of the same source).
+		initSource: `INSERT INTO ` + sources + ` (source, units, created_at) VALUES ($1, $2::jsonb, now())
+			ON CONFLICT (source) DO NOTHING`,
+		getSource: `SELECT units FROM ` + sources + ` WHERE source = $1`,
 
 		// Locks the lease row until the batch commits (an Acquire that
 		// would change the token waits, so a batch commits only under the
@@ -82,6 +123,17 @@ func newStatements(name func(string) string) statements {
 			WHERE ` + positionAfter("excluded.position", "c.position") + `
 				OR (excluded.finished AND NOT c.finished)`,
 
+		// Batch.Reset: the position as given, backwards too; Finished as
+		// the batch says (a stored one is cleared).
+		resetCheckpoint: `INSERT INTO ` + checkpoints + ` AS c (unit, source, position, token, finished, updated_at)
+			VALUES ($1, $2, $3, $4, $5, now())
+			ON CONFLICT (unit) DO UPDATE SET
+				position = excluded.position,
+				source = excluded.source,
+				token = excluded.token,
+				finished = excluded.finished,
+				updated_at = excluded.updated_at`,
+
 		getCheckpoint:   `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE unit = $1`,
 		listCheckpoints: `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE source = $1 ORDER BY unit`,
 
@@ -96,7 +148,8 @@ func newStatements(name func(string) string) statements {
 				fields, drift, status FROM ` + quality + ` WHERE ($1 = '' OR source = $1)
 			ORDER BY id DESC LIMIT $2`,
 
-		pruneDedupe: `DELETE FROM ` + dedupe + ` WHERE applied_at < $1`,
+		pruneDedupe: `DELETE FROM ` + dedupe + ` WHERE ctid = ANY (ARRAY(
+			SELECT ctid FROM ` + dedupe + ` WHERE applied_at < $1 LIMIT $2))`,
 	}
 }
 
@@ -104,15 +157,16 @@ const deadLetterCols = `id, source, unit, position, msg_key, payload, reason, at
 	first_failed_at, last_failed_at`
 
 // positionAfter is SQL true when position a is after position b in the
-// order of brokers.ComparePositions: the empty position first, then
-// unsigned decimals by value (leading zeros ignored, then by length, then
-// by digits), then other strings bytewise.
+// order of brokers.ComparePositions: the empty position first, then start
+// markers ('@...') as text, then unsigned decimals by value (leading zeros
+// ignored, then by length, then by digits), then other strings bytewise.
 func positionAfter(a, b string) string {
 	return positionKey(a) + " > " + positionKey(b)
 }
 
 func positionKey(p string) string {
-	return fmt.Sprintf(`(CASE WHEN %[1]s = '' THEN 0 WHEN %[1]s ~ '^[0-9]+$' THEN 1 ELSE 2 END,
+	return fmt.Sprintf(`(CASE WHEN %[1]s = '' THEN 0 WHEN left(%[1]s, 1) = '@' THEN 1
+			WHEN %[1]s ~ '^[0-9]+$' THEN 2 ELSE 3 END,
 		CASE WHEN %[1]s ~ '^[0-9]+$' THEN length(ltrim(%[1]s, '0')) ELSE 0 END,
 		(CASE WHEN %[1]s ~ '^[0-9]+$' THEN ltrim(%[1]s, '0') ELSE %[1]s END) COLLATE "C")`, p)
 }

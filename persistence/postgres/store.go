@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -15,10 +16,11 @@ import (
 // Store is a persistence.Store on a PostgreSQL connection pool. Create it
 // with Open; it is safe for concurrent use.
 type Store struct {
-	pool   *pgxpool.Pool
-	log    *slog.Logger
-	schema string // every table lives in this schema
-	sql    statements
+	pool    *pgxpool.Pool
+	log     *slog.Logger
+	schema  string        // every table lives in this schema
+	timeout time.Duration // bounds every call (Config.Timeout)
+	sql     statements
 
 	mu     sync.Mutex             // guards tables
 	tables map[string]*recordsSQL // records tables known to exist
@@ -44,9 +46,22 @@ func Open(ctx context.Context, url string, cfg Config) (*Store, error) {
 
 // open is Open after parsing; tests give it a pool config with a tracer.
 func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open postgres store: %w", err)
+	}
 	if cfg.MaxConns > 0 {
 		pc.MaxConns = cfg.MaxConns
 	}
+	if pc.ConnConfig.RuntimeParams == nil {
+		pc.ConnConfig.RuntimeParams = make(map[string]string)
+	}
+	for k, v := range sessionParams(cfg.timeout()) {
+		if _, set := pc.ConnConfig.RuntimeParams[k]; !set {
+			pc.ConnConfig.RuntimeParams[k] = v
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
+	defer cancel()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -56,10 +71,11 @@ func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
 		return nil, wrapf(err, "open postgres store")
 	}
 	s := &Store{
-		pool:   pool,
-		log:    log,
-		schema: cfg.Schema,
-		tables: make(map[string]*recordsSQL),
+		pool:    pool,
+		log:     log,
+		schema:  cfg.Schema,
+		timeout: cfg.timeout(),
+		tables:  make(map[string]*recordsSQL),
 	}
 	if err := s.setup(ctx, cfg.Schema != ""); err != nil {
 		pool.Close()
@@ -90,6 +106,12 @@ func (s *Store) setup(ctx context.Context, createSchema bool) error {
 func (s *Store) Close() error {
 	s.pool.Close()
 	return nil
+}
+
+// bound gives one call of the Store its deadline: Config.Timeout from now,
+// or ctx's own when that is earlier.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 // name returns the quoted, schema-qualified name of a table.

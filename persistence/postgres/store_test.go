@@ -54,7 +54,8 @@ func TestPositionOrderMatchesComparePositions(t *testing.T) {
 	s := openTest(t, pg.URL(t), Config{})
 	fixed := []string{"", "0", "00", "007", "7", "9", "10", "99999999999999999999",
 		"123456789012345678901234567890", "49590338271490256608559692538361571095921575989136588898",
-		"a", "A", "abc", "ab", "1a", "-1", "é", "z", "0x10"}
+		"a", "A", "abc", "ab", "1a", "-1", "é", "z", "0x10",
+		brokers.MarkerBeginning, "@at:2026-03-01T12:00:00Z", "@at:2026-03-01T12:00:00.5Z", "@", "@9", "@é", "@beginning0"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
 		fixed = append(fixed, randomPosition(r))
@@ -89,7 +90,7 @@ func TestPositionOrderMatchesComparePositions(t *testing.T) {
 }
 
 func randomPosition(r *rand.Rand) string {
-	const digits, other = "0123456789", "0123456789abcXYZ-_"
+	const digits, other = "0123456789", "0123456789abcXYZ-_@:."
 	alphabet := digits
 	if r.IntN(4) == 0 {
 		alphabet = other
@@ -97,6 +98,9 @@ func randomPosition(r *rand.Rand) string {
 	b := make([]byte, 1+r.IntN(40))
 	for i := range b {
 		b[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	if r.IntN(6) == 0 {
+		b[0] = '@' // a start marker
 	}
 	return string(b)
 }
@@ -274,8 +278,9 @@ func TestSchemasAreIsolated(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := "[Tenant_B.drover_checkpoints Tenant_B.drover_dead_letters Tenant_B.drover_dedupe Tenant_B.drover_leases " +
-		"Tenant_B.drover_migrations Tenant_B.drover_quality tenant_a.Orders tenant_a.drover_checkpoints " +
-		"tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases tenant_a.drover_migrations tenant_a.drover_quality]"
+		"Tenant_B.drover_migrations Tenant_B.drover_quality Tenant_B.drover_sources tenant_a.Orders tenant_a.drover_checkpoints " +
+		"tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases tenant_a.drover_migrations " +
+		"tenant_a.drover_quality tenant_a.drover_sources]"
 	if fmt.Sprint(tables) != want {
 		t.Errorf("tables = %v\nwant     %s", tables, want)
 	}

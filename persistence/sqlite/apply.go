@@ -19,6 +19,8 @@ import (
 // is in the transaction: it must use its Tx, never the Store (which would
 // wait for that connection forever).
 func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	a, err := s.apply(ctx, b)
 	if err != nil {
 		var herr handlerError
@@ -36,6 +38,9 @@ type handlerError struct{ err error }
 func (e handlerError) Error() string { return e.err.Error() }
 
 func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persistence.Applied, err error) {
+	if b.Reset && b.Checkpoint == "" {
+		return applied, errors.New("reset to an empty checkpoint")
+	}
 	hasRecords := false
 	for i, op := range b.Ops {
 		switch op.Kind {
@@ -270,8 +275,15 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 }
 
 // moveCheckpoint writes the batch's checkpoint when it is after the stored
-// one, or marks the stored position finished.
+// one, or marks the stored position finished; with Reset it writes it
+// whatever the stored one is, Finished as the batch says.
 func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.Batch, now int64) error {
+	if b.Reset {
+		if _, err := tx.StmtContext(ctx, s.stmts.checkpointPut).ExecContext(ctx, b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now); err != nil {
+			return fmt.Errorf("checkpoint: %w", dbErr(err))
+		}
+		return s.wrote()
+	}
 	var cur string
 	var finished, has bool
 	err := tx.StmtContext(ctx, s.stmts.checkpointGet).QueryRowContext(ctx, b.Unit).Scan(&cur, &finished)

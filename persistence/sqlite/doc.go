@@ -8,8 +8,9 @@
 //     with the same semantics as package memory (see storetest's doc for the
 //     points the interface leaves open).
 //   - Processes share the file safely: journal_mode=WAL (readers never wait
-//     for the writer), busy_timeout=10 s (a writer waits for another
-//     process's transaction instead of failing), and every transaction
+//     for the writer), busy_timeout = Config.Timeout (store.timeout,
+//     default 10 s: a writer waits for another process's transaction
+//     instead of failing), and every transaction
 //     BEGINs IMMEDIATE (_txlock=immediate), taking the write lock up front:
 //     a deferred transaction that read first and then writes fails at once
 //     with SQLITE_BUSY when another process wrote meanwhile, whatever the
@@ -17,6 +18,27 @@
 //     across processes by SQLite's lock.
 //   - One connection per Store (SetMaxOpenConns(1)): within a process,
 //     writers queue in database/sql rather than on the file lock.
+//   - Processes that open one fresh file at once all come up: the first
+//     connection's switch to WAL can fail with SQLITE_BUSY at once (no busy
+//     wait) while another process switches or migrates, so Open retries
+//     the whole open (connect, pragmas, migrations) on SQLITE_BUSY, backing
+//     off from 5 ms to 200 ms, within Config.Timeout. Without it 7 to 14 of
+//     200 cold starts of three processes lost a process
+//     (TestColdStartThreeProcesses).
+//   - Every call is bounded by Config.Timeout, a ctx with an earlier
+//     deadline kept: waiting for the Store's connection, for another
+//     process's lock (busy_timeout) and a handler batch, Handle included
+//     (at its deadline database/sql rolls the batch back and frees the
+//     connection, even if Handle has not returned). PruneDedupe deletes in
+//     chunks of 10,000 rows, each chunk bounded, so that it never holds
+//     the write lock long.
+//   - Leases: a holder absent from AcquireRequest.Live is taken over only
+//     when its renewed_at is at least Stale old by Config.Clock.
+//     RenewLeases is one UPDATE ... FROM json_each in one immediate
+//     transaction; SQLite has no row locks, so every lease is either
+//     renewed or lost. Batch.Reset writes the checkpoint as given.
+//     InitSource inserts (ON CONFLICT DO NOTHING) and reads back in one
+//     immediate transaction.
 //   - Lease expiry and every timestamp come from Config.Clock (nil:
 //     clock.Real{}). Times are stored as INTEGER unix nanoseconds (UTC).
 //   - Documents are stored as SQLite's json() of what the caller gave
@@ -31,16 +53,19 @@
 //
 // Migrations are Go strings compiled into the binary and run by Open in one
 // immediate transaction, recording the version in drover_schema; running
-// them again is a no-op. A file whose version is newer than this build's is
-// refused with an error wrapping persistence.ErrSchemaTooNew that names
-// both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
+// them again is a no-op. Version 2 adds drover_leases.renewed_at (existing
+// rows get their acquired_at; see migrate.go) and drover_sources (source,
+// units as a JSON array, created_at). A file whose version is newer than
+// this build's is refused with an error wrapping persistence.ErrSchemaTooNew
+// that names both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
 // position, updated_at) are created on first use, outside the batch's
 // transaction, with the name checked by persistence.ValidTable and quoted.
 //
 // # Goroutines and blocking
 //
-// The Store starts no goroutines. Every call may block on the file lock for
-// up to busy_timeout. Batch.Handle runs while the Store's one connection is
+// The Store starts no goroutines (database/sql watches each transaction's
+// context with one of its own). Every call may block on the file lock for
+// up to busy_timeout, and never beyond Config.Timeout. Batch.Handle runs while the Store's one connection is
 // inside the batch's transaction: it must use its Tx and never call the
 // Store, which would wait for that connection forever.
 package sqlite

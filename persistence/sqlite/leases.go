@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +15,8 @@ import (
 // Acquire implements persistence.Leases in one immediate transaction, so
 // that acquirers in several processes are serialised by SQLite's write lock.
 func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	l, err := s.acquire(ctx, req)
 	if err != nil {
 		var held *persistence.LeaseHeldError
@@ -33,6 +36,8 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 		return l, errors.New("empty owner")
 	case req.TTL <= 0:
 		return l, fmt.Errorf("ttl %s: must be positive", req.TTL)
+	case req.Stale < 0:
+		return l, fmt.Errorf("stale %s: must not be negative", req.Stale)
 	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
@@ -45,14 +50,14 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 	}()
 	now := s.now()
 	cur := persistence.Lease{Unit: req.Unit}
-	var expires, acquired int64
-	err = tx.StmtContext(ctx, s.stmts.leaseGet).QueryRowContext(ctx, req.Unit).Scan(&cur.Owner, &cur.Token, &expires, &acquired)
+	var expires, acquired, renewed int64
+	err = tx.StmtContext(ctx, s.stmts.leaseGet).QueryRowContext(ctx, req.Unit).Scan(&cur.Owner, &cur.Token, &expires, &acquired, &renewed)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return l, dbErr(err)
 	default:
-		cur.ExpiresAt, cur.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+		cur.ExpiresAt, cur.AcquiredAt, cur.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
 		if !takeable(cur, req, now) {
 			return l, &persistence.LeaseHeldError{Holder: cur}
 		}
@@ -63,8 +68,9 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 		Token:      cur.Token + 1,
 		ExpiresAt:  fromNanos(now + int64(req.TTL)),
 		AcquiredAt: fromNanos(now),
+		RenewedAt:  fromNanos(now),
 	}
-	if _, err = tx.StmtContext(ctx, s.stmts.leasePut).ExecContext(ctx, l.Unit, l.Owner, l.Token, now+int64(req.TTL), now); err != nil {
+	if _, err = tx.StmtContext(ctx, s.stmts.leasePut).ExecContext(ctx, l.Unit, l.Owner, l.Token, now+int64(req.TTL), now, now); err != nil {
 		return l, dbErr(err)
 	}
 	if err = tx.Commit(); err != nil {
@@ -75,12 +81,13 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 
 // takeable reports whether Acquire may take the lease cur for req at now
 // (unix nanoseconds): when it is released, expired (ExpiresAt <= now),
-// already req.Owner's, or held by an owner that is not in req.Live.
+// already req.Owner's, or held by an owner that is not in req.Live and has
+// not renewed for req.Stale.
 func takeable(cur persistence.Lease, req persistence.AcquireRequest, now int64) bool {
 	return cur.Owner == "" ||
 		cur.ExpiresAt.UnixNano() <= now ||
 		cur.Owner == req.Owner ||
-		!slices.Contains(req.Live, cur.Owner)
+		(!slices.Contains(req.Live, cur.Owner) && now-cur.RenewedAt.UnixNano() >= int64(req.Stale))
 }
 
 // Renew implements persistence.Leases with one conditional UPDATE. A lease
@@ -89,23 +96,105 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 	if ttl <= 0 {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: ttl %s: must be positive", l.Unit, ttl)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	r := persistence.Lease{Unit: l.Unit}
-	var expires, acquired int64
-	err := s.stmts.leaseRenew.QueryRowContext(ctx, s.now()+int64(ttl), l.Unit, l.Owner, l.Token).
-		Scan(&r.Owner, &r.Token, &expires, &acquired)
+	var expires, acquired, renewed int64
+	now := s.now()
+	err := s.stmts.leaseRenew.QueryRowContext(ctx, now+int64(ttl), now, l.Unit, l.Owner, l.Token).
+		Scan(&r.Owner, &r.Token, &expires, &acquired, &renewed)
 	if errors.Is(err, sql.ErrNoRows) {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: token %d of %s: %w", l.Unit, l.Token, l.Owner, persistence.ErrLeaseLost)
 	}
 	if err != nil {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: %w", l.Unit, dbErr(err))
 	}
-	r.ExpiresAt, r.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+	r.ExpiresAt, r.AcquiredAt, r.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
 	return r, nil
+}
+
+// RenewLeases implements persistence.Leases with one UPDATE … FROM
+// json_each in one immediate transaction. SQLite has no row locks, so no
+// lease is ever skipped: each is renewed or lost. renewed and lost follow
+// the order of ls.
+func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
+	switch {
+	case owner == "":
+		return nil, nil, fmt.Errorf("renew %d leases: empty owner", len(ls))
+	case ttl <= 0:
+		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
+	case len(ls) == 0:
+		return nil, nil, nil
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	pairs := make([][2]any, len(ls))
+	for i, l := range ls {
+		pairs[i] = [2]any{l.Unit, l.Token}
+	}
+	arg, err := json.Marshal(pairs)
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
+	}
+	got, err := s.renewMany(ctx, owner, string(arg), ttl)
+	if err != nil {
+		return nil, nil, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
+	}
+	for _, l := range ls {
+		switch nl, ok := got[l.Unit]; {
+		case ok && nl.Token == l.Token:
+			renewed = append(renewed, nl)
+		case ok:
+			// ls named the unit twice, with another token.
+		default:
+			lost = append(lost, l.Unit)
+		}
+	}
+	return renewed, lost, nil
+}
+
+func (s *Store) renewMany(ctx context.Context, owner, pairs string, ttl time.Duration) (got map[string]persistence.Lease, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	now := s.now()
+	rows, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).QueryContext(ctx, now+int64(ttl), now, owner, pairs)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	got = make(map[string]persistence.Lease)
+	for rows.Next() {
+		var l persistence.Lease
+		var expires, acquired, renewed int64
+		if err = rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired, &renewed); err != nil {
+			rows.Close()
+			return nil, dbErr(err)
+		}
+		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
+		got[l.Unit] = l
+	}
+	if err = rows.Err(); err != nil {
+		rows.Close()
+		return nil, dbErr(err)
+	}
+	rows.Close()
+	if err = tx.Commit(); err != nil {
+		return nil, dbErr(err)
+	}
+	return got, nil
 }
 
 // Release implements persistence.Leases: the owner becomes empty, the token
 // stays and the lease expires now.
 func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	res, err := s.stmts.leaseRelease.ExecContext(ctx, s.now(), l.Unit, l.Owner, l.Token)
 	if err != nil {
 		return fmt.Errorf("release lease %s: %w", l.Unit, dbErr(err))
@@ -122,6 +211,8 @@ func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 
 // List implements persistence.Leases.
 func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.stmts.leaseList.QueryContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", dbErr(err))
@@ -130,15 +221,68 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 	var out []persistence.Lease
 	for rows.Next() {
 		var l persistence.Lease
-		var expires, acquired int64
-		if err := rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired); err != nil {
+		var expires, acquired, renewed int64
+		if err := rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired, &renewed); err != nil {
 			return nil, fmt.Errorf("list leases: %w", dbErr(err))
 		}
-		l.ExpiresAt, l.AcquiredAt = fromNanos(expires), fromNanos(acquired)
+		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
 		out = append(out, l)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list leases: %w", dbErr(err))
 	}
 	return out, nil
+}
+
+// InitSource implements persistence.Sources in one immediate transaction:
+// INSERT … ON CONFLICT DO NOTHING, then read what is recorded.
+func (s *Store) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
+	if source == "" {
+		return nil, errors.New("init source: empty source")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	want := slices.Compact(slices.Sorted(slices.Values(units)))
+	if want == nil {
+		want = []string{}
+	}
+	arg, err := json.Marshal(want)
+	if err != nil {
+		return nil, fmt.Errorf("init source %s: %w", source, err)
+	}
+	got, err := s.initSource(ctx, source, string(arg))
+	if err != nil {
+		return nil, fmt.Errorf("init source %s: %w", source, err)
+	}
+	return got, nil
+}
+
+func (s *Store) initSource(ctx context.Context, source, units string) (got []string, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, dbErr(err)
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback()
+		}
+	}()
+	if _, err = tx.StmtContext(ctx, s.stmts.sourcePut).ExecContext(ctx, source, units, s.now()); err != nil {
+		return nil, dbErr(err)
+	}
+	var stored string
+	if err = tx.StmtContext(ctx, s.stmts.sourceGet).QueryRowContext(ctx, source).Scan(&stored); err != nil {
+		return nil, dbErr(err)
+	}
+	if err = tx.Commit(); err != nil {
+		return nil, dbErr(err)
+	}
+	if err = json.Unmarshal([]byte(stored), &got); err != nil {
+		return nil, fmt.Errorf("recorded units %q: %w", stored, err)
+	}
+	if got == nil {
+		got = []string{}
+	}
+	slices.Sort(got)
+	return got, nil
 }

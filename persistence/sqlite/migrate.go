@@ -76,6 +76,24 @@ CREATE TABLE drover_quality (
 );
 CREATE INDEX drover_quality_source ON drover_quality (source, id);
 `,
+	}, {
+		version: 2,
+		name:    "lease renewals and the initial units of a source",
+		// renewed_at is the store clock's time of a lease's last Acquire or
+		// renewal (AcquireRequest.Stale). Rows that exist when this step
+		// runs get their acquired_at: the one moment their holder is known
+		// to have reached the store. Their holders are drover processes
+		// older than this step, whose renewals do not write renewed_at, so
+		// they are judged by the takeover rule of before.
+		sql: `
+ALTER TABLE drover_leases ADD COLUMN renewed_at INTEGER NOT NULL DEFAULT 0; -- unix nanoseconds, UTC
+UPDATE drover_leases SET renewed_at = acquired_at;
+CREATE TABLE drover_sources (
+	source     TEXT    PRIMARY KEY,
+	units      TEXT    NOT NULL, -- JSON array of unit names, sorted
+	created_at INTEGER NOT NULL
+);
+`,
 	}}
 }
 

@@ -13,6 +13,8 @@ import (
 
 // Checkpoint implements persistence.Checkpoints.
 func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	c := persistence.Checkpoint{Unit: unit}
 	var updated int64
 	err := s.db.QueryRowContext(ctx, `SELECT source, position, finished, token, updated_at
@@ -29,6 +31,8 @@ FROM drover_checkpoints WHERE unit = ?`, unit).Scan(&c.Source, &c.Position, &c.F
 
 // Checkpoints implements persistence.Checkpoints.
 func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	rows, err := s.db.QueryContext(ctx, `SELECT unit, source, position, finished, token, updated_at
 FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
 	if err != nil {
@@ -54,6 +58,8 @@ FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
 // Records implements persistence.Records. A limit of 0 or less means no
 // limit.
 func (s *Store) Records(ctx context.Context, table, afterKey string, limit int) ([]persistence.Record, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if err := persistence.ValidTable(table); err != nil {
 		return nil, fmt.Errorf("records: %w", err)
 	}
@@ -109,6 +115,8 @@ func scanDeadLetter(row interface{ Scan(...any) error }) (persistence.DeadLetter
 
 // DeadLetters implements persistence.DeadLetters.
 func (s *Store) DeadLetters(ctx context.Context, f persistence.DeadLetterFilter) ([]persistence.DeadLetter, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	limit := f.Limit
 	if limit <= 0 {
 		limit = -1
@@ -136,6 +144,8 @@ ORDER BY id LIMIT ?4`, f.Source, string(f.Status), f.AfterID, limit)
 
 // DeadLetter implements persistence.DeadLetters.
 func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLetter, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	d, err := scanDeadLetter(s.db.QueryRowContext(ctx, `SELECT `+deadLetterColumns+` FROM drover_dead_letters WHERE id = ?`, id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return persistence.DeadLetter{}, fmt.Errorf("dead letter %d: %w", id, persistence.ErrNotFound)
@@ -148,6 +158,8 @@ func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLette
 
 // SetDeadLetterStatus implements persistence.DeadLetters.
 func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistence.DeadLetterStatus) error {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	switch st {
 	case persistence.DeadLetterPending, persistence.DeadLetterReplayed, persistence.DeadLetterResolved:
 	default:
@@ -169,6 +181,8 @@ func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistenc
 
 // WriteQuality implements persistence.Quality; w.ID is ignored.
 func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	fields, err := json.Marshal(w.Fields)
 	if err != nil {
 		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
@@ -191,6 +205,8 @@ VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
 
 // QualityWindows implements persistence.Quality.
 func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([]persistence.QualityWindow, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	if limit <= 0 {
 		limit = -1
 	}
@@ -223,15 +239,36 @@ FROM drover_quality WHERE (?1 = '' OR source = ?1) ORDER BY id DESC LIMIT ?2`, s
 	return out, nil
 }
 
-// PruneDedupe implements persistence.Dedupe.
+// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
+const pruneChunk = 10_000
+
+// PruneDedupe implements persistence.Dedupe. It deletes in chunks of
+// pruneChunk rows, each chunk one statement with the store's deadline, so
+// that a large backlog never holds the file's write lock for long (other
+// processes wait for it up to busy_timeout); the call goes on until
+// nothing older than before is left or ctx ends. On error it returns how
+// many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
-	res, err := s.db.ExecContext(ctx, `DELETE FROM drover_dedupe WHERE applied_at < ?`, before.UnixNano())
-	if err != nil {
-		return 0, fmt.Errorf("prune dedupe: %w", dbErr(err))
+	var total int64
+	for {
+		n, err := s.pruneChunk(ctx, before)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune dedupe (%d rows pruned): %w", total, dbErr(err))
+		}
+		if n < pruneChunk {
+			return total, nil
+		}
 	}
-	n, err := res.RowsAffected()
+}
+
+func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	res, err := s.db.ExecContext(ctx, `DELETE FROM drover_dedupe WHERE (source, message_id) IN (
+	SELECT source, message_id FROM drover_dedupe WHERE applied_at < ? LIMIT ?)`, before.UnixNano(), pruneChunk)
 	if err != nil {
-		return 0, fmt.Errorf("prune dedupe: %w", dbErr(err))
+		return 0, err
 	}
-	return n, nil
+	return res.RowsAffected()
 }

@@ -24,17 +24,45 @@ type Config struct {
 	// write. nil means clock.Real{}. Processes sharing one file should all
 	// use the machine's clock.
 	Clock clock.Clock
+	// Timeout bounds every call of the Store, Open included (a ctx with
+	// an earlier deadline is kept), and is the busy_timeout: how long a
+	// statement waits for another process's write lock. 0: DefaultTimeout.
+	// A handler batch's Handle runs within its Apply's bound.
+	Timeout time.Duration
 	// Logger receives migration notices. nil discards them.
 	Logger *slog.Logger
 }
 
+// DefaultTimeout is the default of Config.Timeout: the busy_timeout of
+// before (10 s), far above any transaction of a healthy store.
+const DefaultTimeout = 10 * time.Second
+
+// MinTimeout is the shortest Config.Timeout accepted.
+const MinTimeout = 10 * time.Millisecond
+
+// Validate reports the first invalid field.
+func (c Config) Validate() error {
+	if c.Timeout != 0 && c.Timeout < MinTimeout {
+		return fmt.Errorf("timeout %s: must be at least %s (or 0 for the default %s)", c.Timeout, MinTimeout, DefaultTimeout)
+	}
+	return nil
+}
+
+func (c Config) timeout() time.Duration {
+	if c.Timeout == 0 {
+		return DefaultTimeout
+	}
+	return c.Timeout
+}
+
 // Store is a persistence.Store on one SQLite file. Create it with Open.
 type Store struct {
-	db    *sql.DB
-	path  string
-	clock clock.Clock
-	log   *slog.Logger
-	stmts statements
+	db      *sql.DB
+	path    string
+	clock   clock.Clock
+	log     *slog.Logger
+	timeout time.Duration // bounds every call (Config.Timeout)
+	stmts   statements
 
 	mu     sync.Mutex             // guards tables
 	tables map[string]*tableStmts // records tables known to exist
@@ -50,17 +78,27 @@ var _ persistence.Store = (*Store)(nil)
 // it. path is a file path or a store URL of the form sqlite:PATH or
 // sqlite://PATH. It fails with an error wrapping
 // persistence.ErrSchemaTooNew when the file was migrated by a newer drover.
+//
+// Processes that open one fresh file at once contend for it: the first
+// connection's switch to WAL can fail with SQLITE_BUSY at once, without
+// waiting for busy_timeout, while another process switches or migrates.
+// Open then closes what it opened and tries again, backing off from 5 ms to
+// 200 ms, until Config.Timeout (or ctx) runs out.
 func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	path = strings.TrimPrefix(path, "sqlite:")
 	path = strings.TrimPrefix(path, "//")
 	if path == "" || strings.ContainsAny(path, "?#") {
 		return nil, fmt.Errorf("open sqlite store %q: want a file path without '?' or '#'", path)
 	}
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+	}
 	s := &Store{
-		path:   path,
-		clock:  cfg.Clock,
-		log:    cfg.Logger,
-		tables: make(map[string]*tableStmts),
+		path:    path,
+		clock:   cfg.Clock,
+		log:     cfg.Logger,
+		timeout: cfg.timeout(),
+		tables:  make(map[string]*tableStmts),
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}
@@ -68,15 +106,41 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	backoff := 5 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := s.open(ctx)
+		if err == nil {
+			return s, nil
+		}
+		if !busy(err) {
+			return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		}
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("open sqlite store %s: still locked by another process after %d attempts: %w", path, attempt, err)
+		case <-t.C:
+		}
+		backoff = min(2*backoff, 200*time.Millisecond)
+	}
+}
+
+// open is one attempt of Open: connect (the DSN's pragmas run on the first
+// connection), migrate, prepare. On error it closes what it opened.
+func (s *Store) open(ctx context.Context) error {
 	// WAL lets readers run beside the one writer; busy_timeout makes a
 	// writer wait for another process's transaction instead of failing;
 	// _txlock=immediate takes the write lock at BEGIN, so that a
 	// transaction never has to upgrade a read lock (which fails at once
 	// with SQLITE_BUSY whatever the timeout when another process wrote).
-	dsn := "file:" + path + "?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate"
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate",
+		s.path, max(s.timeout.Milliseconds(), 1))
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
-		return nil, fmt.Errorf("open sqlite store %s: %w", path, dbErr(err))
+		return dbErr(err)
 	}
 	// One connection: the process's writes queue in database/sql instead
 	// of contending for SQLite's lock, and a transaction never waits for
@@ -84,20 +148,31 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	db.SetMaxOpenConns(1)
 	db.SetMaxIdleConns(1)
 	db.SetConnMaxLifetime(0)
-	s.db = db
+	if err := db.PingContext(ctx); err != nil {
+		_ = db.Close()
+		return fmt.Errorf("connect: %w", dbErr(err))
+	}
 	from, to, err := migrate(ctx, db)
 	if err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		return err
 	}
 	if from != to {
-		s.log.Info("sqlite store migrated", "path", path, "from", from, "to", to)
+		s.log.Info("sqlite store migrated", "path", s.path, "from", from, "to", to)
 	}
 	if err := s.stmts.prepare(ctx, db); err != nil {
 		_ = db.Close()
-		return nil, fmt.Errorf("open sqlite store %s: %w", path, err)
+		s.stmts = statements{}
+		return err
 	}
-	return s, nil
+	s.db = db
+	return nil
+}
+
+// bound gives one call of the Store its deadline: Config.Timeout from now,
+// or ctx's own when that is earlier.
+func (s *Store) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, s.timeout)
 }
 
 // Path is the database file's path.
@@ -143,6 +218,20 @@ func (e *dbError) Temporary() bool {
 	return false
 }
 
+// busy reports whether err is SQLite's "database is locked" (SQLITE_BUSY
+// or SQLITE_LOCKED, any extended code).
+func busy(err error) bool {
+	var e *dbError
+	if errors.As(err, &e) {
+		return e.Temporary()
+	}
+	var se *msqlite.Error
+	if errors.As(err, &se) {
+		return (&dbError{code: se.Code()}).Temporary()
+	}
+	return false
+}
+
 // dbErr translates the driver's errors at the package boundary. Errors that
 // are not the driver's (context errors, database/sql's) pass unchanged.
 func dbErr(err error) error {
@@ -155,11 +244,13 @@ func dbErr(err error) error {
 
 // statements are the prepared statements of drover's own tables.
 type statements struct {
-	leaseGet, leasePut, leaseRenew, leaseRelease, leaseList *sql.Stmt
-	fence                                                   *sql.Stmt
-	dedupeGet, dedupePut                                    *sql.Stmt
-	deadLetterPut                                           *sql.Stmt
-	checkpointGet, checkpointPut                            *sql.Stmt
+	leaseGet, leasePut, leaseRenew, leaseRenewMany *sql.Stmt
+	leaseRelease, leaseList                        *sql.Stmt
+	sourcePut, sourceGet                           *sql.Stmt
+	fence                                          *sql.Stmt
+	dedupeGet, dedupePut                           *sql.Stmt
+	deadLetterPut                                  *sql.Stmt
+	checkpointGet, checkpointPut                   *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -167,16 +258,25 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		to  **sql.Stmt
 		sql string
 	}{
-		{&st.leaseGet, `SELECT owner, token, expires_at, acquired_at FROM drover_leases WHERE unit = ?`},
-		{&st.leasePut, `INSERT INTO drover_leases (unit, owner, token, expires_at, acquired_at) VALUES (?, ?, ?, ?, ?)
+		{&st.leaseGet, `SELECT owner, token, expires_at, acquired_at, renewed_at FROM drover_leases WHERE unit = ?`},
+		{&st.leasePut, `INSERT INTO drover_leases (unit, owner, token, expires_at, acquired_at, renewed_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, token = excluded.token,
-	expires_at = excluded.expires_at, acquired_at = excluded.acquired_at`},
-		{&st.leaseRenew, `UPDATE drover_leases SET expires_at = ?
+	expires_at = excluded.expires_at, acquired_at = excluded.acquired_at, renewed_at = excluded.renewed_at`},
+		{&st.leaseRenew, `UPDATE drover_leases SET expires_at = ?, renewed_at = ?
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
-RETURNING owner, token, expires_at, acquired_at`},
+RETURNING owner, token, expires_at, acquired_at, renewed_at`},
+		// Every lease of a JSON list of [unit, token] pairs that the owner
+		// holds with that token.
+		{&st.leaseRenewMany, `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
+FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
+WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND owner = ?3 AND owner <> ''
+RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`},
+		{&st.sourcePut, `INSERT INTO drover_sources (source, units, created_at) VALUES (?, ?, ?)
+ON CONFLICT (source) DO NOTHING`},
+		{&st.sourceGet, `SELECT units FROM drover_sources WHERE source = ?`},
 		{&st.leaseRelease, `UPDATE drover_leases SET owner = '', expires_at = ?
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?`},
-		{&st.leaseList, `SELECT unit, owner, token, expires_at, acquired_at FROM drover_leases ORDER BY unit`},
+		{&st.leaseList, `SELECT unit, owner, token, expires_at, acquired_at, renewed_at FROM drover_leases ORDER BY unit`},
 		{&st.fence, `SELECT token FROM drover_leases WHERE unit = ?`},
 		{&st.dedupeGet, `SELECT message_id FROM drover_dedupe
 WHERE source = ? AND message_id IN (SELECT value FROM json_each(?))`},
@@ -205,7 +305,8 @@ ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.p
 }
 
 func (st *statements) close() {
-	for _, s := range []*sql.Stmt{st.leaseGet, st.leasePut, st.leaseRenew, st.leaseRelease, st.leaseList,
+	for _, s := range []*sql.Stmt{st.leaseGet, st.leasePut, st.leaseRenew, st.leaseRenewMany, st.leaseRelease, st.leaseList,
+		st.sourcePut, st.sourceGet,
 		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut} {
 		if s != nil {
 			_ = s.Close()

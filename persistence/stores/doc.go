@@ -12,7 +12,13 @@
 // sqlite URL, ...); a password in a postgres URL is never echoed.
 //
 // A PostgreSQL URL passes through to pgx, so its parameters apply (for
-// example sslmode, or search_path to pick an existing schema).
+// example sslmode, or search_path to pick an existing schema, or a session
+// setting such as lock_timeout, which then replaces the one drover derives
+// from Options.Timeout).
+//
+// Options.Timeout (store.timeout) bounds every call of a SQL store and sets
+// its lock waits; Options.MaxConns (store.max_conns) sizes the PostgreSQL
+// pool. See packages postgres and sqlite.
 //
 // Goroutines: Open starts none of its own; each store documents its own.
 package stores

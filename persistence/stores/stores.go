@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/persistence"
@@ -22,6 +24,13 @@ type Options struct {
 	// Clock is the time of the stores that keep their own (sqlite, memory);
 	// nil means the wall clock. PostgreSQL always uses the server's now().
 	Clock clock.Clock
+	// Timeout bounds every call of a SQL store and sets its lock waits
+	// (postgres.Config.Timeout, sqlite.Config.Timeout); 0: their default,
+	// 10 s. The memory store never waits and ignores it.
+	Timeout time.Duration
+	// MaxConns caps the PostgreSQL pool (postgres.Config.MaxConns); 0: the
+	// pool's default. SQLite uses one connection; memory none.
+	MaxConns int
 }
 
 // Kind is the store a URL names.
@@ -131,15 +140,18 @@ func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, 
 	if err != nil {
 		return nil, err
 	}
+	if opts.MaxConns < 0 || opts.MaxConns > math.MaxInt32 {
+		return nil, fmt.Errorf("store max conns %d: must be between 0 and %d", opts.MaxConns, math.MaxInt32)
+	}
 	switch t.Kind {
 	case Postgres:
-		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger})
+		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger, Timeout: opts.Timeout, MaxConns: int32(opts.MaxConns)})
 		if err != nil {
 			return nil, err
 		}
 		return s, nil
 	case SQLite:
-		s, err := sqlite.Open(ctx, t.Path, sqlite.Config{Clock: opts.Clock, Logger: opts.Logger})
+		s, err := sqlite.Open(ctx, t.Path, sqlite.Config{Clock: opts.Clock, Logger: opts.Logger, Timeout: opts.Timeout})
 		if err != nil {
 			return nil, err
 		}

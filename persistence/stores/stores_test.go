@@ -2,11 +2,16 @@ package stores
 
 import (
 	"context"
+	"database/sql"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/memory"
@@ -177,5 +182,62 @@ func TestQuery(t *testing.T) {
 	}
 	if err := Query(ctx, "memory:", "SELECT 1", nil, func(func(...any) error) error { return nil }); err == nil {
 		t.Fatal("querying the memory store: no error")
+	}
+}
+
+// Options.Timeout and Options.MaxConns reach the store: the session's
+// statement_timeout (PostgreSQL) and busy_timeout (SQLite) follow Timeout,
+// and with MaxConns 1 a second PostgreSQL call waits for the connection a
+// batch holds (SQLite has one connection whatever MaxConns says).
+func TestOpenPassesTimeoutAndMaxConns(t *testing.T) {
+	for _, tc := range []struct {
+		name, url, show, want string
+	}{
+		{"postgres", pg.URL(t), "SELECT current_setting('statement_timeout')", "4s"},
+		{"sqlite", "sqlite:" + filepath.Join(t.TempDir(), "t.db"), "PRAGMA busy_timeout", "4000"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Open(t.Context(), tc.url, Options{Timeout: 4 * time.Second, MaxConns: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			l, err := s.Acquire(t.Context(), persistence.AcquireRequest{Unit: "jobs/0", Owner: "n1", TTL: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got string
+			var blocked error
+			_, err = s.Apply(t.Context(), &persistence.Batch{Source: "jobs", Unit: l.Unit, Lease: l,
+				Ops: []persistence.Op{{Kind: persistence.OpMessage, Position: "1"}},
+				Handle: func(ctx context.Context, tx persistence.Tx, _ []persistence.Op) error {
+					var row interface{ Scan(...any) error }
+					switch raw := tx.Raw().(type) {
+					case pgx.Tx:
+						row = raw.QueryRow(ctx, tc.show)
+						// The batch holds the pool's one connection.
+						short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+						defer cancel()
+						_, blocked = s.List(short)
+					case *sql.Tx:
+						row = raw.QueryRowContext(ctx, tc.show)
+					default:
+						return fmt.Errorf("Raw() = %T", raw)
+					}
+					return row.Scan(&got)
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("%s = %s, want %s", tc.show, got, tc.want)
+			}
+			if tc.name == "postgres" && !errors.Is(blocked, context.DeadlineExceeded) {
+				t.Errorf("a second call while a batch holds the connection: %v, want it to wait (MaxConns 1)", blocked)
+			}
+		})
+	}
+	if _, err := Open(t.Context(), "memory:", Options{MaxConns: -1}); err == nil {
+		t.Error("MaxConns -1: no error")
 	}
 }

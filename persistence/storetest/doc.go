@@ -23,14 +23,29 @@
 //   - FailMidTx: a fault injected inside Apply's transaction, after part of
 //     the batch was written, leaves nothing behind.
 //
-// Every store must also leave nothing behind when a batch fails half-way
+// Every store must also let two slots apply overlapping message ids in
+// opposite orders concurrently without failing (no lock-order deadlock),
+// and leave nothing behind when a batch fails half-way
 // for reasons the suite can cause through the interface: a handler that
 // writes and then errors, and an invalid JSON document after valid ops.
 //
 // # Semantics pinned here that package persistence leaves open
 //
-//   - Acquire refuses an empty unit or owner and a TTL <= 0.
-//   - A lease is expired when ExpiresAt <= the store's now.
+//   - Acquire refuses an empty unit or owner, a TTL <= 0 and a negative
+//     Stale.
+//   - A lease is expired when ExpiresAt <= the store's now; a holder absent
+//     from Live is stale when now - RenewedAt >= Stale (so Stale 0 takes
+//     over at once). Acquire sets RenewedAt = AcquiredAt; Renew and
+//     RenewLeases set it to now and keep AcquiredAt.
+//   - RenewLeases refuses an empty owner and a TTL <= 0; no leases is no
+//     error. The owner argument names the holder. renewed and lost follow
+//     the order of the leases given, which are not modified.
+//   - Batch.Reset writes Finished as the batch says (a stored Finished is
+//     cleared); a Reset with an empty Checkpoint writes nothing. Start
+//     markers order after the empty position, as text among themselves,
+//     and before every decimal position.
+//   - InitSource refuses an empty source; an empty first list is an answer
+//     (a non-nil empty slice) that later callers get too.
 //   - Apply is fenced by the token alone; a missing lease row is
 //     ErrLeaseLost. Applies of one unit are serialised (no lost update
 //     between two concurrent read-modify-write handlers), and a takeover
@@ -52,6 +67,8 @@
 // # Goroutines
 //
 // Run's tests start goroutines only to race store calls against each other
-// and wait for all of them before returning. Clock starts none; its
+// and wait for all of them before returning. Without a manual Clock, tests
+// of expiry and staleness let the store's own time pass on the wall clock
+// (1 s leases and Stale), with deadlines. Clock starts none; its
 // AfterFunc callbacks run on the goroutine that calls Advance or Set.
 package storetest

@@ -216,9 +216,10 @@ func testListOrdered(e *env) {
 
 func testAcquireInvalid(e *env) {
 	for name, req := range map[string]persistence.AcquireRequest{
-		"empty owner": {Unit: "orders/0", Owner: "", TTL: time.Minute},
-		"empty unit":  {Unit: "", Owner: "node-1", TTL: time.Minute},
-		"zero ttl":    {Unit: "orders/0", Owner: "node-1", TTL: 0},
+		"empty owner":    {Unit: "orders/0", Owner: "", TTL: time.Minute},
+		"empty unit":     {Unit: "", Owner: "node-1", TTL: time.Minute},
+		"zero ttl":       {Unit: "orders/0", Owner: "node-1", TTL: 0},
+		"negative stale": {Unit: "orders/0", Owner: "node-1", TTL: time.Minute, Stale: -time.Second},
 	} {
 		if _, err := e.s.Acquire(e.ctx, req); err == nil || errors.Is(err, persistence.ErrLeaseHeld) {
 			e.t.Errorf("%s: err = %v, want a validation error", name, err)

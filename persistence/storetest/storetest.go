@@ -76,9 +76,13 @@ func Run(t *testing.T, h Harness) {
 	}
 	var defs []definition
 	defs = append(defs, leaseDefinitions()...)
+	defs = append(defs, renewalDefinitions()...)
 	defs = append(defs, applyDefinitions()...)
 	defs = append(defs, recordDefinitions()...)
+	defs = append(defs, resetDefinitions()...)
+	defs = append(defs, sourceDefinitions()...)
 	defs = append(defs, otherDefinitions()...)
+	defs = append(defs, overlapDefinitions()...)
 	defs = append(defs, schemaDefinitions()...)
 	for _, d := range defs {
 		if !d.needs(h) {
