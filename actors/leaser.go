@@ -2,6 +2,7 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -45,6 +46,7 @@ type heldLease struct {
 	ttl    time.Duration
 	pid    *actor.PID
 	source string
+	alone  bool // a renewal of this lease alone is in flight
 }
 
 // messages
@@ -68,7 +70,14 @@ type (
 	// by the outage start again now.
 	storeBack struct{}
 	renewTick     struct{}
-	renewDone     struct {
+	// renewedOne is the result of renewing one lease alone.
+	renewedOne struct {
+		unit  string
+		token int64
+		lease persistence.Lease
+		err   error
+	}
+	renewDone struct {
 		sent    map[string]int64 // unit -> token renewed
 		renewed []persistence.Lease
 		lost    []string
@@ -109,6 +118,8 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *renewDone:
 		l.busy = false
 		l.done(ctx, m)
+	case *renewedOne:
+		l.doneOne(ctx, m)
 	case *actor.Stopping, *actor.Restarting:
 		if l.timer != nil {
 			l.timer.Stop()
@@ -194,7 +205,9 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			}
 		})
 	}
+	lost := make(map[string]bool, len(d.lost))
 	for _, u := range d.lost {
+		lost[u] = true
 		h, ok := l.held[u]
 		if !ok || h.lease.Token != d.sent[u] {
 			continue
@@ -202,5 +215,54 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		delete(l.held, u)
 		l.ne.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
 		ctx.Send(h.pid, &leaseLostNote{token: h.lease.Token})
+	}
+	renewed := make(map[string]bool, len(d.renewed))
+	for _, nl := range d.renewed {
+		renewed[nl.Unit] = true
+	}
+	// A lease in neither list was skipped: its row was locked, by the
+	// unit's own apply (the fence) or by a transaction that vanished.
+	// Renew it alone, in a job of its own that may wait for the lock
+	// (store.timeout bounds it) without holding up the next rounds.
+	for _, u := range sortedKeys(d.sent) {
+		if renewed[u] || lost[u] {
+			continue
+		}
+		h, ok := l.held[u]
+		if !ok || h.lease.Token != d.sent[u] || h.alone {
+			continue
+		}
+		h.alone = true
+		store, lease, ttl := l.ne.env.Store, h.lease, h.ttl
+		self, root := ctx.Self(), ctx.ActorSystem().Root
+		l.ne.env.trace("renew-alone", u, fmt.Sprintf("token=%d", lease.Token))
+		l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "renew-one"), func(c context.Context) any {
+			nl, err := store.Renew(c, lease, ttl)
+			return &renewedOne{unit: lease.Unit, token: lease.Token, lease: nl, err: err}
+		}, func(v any) { root.Send(self, v) })
+	}
+}
+
+func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
+	h, ok := l.held[r.unit]
+	if !ok || h.lease.Token != r.token {
+		return
+	}
+	h.alone = false
+	switch {
+	case errors.Is(r.err, persistence.ErrLeaseLost):
+		delete(l.held, r.unit)
+		l.ne.env.trace("renew-lost", r.unit, fmt.Sprintf("token=%d", r.token))
+		ctx.Send(h.pid, &leaseLostNote{token: r.token})
+	case r.err != nil:
+		l.ne.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
+	default:
+		h.lease = r.lease
+		exp := r.lease.ExpiresAt
+		l.ne.reg.unit(h.source, r.unit, func(s *UnitStatus) {
+			if s.LeaseToken == r.token {
+				s.LeaseExpiresAt = timePtr(exp)
+			}
+		})
 	}
 }

@@ -36,6 +36,7 @@ type supervisor struct {
 
 	units    map[string]brokers.Partition // discovered, by unit id
 	finished map[string]bool              // units read to their end
+	stale    map[string]bool              // units whose finished checkpoint is of an earlier stream
 	// initial are the source's units at its first discovery, recorded in
 	// the store (persistence.Sources); nil until known. A unit not among
 	// them appeared later and starts at its earliest.
@@ -210,6 +211,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.jobs, s.cancel = context.WithCancel(s.ne.ctx)
 	s.units = map[string]brokers.Partition{}
 	s.finished = map[string]bool{}
+	s.stale = map[string]bool{}
 	s.children = map[string]*child{}
 	s.byPID = map[string]*child{}
 	s.window = quality.New(s.spec.schema)
@@ -343,6 +345,24 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	for u := range m.finished {
 		s.finished[u] = true
 	}
+	// A unit is finished because it was closed by a reshard, so its
+	// children are listed as long as it is. A finished unit listed with no
+	// child listed is a partition of a stream created again with the same
+	// ids: its checkpoint is of the old stream, and it is read again (its
+	// open resets the checkpoint).
+	children := map[string]bool{}
+	for _, p := range m.parts {
+		for _, par := range p.Parents {
+			children[s.spec.Name+"/"+par] = true
+		}
+	}
+	for u := range s.finished {
+		if _, listed := units[u]; listed && !children[u] && !s.spec.isQueue() {
+			delete(s.finished, u)
+			s.stale[u] = true
+			s.ne.env.trace("finished-stale", u, "")
+		}
+	}
 	s.announceUnits(ctx)
 	s.reconcile(ctx)
 }
@@ -452,7 +472,12 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	p := s.units[unit]
 	ne, spec := s.ne, s.spec
 	initial := s.initial[unit] || spec.isQueue()
-	props := actor.PropsFromProducer(func() actor.Actor { return newUnit(ne, spec, p, initial) }, ne.props()...)
+	stale := s.stale[unit]
+	props := actor.PropsFromProducer(func() actor.Actor {
+		u := newUnit(ne, spec, p, initial)
+		u.staleFinish = stale
+		return u
+	}, ne.props()...)
 	pid := ctx.SpawnPrefix(props, p.ID)
 	c := &child{unit: unit, pid: pid}
 	s.children[unit] = c
@@ -509,6 +534,7 @@ func (s *supervisor) onUnitEvent(ctx actor.Context, m *unitEvent) {
 		c.leaseLost = true
 	case evFinished:
 		s.finished[m.unit] = true
+		delete(s.stale, m.unit)
 		// children of this unit may now be placed; discovery will list them
 		// (a reshard is noticed at the next listing, or now)
 		s.discover(ctx)

@@ -50,6 +50,9 @@ type unitActor struct {
 	// discovery (persistence.Sources), so a unit with no checkpoint starts
 	// as spec.Start says; other units start at their earliest.
 	initial bool
+	// staleFinish: its checkpoint says finished, but of an earlier stream
+	// of the same name (the supervisor saw it listed without children).
+	staleFinish bool
 
 	inc *incarnation // this instance's jobs and timers
 
@@ -498,7 +501,7 @@ func (u *unitActor) open(ctx actor.Context) {
 		return
 	}
 	o := streamOpen{store: u.ne.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
-		initial: u.initial, cause: u.resetCause}
+		initial: u.initial, cause: u.resetCause, staleFinish: u.staleFinish}
 	u.run(ctx, "open", o.run)
 }
 
@@ -514,6 +517,8 @@ type streamOpen struct {
 	lease   persistence.Lease
 	initial bool
 	cause   error // reset at once: a fetch found the checkpoint invalid
+	// staleFinish: a finished checkpoint is of an earlier stream
+	staleFinish bool
 }
 
 func (o streamOpen) run(c context.Context) any {
@@ -526,7 +531,11 @@ func (o streamOpen) run(c context.Context) any {
 		return r
 	}
 	r.checkpoint = cp.Position
-	if cp.Finished {
+	cause := o.cause
+	if cp.Finished && o.staleFinish {
+		cause = fmt.Errorf("partition %s is listed again without children, its checkpoint %s is finished: %w",
+			o.part, cp.Position, brokers.ErrPositionUnknown)
+	} else if cp.Finished {
 		r.finished = true
 		return r
 	}
@@ -554,7 +563,6 @@ func (o streamOpen) run(c context.Context) any {
 		}
 		r.checkpoint, r.resolved = pos, pos
 	}
-	cause := o.cause
 	if cause == nil {
 		start, ok := brokers.ParseStart(r.checkpoint)
 		if !ok {
@@ -693,6 +701,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		return
 	}
 	u.resetCause = nil
+	u.staleFinish = false
 	u.res = r.res
 	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
 	u.fetch(ctx)

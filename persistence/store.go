@@ -52,6 +52,8 @@ type Leases interface {
 	// that token (as Renew's ErrLeaseLost). A lease in neither could not be
 	// renewed this time (its row was locked by another transaction) and is
 	// still held. An error means nothing is known; ls is not modified.
+	// With no leases it still reaches the store (a ping): the runtime asks
+	// so every round to learn when the store answers again.
 	RenewLeases(ctx context.Context, owner string, ls []Lease, ttl time.Duration) (renewed []Lease, lost []string, err error)
 	// Release frees a lease still held with l's token (the token is kept, so
 	// the next Acquire still increments it); otherwise ErrLeaseLost.

@@ -99,6 +99,12 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	case ttl <= 0:
 		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
 	case len(ls) == 0:
+		// a ping: the runtime asks with no leases to learn the store answers
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
+		if _, err := s.pool.Exec(ctx, "SELECT 1"); err != nil {
+			return nil, nil, wrapf(err, "renew 0 leases of %s", owner)
+		}
 		return nil, nil, nil
 	}
 	ctx, cancel := s.bound(ctx)

@@ -124,6 +124,12 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	case ttl <= 0:
 		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
 	case len(ls) == 0:
+		// a ping: the runtime asks with no leases to learn the store answers
+		ctx, cancel := s.bound(ctx)
+		defer cancel()
+		if err := s.db.PingContext(ctx); err != nil {
+			return nil, nil, fmt.Errorf("renew 0 leases of %s: %w", owner, dbErr(err))
+		}
 		return nil, nil, nil
 	}
 	ctx, cancel := s.bound(ctx)
