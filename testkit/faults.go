@@ -207,8 +207,8 @@ func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Durati
 				return
 			}
 			// a reshard or a recreation aborted it meanwhile
-		} else if tx.Abort() != nil {
-			return // aborted already, by a recreation: gone with the stream
+		} else {
+			_ = tx.Abort() // an error: a reshard or a recreation aborted it already
 		}
 		for _, p := range pos {
 			k := streamKey(unit, gen, p)
