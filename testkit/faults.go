@@ -278,6 +278,11 @@ func (c *Cluster) RestoreStore(node string) {
 func (c *Cluster) LockUnit(unit string, d time.Duration) {
 	until := c.s.now.Add(d)
 	c.store.locks[unit] = until
+	if mutate.On(mutate.NoStoreDeadline) {
+		// the bug of issue 9 item 7: nothing cuts the orphan off, though
+		// the failover is still held to d
+		c.store.locks[unit] = c.s.now.Add(time.Hour)
+	}
 	for i := range c.led.kills {
 		if k := &c.led.kills[i]; k.units[unit] && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
 			if k.orphaned == nil {
@@ -312,9 +317,6 @@ func (c *Cluster) LockOneOf(node string, pick int, d time.Duration) string {
 		return ""
 	}
 	u := held[pick%len(held)]
-	if mutate.On(mutate.NoStoreDeadline) {
-		d = time.Hour // the bug of issue 9 item 7: nothing cuts the orphan off
-	}
 	c.LockUnit(u, d)
 	return u
 }

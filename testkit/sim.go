@@ -366,9 +366,13 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				continue
 			}
 			once[k] = true
-			every := time.Duration(1500+rng.IntN(1500)) * time.Millisecond
-			step(at, "one orders fetch fails every %s, 7 times", every)
-			c.At(at, func() { _ = c.FailSporadically("orders", every, 7) })
+			// after the publishing, when the units are idle: only their
+			// fetches (empty ones) succeed between the failures
+			at = max(at, 21*time.Second)
+			every := time.Duration(500+rng.IntN(500)) * time.Millisecond
+			n := 6 * parts
+			step(at, "one orders fetch fails every %s, %d times", every, n)
+			c.At(at, func() { _ = c.FailSporadically("orders", every, n) })
 		case 14: // the queue deleted and created again
 			if !hasQueue || once[k] {
 				continue
