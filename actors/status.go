@@ -95,6 +95,37 @@ type registry struct {
 	node    string
 	sources map[string]*sourceEntry
 	order   []string
+	// retryLogs rate-limits each unit's WARN lines about retrying, across
+	// the unit's restarts (by unit id).
+	retryLogs map[string]*logGate
+}
+
+type logGate struct {
+	at      time.Time
+	skipped int
+}
+
+// retryLog reports whether a unit's WARN line about retrying may be
+// written at now (at most one per every), and how many were left out
+// since the last one.
+func (r *registry) retryLog(unit string, now time.Time, every time.Duration) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.retryLogs == nil {
+		r.retryLogs = map[string]*logGate{}
+	}
+	g, ok := r.retryLogs[unit]
+	if ok && now.Sub(g.at) < every {
+		g.skipped++
+		return false, 0
+	}
+	if !ok {
+		g = &logGate{}
+		r.retryLogs[unit] = g
+	}
+	skipped := g.skipped
+	g.at, g.skipped = now, 0
+	return true, skipped
 }
 
 type sourceEntry struct {

@@ -70,6 +70,7 @@ type child struct {
 	waiting   bool // failed, suspended until restartT fires
 	stopping  bool
 	leaseLost bool
+	failed    atomic.Bool // it failed at least once (read by its next incarnation)
 }
 
 // messages
@@ -473,13 +474,16 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	ne, spec := s.ne, s.spec
 	initial := s.initial[unit] || spec.isQueue()
 	stale := s.stale[unit]
+	c := &child{unit: unit}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		u := newUnit(ne, spec, p, initial)
 		u.staleFinish = stale
+		// restarted after it failed: its first success is a recovery
+		u.retrying = c.failed.Load()
 		return u
 	}, ne.props()...)
 	pid := ctx.SpawnPrefix(props, p.ID)
-	c := &child{unit: unit, pid: pid}
+	c.pid = pid
 	s.children[unit] = c
 	s.byPID[pid.Id] = c
 	s.ne.reg.unit(s.spec.Name, unit, func(st *UnitStatus) { st.State = StateStarting })
@@ -553,6 +557,7 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		return
 	}
 	c.restarts++
+	c.failed.Store(true)
 	d := backoff(s.ne.env.Rand, c.restarts, s.ne.tuning.RestartBase, s.ne.tuning.RestartCap)
 	if f, ok := reason.(*unitFailure); ok && errors.Is(f.err, brokers.ErrUnknownPartition) {
 		// the partition may be gone (a recreated topic, a forgotten

@@ -75,9 +75,7 @@ type unitActor struct {
 	extendT   clock.Timer
 
 	note            bool // LastError holds a waiting note, not an error
-	retrying        bool // in retrying since the last success
-	retryLoggedAt   time.Time
-	retrySuppressed int
+	retrying        bool // in retrying since the last success (or restarted after failing)
 	committedAt     time.Time
 	commitPending   string // newest position not yet sent to a Committer
 	decoder         decode.Config
@@ -1246,19 +1244,17 @@ func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 }
 
 // logRetry writes a WARN line when a unit retries, at most one per
-// RetryLogEvery per unit, counting the ones left out.
+// RetryLogEvery per unit (across its restarts), counting the ones left out.
 func (u *unitActor) logRetry(err error, d time.Duration) {
-	now := u.now()
-	if !u.retryLoggedAt.IsZero() && now.Sub(u.retryLoggedAt) < u.ne.tuning.RetryLogEvery {
-		u.retrySuppressed++
+	ok, skipped := u.ne.reg.retryLog(u.id, u.now(), u.ne.tuning.RetryLogEvery)
+	if !ok {
 		return
 	}
 	args := []any{"unit", u.id, "failures", u.failures, "retry_in", d.Round(time.Millisecond), "error", err}
-	if u.retrySuppressed > 0 {
-		args = append(args, "not_logged", u.retrySuppressed)
+	if skipped > 0 {
+		args = append(args, "not_logged", skipped)
 	}
 	u.ne.env.logger().Warn("unit retrying", args...)
-	u.retryLoggedAt, u.retrySuppressed = now, 0
 }
 
 // failNow fails the unit to its supervisor: at the failure limit, or at
