@@ -31,11 +31,12 @@ import (
 // store trouble; the leaser logs them (rate-limited) and tries again at
 // the next round.
 type leaser struct {
-	ne    *nodeEnv
-	held  map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
-	busy  bool                  // a round is in flight
-	timer clock.Timer
-	every time.Duration
+	ne     *nodeEnv
+	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
+	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
+	busy   bool                  // a round is in flight
+	timer  clock.Timer
+	every  time.Duration
 
 	failing  int       // consecutive failed rounds
 	loggedAt time.Time // last WARN about failed rounds
@@ -69,7 +70,7 @@ type (
 	// again after failed rounds: units waiting out a restart backoff caused
 	// by the outage start again now.
 	storeBack struct{}
-	renewTick     struct{}
+	renewTick struct{}
 	// renewedOne is the result of renewing one lease alone.
 	renewedOne struct {
 		unit  string
@@ -114,18 +115,73 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *renewTick:
 		l.timer = nil
 		l.round(ctx)
+		if len(l.orphan) > 0 {
+			l.retryOrphans(ctx)
+		}
 		l.schedule(ctx)
 	case *renewDone:
 		l.busy = false
 		l.done(ctx, m)
 	case *renewedOne:
 		l.doneOne(ctx, m)
+	case *swept:
+		l.orphan = append(l.orphan, m.left...)
+	case *orphansDone:
+		l.orphan = m.left
 	case *actor.Stopping, *actor.Restarting:
 		if l.timer != nil {
 			l.timer.Stop()
 			l.timer = nil
 		}
 	}
+}
+
+// orphansDone is the result of another try at the earlier process's
+// leases.
+type orphansDone struct{ left []persistence.Lease }
+
+// retryOrphans tries again to release the leases of an earlier process of
+// this node that the start-up sweep found locked, leaving alone those a
+// unit of this node holds by now.
+func (l *leaser) retryOrphans(ctx actor.Context) {
+	var try []persistence.Lease
+	for _, o := range l.orphan {
+		if _, ok := l.held[o.Unit]; !ok {
+			try = append(try, o)
+		}
+	}
+	l.orphan = nil
+	if len(try) == 0 {
+		return
+	}
+	store := l.ne.env.Store
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "sweep"), func(c context.Context) any {
+		cur, err := store.List(c)
+		if err != nil {
+			return &orphansDone{left: try}
+		}
+		var left []persistence.Lease
+		for _, o := range try {
+			if !stillOwned(cur, o) {
+				continue // moved on meanwhile
+			}
+			if !releaseOwn(c, store, o) {
+				left = append(left, o)
+			}
+		}
+		return &orphansDone{left: left}
+	}, func(v any) { root.Send(self, v) })
+}
+
+// stillOwned reports whether lease o is still recorded as it was.
+func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
+	for _, l := range ls {
+		if l.Unit == o.Unit {
+			return l.Owner == o.Owner && l.Token == o.Token
+		}
+	}
+	return false
 }
 
 func (l *leaser) schedule(ctx actor.Context) {

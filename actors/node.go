@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/persistence"
 )
 
 // Metrics receives the runtime's counters. Production wires Prometheus;
@@ -256,6 +257,14 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 			a.tags[s.Name] = cluster.SourceTag{ID: cluster.SourceID(s.Identity)}
 		}
 		a.announce(ctx)
+		a.sweep(ctx)
+	case *swept:
+		if len(m.left) > 0 {
+			ctx.Send(a.ne.leaser, m)
+		}
+		if a.draining {
+			return // told to leave before it started anything
+		}
 		for _, s := range a.specs {
 			spec := s
 			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.ne, spec) }, a.ne.props()...)
@@ -266,8 +275,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *viewChanged:
 		ms := a.ne.env.Membership.Members()
 		a.ne.env.trace("view", a.ne.env.Node, memberNames(ms))
-		for _, s := range a.specs {
-			ctx.Send(a.sups[s.Name], &membersChanged{members: ms})
+		for _, pid := range a.supervisors() {
+			ctx.Send(pid, &membersChanged{members: ms})
 		}
 	case *drain:
 		if a.draining {
@@ -276,8 +285,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.draining = true
 		a.pending = map[string]bool{}
 		for _, s := range a.specs {
-			if a.down[s.Name] {
-				continue // failed, waiting to restart: its units are stopped already
+			if a.down[s.Name] || a.sups[s.Name] == nil {
+				continue // failed and waiting to restart, or not started: no unit runs
 			}
 			a.pending[s.Name] = true
 			ctx.Send(a.sups[s.Name], &drain{})
@@ -315,14 +324,76 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *sourceDown:
 		a.announce(ctx)
 	case *storeBack:
-		for _, s := range a.specs {
-			ctx.Send(a.sups[s.Name], m)
+		for _, pid := range a.supervisors() {
+			ctx.Send(pid, m)
 		}
 	}
 }
 
 // sourceDown re-announces the sources after one went down.
 type sourceDown struct{}
+
+// supervisors are the started supervisors, in spec order.
+func (a *nodeActor) supervisors() []*actor.PID {
+	out := make([]*actor.PID, 0, len(a.sups))
+	for _, s := range a.specs {
+		if pid := a.sups[s.Name]; pid != nil {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// swept is the result of the start-up sweep: the leases of an earlier
+// process of this node that are released now; left are those it could not
+// take (their row was locked), for the leaser to try again.
+type swept struct{ left []persistence.Lease }
+
+// sweep runs before the supervisors start: leases still recorded under
+// this node's name belong to an earlier process of it (killed, or a zombie
+// that will find itself fenced), and nobody renews them. Others must not
+// wait for their expiry to take them over (this node is alive under that
+// name, so takeover by absence does not apply): the sweep takes each one
+// (which fences the earlier process) and releases it. Units this node
+// wants it acquires again the normal way. A store that does not answer
+// does not hold the node up: those leases expire.
+func (a *nodeActor) sweep(ctx actor.Context) {
+	store, me := a.ne.env.Store, a.ne.env.Node
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	log := a.ne.env.logger()
+	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "sweep"), func(c context.Context) any {
+		ls, err := store.List(c)
+		if err != nil {
+			log.Warn("list leases at start (leases of an earlier process of this node will expire instead)", "error", err)
+			return &swept{}
+		}
+		var left []persistence.Lease
+		n := 0
+		for _, l := range ls {
+			if l.Owner != me {
+				continue
+			}
+			if !releaseOwn(c, store, l) {
+				left = append(left, l)
+				continue
+			}
+			n++
+		}
+		if n > 0 || len(left) > 0 {
+			log.Info("released the leases of an earlier process of this node", "released", n, "locked", len(left))
+		}
+		return &swept{left: left}
+	}, func(v any) { root.Send(self, v) })
+}
+
+// releaseOwn takes a lease recorded under this node's name and releases it.
+func releaseOwn(c context.Context, store persistence.Store, l persistence.Lease) bool {
+	nl, err := store.Acquire(c, persistence.AcquireRequest{Unit: l.Unit, Owner: l.Owner, TTL: time.Minute})
+	if err != nil {
+		return false
+	}
+	return store.Release(c, nl) == nil
+}
 
 // announce gossips the sources this node runs with the unit sets it
 // discovered (Membership.SetSources may wait for its broadcast: it runs as

@@ -62,6 +62,7 @@ type unitActor struct {
 	position   string    // last applied position (streams; "" before the first)
 	checkpoint string    // the stored checkpoint: a position or a start marker
 	resetCause error     // the checkpoint is no longer a broker position: the next open resets it
+	resetFrom  string    // the checkpoint resetCause is about
 
 	held      *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
 	failures  int
@@ -432,7 +433,11 @@ func (u *unitActor) acquire(ctx actor.Context) {
 
 func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 	if r.err != nil {
-		if errors.Is(r.err, persistence.ErrLeaseHeld) {
+		// Held by a live owner, or its row locked by a transaction (an apply
+		// of the holder, or one of a vanished node that the database cuts
+		// off after idle_in_transaction_session_timeout): not a failure of
+		// this unit, ask again soon.
+		if errors.Is(r.err, persistence.ErrLeaseHeld) || errors.Is(r.err, persistence.ErrBusy) {
 			if u.stopping {
 				u.finishStop(ctx, false)
 				return
@@ -499,7 +504,7 @@ func (u *unitActor) open(ctx actor.Context) {
 		return
 	}
 	o := streamOpen{store: u.ne.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
-		initial: u.initial, cause: u.resetCause, staleFinish: u.staleFinish}
+		initial: u.initial, cause: u.resetCause, causeAt: u.resetFrom, staleFinish: u.staleFinish}
 	u.run(ctx, "open", o.run)
 }
 
@@ -514,7 +519,8 @@ type streamOpen struct {
 	unit    string
 	lease   persistence.Lease
 	initial bool
-	cause   error // reset at once: a fetch found the checkpoint invalid
+	cause   error // reset at once: a fetch found the checkpoint causeAt invalid
+	causeAt string
 	// staleFinish: a finished checkpoint is of an earlier stream
 	staleFinish bool
 }
@@ -530,6 +536,11 @@ func (o streamOpen) run(c context.Context) any {
 	}
 	r.checkpoint = cp.Position
 	cause := o.cause
+	if cause != nil && cp.Position != o.causeAt {
+		// moved since (a reset whose commit was reported failed, an
+		// operator): try the stored checkpoint; reset only if it fails too
+		cause = nil
+	}
 	if cp.Finished && o.staleFinish {
 		cause = fmt.Errorf("partition %s is listed again without children, its checkpoint %s is finished: %w",
 			o.part, cp.Position, brokers.ErrPositionUnknown)
@@ -781,7 +792,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		}
 		if !u.spec.isQueue() && positionInvalid(r.err) {
 			// reopen at once: the open resets the checkpoint as configured
-			u.resetCause = r.err
+			u.resetCause, u.resetFrom = r.err, u.checkpoint
 			u.open(ctx)
 			return
 		}

@@ -18,6 +18,11 @@ var (
 	ErrSchemaTooNew = errors.New("database schema is newer than this drover")
 	// ErrUnsupported: the store cannot do this (Exec on the memory store).
 	ErrUnsupported = errors.New("not supported by this store")
+	// ErrBusy: the call waited for a lock another transaction holds (a
+	// lease row locked by an apply, or by the transaction of a node that
+	// vanished until the database cuts it off) and gave up. Try again
+	// soon; it is not a failure of the caller.
+	ErrBusy = errors.New("store: locked by another transaction")
 	// ErrInjected is the default error of injected faults.
 	ErrInjected = errors.New("store: injected fault")
 )

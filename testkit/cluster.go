@@ -528,6 +528,7 @@ func (c *Cluster) Kill(name string) error {
 		}
 	}
 	clean := len(c.disturbed) == 0 && c.store.down == nil
+	c.exemptKills("kill " + name) // a second kill may delay the first one's failover
 	c.led.kills = append(c.led.kills, kill{node: name, at: c.s.now, units: units, clean: clean})
 	c.touch()
 	c.s.kill(n.sid)
@@ -575,6 +576,7 @@ func (c *Cluster) Stop(name string) error {
 		return fmt.Errorf("testkit: %s is %s", name, n.state)
 	}
 	n.state = "stopping"
+	c.exemptKills("stop " + name)
 	c.touch()
 	c.event("stop", name, "", "")
 	sid := n.sid
@@ -675,6 +677,13 @@ func (c *Cluster) disturb(what string) {
 		c.spans = append(c.spans, span{what: what, from: c.s.now})
 	}
 	c.disturbed[what] = true
+	c.exemptKills(what)
+}
+
+// exemptKills exempts the failovers still within their bound from it: a
+// fault or a node event (another kill, a graceful stop that takes a
+// would-be owner away) during a failover legitimately delays it.
+func (c *Cluster) exemptKills(what string) {
 	for i := range c.led.kills {
 		if k := &c.led.kills[i]; k.clean && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
 			k.clean = false

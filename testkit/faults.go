@@ -331,6 +331,7 @@ func (c *Cluster) CrashSupervisor(node, source string) error {
 		return nil
 	}
 	c.event("crash-supervisor", node, source, "")
+	c.exemptKills("crash " + node)
 	c.touch()
 	n.node.CrashSupervisor(source)
 	return nil
@@ -347,7 +348,7 @@ func (c *Cluster) PendingTimers(node, kind string) int {
 }
 
 // errLockTimeout is what a call blocked by LockUnit fails with.
-var errLockTimeout = errors.New("canceling statement due to lock timeout (simulated)")
+var errLockTimeout = fmt.Errorf("canceling statement due to lock timeout (simulated): %w", persistence.ErrBusy)
 
 // waitLock waits, as a store call would, for a unit's row lock: up to the
 // store timeout, then fails. The wait is virtual (exec.Pause).

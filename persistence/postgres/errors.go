@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/drover-dev/drover/persistence"
 )
 
 // Error is an error PostgreSQL returned, translated from the driver's so
@@ -15,6 +17,12 @@ type Error struct {
 	Code    string // SQLSTATE, e.g. "23505" for a unique violation
 	Message string
 	Detail  string
+}
+
+// Is makes a lock timeout (55P03, lock_not_available) match
+// persistence.ErrBusy.
+func (e *Error) Is(target error) bool {
+	return target == persistence.ErrBusy && e.Code == codeLockNotAvailable
 }
 
 func (e *Error) Error() string {
@@ -27,8 +35,9 @@ func (e *Error) Error() string {
 
 // SQLSTATE codes this package acts on.
 const (
-	codeUndefinedTable = "42P01"
-	codeLeaseLost      = "DR001" // raised by drover_fence
+	codeUndefinedTable   = "42P01"
+	codeLockNotAvailable = "55P03" // lock_timeout
+	codeLeaseLost        = "DR001" // raised by drover_fence
 )
 
 // driverError is any other driver failure (connection refused, broken

@@ -208,6 +208,10 @@ type dbError struct {
 
 func (e *dbError) Error() string { return "sqlite: " + e.msg }
 
+// Is makes SQLITE_BUSY and SQLITE_LOCKED (after busy_timeout) match
+// persistence.ErrBusy.
+func (e *dbError) Is(target error) bool { return target == persistence.ErrBusy && e.Temporary() }
+
 // Temporary reports whether the same call may succeed later: the database
 // was locked by another process for longer than busy_timeout.
 func (e *dbError) Temporary() bool {
