@@ -113,11 +113,25 @@ func newSupervisor(ne *nodeEnv, spec *SourceSpec) *supervisor {
 
 func (s *supervisor) Receive(ctx actor.Context) {
 	if s.ended.Load() {
-		// stopping or restarting: protoactor still hands this instance
-		// its children's Terminated messages; starting children again now
-		// would keep a restart from ever completing (it waits for them)
+		// Stopping, restarting, or failed and waiting to restart: protoactor
+		// still hands this instance system messages — its children's
+		// Terminated among them — and starting children again now would
+		// keep a restart from ever completing (it waits for them).
+		if _, ok := ctx.Message().(*actor.Restarting); ok {
+			s.forgetUnits()
+		}
 		return
 	}
+	defer func() {
+		if r := recover(); r != nil {
+			// failed: its mailbox is suspended until its node restarts it;
+			// leave nothing of this instance running meanwhile
+			if !mutate.On(mutate.SupervisorLeak) { // the bug of issue 9 item 11
+				s.end()
+			}
+			panic(r)
+		}
+	}()
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		s.start(ctx)
@@ -179,10 +193,16 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			return // the bug of issue 9 item 11
 		}
 		s.end()
-		for u := range s.children {
-			s.ne.reg.removeUnit(s.spec.Name, u)
-			s.ne.metrics.Forget(s.spec.Name, u)
-		}
+		s.forgetUnits()
+	}
+}
+
+// forgetUnits drops this instance's units from the tree and the metrics:
+// a restart stops them, and the next instance starts its own.
+func (s *supervisor) forgetUnits() {
+	for u := range s.children {
+		s.ne.reg.removeUnit(s.spec.Name, u)
+		s.ne.metrics.Forget(s.spec.Name, u)
 	}
 }
 

@@ -453,6 +453,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		return
 	}
 	u.lease, u.hasLease = r.lease, true
+	u.failures = 0 // a step that succeeded: failures are counted anew
 	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
 	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
 	ctx.Send(u.ne.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
@@ -711,6 +712,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 	}
 	u.resetCause = nil
 	u.staleFinish = false
+	u.failures = 0 // a step that succeeded: failures are counted anew
 	u.res = r.res
 	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
 	u.fetch(ctx)

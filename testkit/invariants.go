@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -84,11 +85,21 @@ func (c *Cluster) checkOwnership() {
 		}
 	}
 	now := c.s.now
+	down := map[string]bool{} // node/source whose supervisor failed and waits to restart
+	for _, name := range c.Running() {
+		if n := c.nodes[name]; n.node != nil {
+			for _, st := range n.node.Tree().Sources {
+				if st.State == actors.StateRetrying {
+					down[name+"/"+st.Name] = true
+				}
+			}
+		}
+	}
 	for _, u := range c.readableUnits(cps) {
 		src := sourceOf(u)
 		var runners []string
 		for _, name := range c.Running() {
-			if n := c.nodes[name]; n.state == "running" && c.runs(n, src) {
+			if n := c.nodes[name]; n.state == "running" && c.runs(n, src) && !down[name+"/"+src] {
 				runners = append(runners, name)
 			}
 		}
