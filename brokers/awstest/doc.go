@@ -15,8 +15,10 @@
 //     timestamp; the launcher replaces that action, before kinesalite loads
 //     it, by one that answers as Kinesis does (an iterator at the tip of
 //     the shard, which returns the records written later) and otherwise
-//     leaves it to kinesalite. A server given by DROVER_TEST_KINESIS_ENDPOINT
-//     is used as it is.
+//     leaves it to kinesalite. It also ignores the "aborted" error of a
+//     request whose client closed the connection mid-call, which kinesalite
+//     rethrows and which ended it. A server given by
+//     DROVER_TEST_KINESIS_ENDPOINT is used as it is.
 //
 // # Installation
 //
