@@ -2,6 +2,8 @@ package awstest
 
 import (
 	"context"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -45,6 +47,43 @@ func TestKinesisAnswers(t *testing.T) {
 	c := KinesisClient(ep, false)
 	if _, err := c.ListStreams(ctx, &kinesis.ListStreamsInput{}); err != nil {
 		t.Fatalf("ListStreams: %v", err)
+	}
+}
+
+// TestKinesisSurvivesAbortedRequest: a client that closes its connection
+// in the middle of a request body (as the adapter tests' cancelled calls
+// and cut connections do) leaves kinesalite running and answering.
+func TestKinesisSurvivesAbortedRequest(t *testing.T) {
+	ep := kinesisSrv.Endpoint(t)
+	if os.Getenv(EnvKinesisEndpoint) != "" {
+		t.Skip(EnvKinesisEndpoint + " is set: the server is not the launcher's")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c := KinesisClient(ep, false)
+	for i := range 3 {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(ep, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.1\r\n"+
+			"X-Amz-Target: Kinesis_20131202.ListStreams\r\nContent-Length: 100\r\n\r\n{\"Lim")
+		conn.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The call after the abort is answered, and the process is alive.
+		if _, err := c.ListStreams(ctx, &kinesis.ListStreamsInput{}); err != nil {
+			t.Fatalf("ListStreams after aborted request %d: %v", i, err)
+		}
+	}
+	kinesisSrv.mu.Lock()
+	exited := kinesisSrv.exited
+	kinesisSrv.mu.Unlock()
+	select {
+	case <-exited:
+		t.Fatalf("kinesalite exited after aborted requests: %v", kinesisSrv.waitErr)
+	default:
 	}
 }
 

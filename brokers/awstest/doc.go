@@ -10,7 +10,15 @@
 //     an npm package; fauxqs runs with it (or with the machine's node when
 //     that is new enough, or on a machine that is not linux/amd64).
 //   - Kinesis: kinesalite 3.3.3, in memory, on the machine's node (Node 20
-//     works).
+//     works). kinesalite never answers a GetShardIterator of type
+//     AT_TIMESTAMP when the shard holds no record stamped at or after the
+//     timestamp; the launcher replaces that action, before kinesalite loads
+//     it, by one that answers as Kinesis does (an iterator at the tip of
+//     the shard, which returns the records written later) and otherwise
+//     leaves it to kinesalite. It also ignores the "aborted" error of a
+//     request whose client closed the connection mid-call, which kinesalite
+//     rethrows and which ended it. A server given by
+//     DROVER_TEST_KINESIS_ENDPOINT is used as it is.
 //
 // # Installation
 //

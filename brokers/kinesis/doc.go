@@ -10,14 +10,70 @@
 // merge one child of two. drover starts a child only after each parent was
 // read to its end (Result.End) and checkpointed.
 //
-// # Reading
+// # Positions and starts
 //
-// Open gets a shard iterator at once: TRIM_HORIZON for Earliest, LATEST for
-// Latest, and AT_SEQUENCE_NUMBER of Start.After, whose record the first
-// GetRecords must return (the reader drops it). When a later record comes
-// first, the position was trimmed by retention and Fetch fails with
-// brokers.ErrPositionGone (not retryable); records after it may have been
-// lost before drover read them.
+// A position is a record's SequenceNumber. Open starts a reader after
+// Start.After, else at Start.At, else at Start.Mode:
+//
+//   - After: AT_SEQUENCE_NUMBER of it, whose record the first GetRecords
+//     must return (the reader drops it). When a later record comes first,
+//     or a closed shard ends without it, the record is not held: when the
+//     number lies inside the shard's SequenceNumberRange it was trimmed by
+//     retention, and Fetch fails with brokers.ErrPositionGone (not
+//     retryable; records after it may have been lost before drover read
+//     them); when it lies before the shard's first number or after a
+//     closed shard's last, it never was one of this shard's:
+//     brokers.ErrPositionUnknown.
+//   - At: AT_TIMESTAMP, the first record whose ApproximateArrivalTimestamp
+//     is at or after it. A time that Kinesis refuses as later than its
+//     clock (InvalidArgumentException) is read from LATEST instead: no
+//     record stamped at or after it can exist yet.
+//   - Earliest: TRIM_HORIZON. Latest: LATEST, "latest as of Open".
+//
+// Before its first record, a reader whose iterator expires asks
+// AT_TIMESTAMP of its start again; after a LATEST iterator, of the
+// server's time of that call less ServerClockMargin, so that records
+// that arrived meanwhile are not skipped.
+//
+// Resolve (brokers.Resolver) fixes a unit's start before it reads
+// anything. Kinesis can name neither the position before a shard's first
+// record nor its newest sequence number, so Resolve(Earliest) is
+// Start{Mode: Earliest} (TRIM_HORIZON) and Resolve(Latest) is Start{At: t}:
+// t is the server's time of the call, the Date header of its answer (one
+// second resolution, truncated, so not later than the server's clock),
+// less ServerClockMargin (1 s: a Date rounded up on the way, the spread of
+// the clocks of Kinesis's hosts); without a Date header, the local time
+// before the call less LocalClockMargin (30 s, for a local clock ahead of
+// the server's). Every record written after Resolve returns is stamped
+// after t and is read, however long before Open; the cost is re-reading
+// the last second or two before the call (skipping a record is not
+// acceptable, re-reading a little backlog is). Resolve makes one
+// GetShardIterator call, which also checks the shard (a shard the stream
+// does not list is brokers.ErrUnknownPartition).
+//
+// # A stream deleted and created again
+//
+// A stream deleted and created with the same name has shards with the
+// same ids, whose sequence numbers Kinesis tells apart from the old
+// stream's: GetShardIterator of an old number fails with
+// InvalidArgumentException ("StartingSequenceNumber ... did not come from
+// this stream"). Open (or a Fetch that acquires a new iterator) returns
+// that, and any other InvalidArgumentException for a sequence number of a
+// shard the stream lists (a number of another shard, a malformed one), as
+// brokers.ErrPositionUnknown inside a non-retryable *brokers.Error naming
+// the shard, the number and Kinesis's message, so that drover resets the
+// unit's position (on_position_reset) instead of retrying forever. A reader
+// whose old iterator reads on into the new stream (kinesalite does that)
+// finds the record it starts after missing and the number before the new
+// shard's first: brokers.ErrPositionUnknown too. A reader that already
+// read past its start goes on reading the new stream's records, which
+// all come after the old numbers: nothing is skipped. Not told apart: a
+// number beyond the end of an open shard, should Kinesis accept it (its
+// range has no end to compare with): the reader waits for the record,
+// records with lower numbers are not returned, and the first with a
+// higher one is reported as brokers.ErrPositionGone.
+//
+// # Reading
 //
 // Fetch calls GetRecords (up to min(max, Config.MaxRecords) records) at most
 // once per Config.PollInterval per reader (200 ms: Kinesis allows five
@@ -50,7 +106,9 @@
 // will repeat (a missing stream or shard, an invalid argument, access
 // denied) and true for throttling, server faults and lost connections.
 // ErrStreamNotFound matches a missing stream, brokers.ErrUnknownPartition a
-// missing shard.
+// missing shard, brokers.ErrPositionGone a trimmed position and
+// brokers.ErrPositionUnknown a sequence number that is not the shard's
+// (all four not retryable).
 //
 // # Goroutines
 //

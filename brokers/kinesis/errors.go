@@ -66,6 +66,16 @@ func codeOf(err error) string {
 	return ""
 }
 
+// apiMessage is the message of an API error (without the SDK's operation
+// and request id), or the error's whole text.
+func apiMessage(err error) string {
+	var ae smithy.APIError
+	if errors.As(err, &ae) && ae.ErrorMessage() != "" {
+		return ae.ErrorCode() + ": " + ae.ErrorMessage()
+	}
+	return err.Error()
+}
+
 // translate turns an SDK error into a *brokers.Error.
 func translate(op string, err error) error {
 	var ae smithy.APIError

@@ -3,6 +3,7 @@ package kinesis_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -23,10 +24,19 @@ type fakeKinesis struct {
 	records   func(call int, iter string) (status int, body string) // GetRecords answers
 	iterators []map[string]any                                      // GetShardIterator requests
 	calls     []time.Time                                           // GetRecords times
+	// iterator, when set, answers GetShardIterator request n (from 1);
+	// status 0 means the default answer.
+	iterator func(n int, in map[string]any) (status int, body string)
+	// date is the Date header of every answer: "" is net/http's own,
+	// "none" none at all.
+	date string
 }
 
 func newFake(t *testing.T, records func(call int, iter string) (int, string)) (*fakeKinesis, string) {
-	f := &fakeKinesis{records: records}
+	return newFakeWith(t, &fakeKinesis{records: records})
+}
+
+func newFakeWith(t *testing.T, f *fakeKinesis) (*fakeKinesis, string) {
 	srv := httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(srv.Close)
 	return f, srv.URL
@@ -39,11 +49,25 @@ func (f *fakeKinesis) serve(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	switch f.date {
+	case "":
+	case "none":
+		w.Header()["Date"] = nil
+	default:
+		w.Header().Set("Date", f.date)
+	}
 	switch strings.TrimPrefix(r.Header.Get("X-Amz-Target"), "Kinesis_20131202.") {
 	case "DescribeStreamSummary":
 		io.WriteString(w, `{"StreamDescriptionSummary":{"StreamName":"s","StreamStatus":"ACTIVE","OpenShardCount":1}}`)
 	case "GetShardIterator":
 		f.iterators = append(f.iterators, in)
+		if f.iterator != nil {
+			if status, body := f.iterator(len(f.iterators), in); status != 0 {
+				w.WriteHeader(status)
+				io.WriteString(w, body)
+				return
+			}
+		}
 		io.WriteString(w, `{"ShardIterator":"it-acquired-`+string(rune('0'+len(f.iterators)))+`"}`)
 	case "GetRecords":
 		f.calls = append(f.calls, time.Now())
@@ -198,6 +222,104 @@ func TestFetchPacing(t *testing.T) {
 	for i := 1; i < len(calls); i++ {
 		if gap := calls[i].Sub(calls[i-1]); gap < kinesis.DefaultPollInterval*95/100 {
 			t.Fatalf("GetRecords calls %d and %d %v apart, want at least %v", i-1, i, gap, kinesis.DefaultPollInterval)
+		}
+	}
+}
+
+// serverDate is the Date header the fakes of the start-time tests send: an
+// hour before the local clock, so that a time taken from the local clock
+// cannot pass for it.
+func serverDate() (string, time.Time) {
+	d := time.Now().Add(-time.Hour).UTC().Truncate(time.Second)
+	return d.Format(http.TimeFormat), d
+}
+
+// timestampOf is the AT_TIMESTAMP of a GetShardIterator request.
+func timestampOf(in map[string]any) time.Time {
+	v, _ := in["Timestamp"].(float64)
+	return time.UnixMilli(int64(v*1000 + 0.5)).UTC()
+}
+
+// TestResolveTimes: Resolve(Latest) is At = the server's Date less
+// ServerClockMargin; without a Date header, the local time before the call
+// less LocalClockMargin. Resolve(Earliest) is Start{Mode: Earliest}. Each
+// checks the shard with one GetShardIterator (LATEST, TRIM_HORIZON).
+func TestResolveTimes(t *testing.T) {
+	date, d := serverDate()
+	fake, ep := newFakeWith(t, &fakeKinesis{date: date})
+	s := fakeStream(t, ep, kinesis.Config{})
+	start, err := s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
+	if want := d.Add(-kinesis.ServerClockMargin); err != nil || start.After != "" || !start.At.Equal(want) {
+		t.Fatalf("resolve latest = %+v, %v; want At %v (Date %s less the margin)", start, err, want, date)
+	}
+	start, err = s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Earliest)
+	if err != nil || start != (brokers.Start{Mode: brokers.Earliest}) {
+		t.Fatalf("resolve earliest = %+v, %v", start, err)
+	}
+	_, iters := fake.snapshot()
+	if len(iters) != 2 || iters[0]["ShardIteratorType"] != "LATEST" || iters[1]["ShardIteratorType"] != "TRIM_HORIZON" {
+		t.Fatalf("iterator requests %v, want LATEST then TRIM_HORIZON", iters)
+	}
+
+	_, ep = newFakeWith(t, &fakeKinesis{date: "none"})
+	s = fakeStream(t, ep, kinesis.Config{})
+	before := time.Now()
+	start, err = s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
+	after := time.Now()
+	if err != nil || start.At.Before(before.Add(-kinesis.LocalClockMargin)) || start.At.After(after.Add(-kinesis.LocalClockMargin)) {
+		t.Fatalf("resolve latest without a Date = %+v, %v; want the local time less %v (%v..%v)",
+			start, err, kinesis.LocalClockMargin, before.Add(-kinesis.LocalClockMargin), after.Add(-kinesis.LocalClockMargin))
+	}
+}
+
+// TestStartAtLaterThanServer: a Start.At that Kinesis refuses as later than
+// its clock (told by the answer's Date, whatever the message says) is read
+// from LATEST; when that iterator expires before any record came, the
+// reader asks AT_TIMESTAMP of the server's time of the LATEST call less the
+// margin, not of the local clock nor of the refused time, so nothing that
+// arrived meanwhile is skipped. A LATEST start expires the same way.
+func TestStartAtLaterThanServer(t *testing.T) {
+	date, d := serverDate()
+	for _, start := range []brokers.Start{{At: d.Add(time.Minute)}, {Mode: brokers.Latest}} {
+		fake, ep := newFakeWith(t, &fakeKinesis{
+			date: date,
+			iterator: func(n int, in map[string]any) (int, string) {
+				if in["ShardIteratorType"] == "AT_TIMESTAMP" && timestampOf(in).After(d.Add(time.Second)) {
+					return 400, `{"__type":"InvalidArgumentException","message":"Timestamp is in the future"}`
+				}
+				return 0, ""
+			},
+			records: func(call int, iter string) (int, string) {
+				if call == 1 {
+					return 400, expired
+				}
+				return 200, recordsBody("it-next", "7")
+			},
+		})
+		s := fakeStream(t, ep, kinesis.Config{PollInterval: 10 * time.Millisecond})
+		r, err := s.OpenReader(ctxT(t, 10*time.Second), "shardId-000000000000", start)
+		if err != nil {
+			t.Fatalf("open %+v: %v", start, err)
+		}
+		res, err := r.Fetch(ctxT(t, 10*time.Second), 10, 2*time.Second)
+		r.Close()
+		if err != nil || len(res.Messages) != 1 {
+			t.Fatalf("fetch from %+v through an expiry = %+v, %v", start, res, err)
+		}
+		_, iters := fake.snapshot()
+		var types []any
+		for _, in := range iters {
+			types = append(types, in["ShardIteratorType"])
+		}
+		want := []any{"LATEST", "AT_TIMESTAMP"}
+		if !start.At.IsZero() {
+			want = []any{"AT_TIMESTAMP", "LATEST", "AT_TIMESTAMP"}
+		}
+		if fmt.Sprint(types) != fmt.Sprint(want) {
+			t.Fatalf("start %+v: iterator requests %v, want %v", start, types, want)
+		}
+		if got, want := timestampOf(iters[len(iters)-1]), d.Add(-kinesis.ServerClockMargin); !got.Equal(want) {
+			t.Fatalf("start %+v: AT_TIMESTAMP %v after the expiry, want %v (the LATEST call's Date less the margin)", start, got, want)
 		}
 	}
 }

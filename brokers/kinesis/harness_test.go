@@ -2,6 +2,7 @@ package kinesis_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/big"
 	"os"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmw "github.com/aws/aws-sdk-go-v2/aws/middleware"
 	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 	"go.uber.org/goleak"
@@ -120,6 +122,77 @@ func (f *fixture) open(t testing.TB, cfg kinesis.Config) *kinesis.Stream {
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// recreate deletes the stream and creates it again with the same name and
+// shard count, so that its shards have the same ids. kinesalite encodes a
+// shard's creation second in its sequence numbers (as Kinesis tells streams
+// apart by them): a stream created again within the same second would hand
+// out the very numbers of the old one, so recreate repeats until the first
+// shard's starting sequence number differs from the old one's.
+func (f *fixture) recreate(ctx context.Context) error {
+	old, err := f.shards(ctx)
+	if err != nil || len(old) == 0 {
+		return fmt.Errorf("list shards of %s: %v %v", f.name, old, err)
+	}
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if _, err := f.client.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(f.name)}); err != nil {
+			return fmt.Errorf("delete stream %s: %w", f.name, err)
+		}
+		if err := f.waitDeleted(ctx); err != nil {
+			return err
+		}
+		if _, err := f.client.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(f.name), ShardCount: aws.Int32(int32(len(old)))}); err != nil {
+			return fmt.Errorf("create stream %s again: %w", f.name, err)
+		}
+		if err := f.waitActive(ctx); err != nil {
+			return err
+		}
+		now, err := f.shards(ctx)
+		if err != nil {
+			return err
+		}
+		if aws.ToString(now[0].SequenceNumberRange.StartingSequenceNumber) != aws.ToString(old[0].SequenceNumberRange.StartingSequenceNumber) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s created again with the old sequence numbers until: %w", f.name, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+func (f *fixture) waitDeleted(ctx context.Context) error {
+	tick := time.NewTicker(20 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		_, err := f.client.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(f.name)})
+		var nf *kintypes.ResourceNotFoundException
+		if errors.As(err, &nf) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("stream %s not deleted (%v): %w", f.name, err, ctx.Err())
+		case <-tick.C:
+		}
+	}
+}
+
+// serverTime is the emulator's clock (the Date of an answer: seconds).
+func (f *fixture) serverTime(ctx context.Context) (time.Time, error) {
+	out, err := f.client.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(f.name)})
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, ok := awsmw.GetServerTime(out.ResultMetadata)
+	if !ok {
+		return time.Time{}, errors.New("the emulator's answer has no Date header")
+	}
+	return t, nil
 }
 
 func (f *fixture) shards(ctx context.Context) ([]kintypes.Shard, error) {

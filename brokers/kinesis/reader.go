@@ -2,6 +2,7 @@ package kinesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -17,10 +18,9 @@ import (
 // brokers.Reader. A Reader is used by one goroutine at a time; Close may
 // come from another.
 type Reader struct {
-	s      *Stream
-	shard  string
-	mode   brokers.StartMode
-	opened time.Time
+	s     *Stream
+	shard string
+	mode  brokers.StartMode
 
 	// ctx is cancelled by Close (or the stream's Close).
 	ctx    context.Context
@@ -30,15 +30,15 @@ type Reader struct {
 
 	// Owned by the goroutine that calls Fetch.
 	iter     string        // shard iterator for the next GetRecords; "" to acquire one
-	acquired bool          // an iterator was acquired once (at Open)
 	last     string        // sequence number of the last record returned, or Start.After
+	at       time.Time     // before any record: start at the first record stamped at or after this (Start.At, or when LATEST was taken)
 	verify   string        // the first record must be this one (and is dropped), else the position is gone
 	next     time.Time     // no GetRecords before this (pacing, throttling)
 	backoff  time.Duration // current pause after a throughput refusal
 	throttle error         // the last GetRecords was refused for throughput
 	lag      int64         // MillisBehindLatest of the last GetRecords, -1 unknown
 	ended    bool          // the shard is closed and every record was returned
-	gone     error         // the position to read after is no longer held
+	failed   error         // the position to read after is gone or unknown: every Fetch returns it
 }
 
 var _ brokers.Reader = (*Reader)(nil)
@@ -52,10 +52,15 @@ var _ brokers.Reader = (*Reader)(nil)
 //     how the reader tells a trimmed position from a live one; an
 //     AFTER_SEQUENCE_NUMBER iterator would silently start at the trim
 //     horizon.
+//   - at a time (Start.At, or when a LATEST iterator was taken, once that
+//     iterator expired before any record came): AT_TIMESTAMP. When Kinesis
+//     refuses the time as later than its own clock, no record stamped at or
+//     after it exists yet, and LATEST reads every record that will be: the
+//     reader takes LATEST instead, and its time becomes the server's.
 //   - Earliest: TRIM_HORIZON.
-//   - Latest: LATEST at Open; when an iterator expires before any record
-//     came, AT_TIMESTAMP of the Open, so that records that arrived since
-//     are not skipped.
+//   - Latest (not resolved, Start.At zero): LATEST, whose server time is
+//     kept for an AT_TIMESTAMP after an expiry, so that records that
+//     arrived meanwhile are not skipped.
 func (r *Reader) acquire(ctx context.Context) error {
 	in := &awskinesis.GetShardIteratorInput{ShardId: aws.String(r.shard)}
 	r.s.name(&in.StreamName, &in.StreamARN)
@@ -65,21 +70,31 @@ func (r *Reader) acquire(ctx context.Context) error {
 		in.ShardIteratorType = kintypes.ShardIteratorTypeAtSequenceNumber
 		in.StartingSequenceNumber = aws.String(r.last)
 		verify = r.last
-	case r.mode == brokers.Latest && !r.acquired:
-		in.ShardIteratorType = kintypes.ShardIteratorTypeLatest
-	case r.mode == brokers.Latest:
+	case !r.at.IsZero():
 		in.ShardIteratorType = kintypes.ShardIteratorTypeAtTimestamp
-		in.Timestamp = aws.Time(r.opened)
+		in.Timestamp = aws.Time(r.at)
+	case r.mode == brokers.Latest:
+		in.ShardIteratorType = kintypes.ShardIteratorTypeLatest
 	default:
 		in.ShardIteratorType = kintypes.ShardIteratorTypeTrimHorizon
 	}
+	sent := time.Now()
 	out, err := r.s.client.GetShardIterator(ctx, in)
+	if err != nil && in.ShardIteratorType == kintypes.ShardIteratorTypeAtTimestamp && futureTimestamp(err, r.at) {
+		r.s.cfg.Logger.Info("kinesis start time is later than the server's clock; reading from the shard's latest record",
+			"shard", r.shard, "at", r.at)
+		in.ShardIteratorType, in.Timestamp = kintypes.ShardIteratorTypeLatest, nil
+		sent = time.Now()
+		out, err = r.s.client.GetShardIterator(ctx, in)
+	}
 	if err != nil {
 		return err
 	}
+	if in.ShardIteratorType == kintypes.ShardIteratorTypeLatest {
+		r.at = startTime(out.ResultMetadata, sent)
+	}
 	r.iter = aws.ToString(out.ShardIterator)
 	r.verify = verify
-	r.acquired = true
 	return nil
 }
 
@@ -104,8 +119,8 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		return brokers.Result{}, err
 	}
 	defer end()
-	if r.gone != nil {
-		return brokers.Result{}, r.gone
+	if r.failed != nil {
+		return brokers.Result{}, r.failed
 	}
 	if r.ended {
 		return brokers.Result{End: true}, nil
@@ -136,7 +151,14 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		}
 		if r.iter == "" {
 			if err := r.acquire(cctx); err != nil {
-				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+				if ctx.Err() != nil || r.ctx.Err() != nil {
+					return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
+				}
+				err = r.s.openError(cctx, OpFetch, r.shard, r.last, err)
+				if errors.Is(err, brokers.ErrPositionUnknown) {
+					r.failed = err
+				}
+				return brokers.Result{}, err
 			}
 		}
 		limit := min(max, cfg.MaxRecords)
@@ -168,6 +190,10 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		}
 		r.backoff, r.throttle = 0, nil
 		res, err := r.take(out)
+		var miss *missing
+		if errors.As(err, &miss) {
+			return brokers.Result{}, r.positionLost(cctx, ctx, miss.oldest)
+		}
 		if err != nil || len(res.Messages) > 0 || res.End || left() <= 0 {
 			return res, err
 		}
@@ -196,7 +222,7 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) 
 				r.verify = ""
 				continue // the position itself: already applied
 			default:
-				return brokers.Result{}, r.positionGone(seq)
+				return brokers.Result{}, &missing{oldest: seq}
 			}
 		}
 		m := brokers.Message{Position: seq, Key: []byte(aws.ToString(rec.PartitionKey)), Value: rec.Data}
@@ -210,7 +236,7 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) 
 	if aws.ToString(out.NextShardIterator) == "" {
 		// Closed shard, read to its end.
 		if r.verify != "" {
-			return brokers.Result{}, r.positionGone("")
+			return brokers.Result{}, &missing{}
 		}
 		r.iter, r.ended = "", true
 		res.End, res.Lag = true, 0
@@ -220,17 +246,47 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) 
 	return res, nil
 }
 
-// positionGone records and returns that the record the reader must start
-// after is no longer in the shard: records after it may have been trimmed
-// before drover read them.
-func (r *Reader) positionGone(oldest string) error {
+// missing is what take reports when the record the reader must start
+// after is not the first one GetRecords returned: oldest is the record
+// returned instead, "" when the closed shard returned none.
+type missing struct{ oldest string }
+
+func (m *missing) Error() string { return "kinesis: the record to start after is missing" }
+
+// positionLost records and returns why the record the reader must start
+// after (r.verify) is not in the shard: brokers.ErrPositionUnknown when the
+// number lies outside the shard's sequence number range (before its first
+// number, or after the last of a closed shard: it never was one of this
+// shard's), else brokers.ErrPositionGone (trimmed: records after it may
+// have been lost before drover read them). When the shard cannot be listed
+// the reader says nothing final and tries again on the next Fetch.
+func (r *Reader) positionLost(ctx, callerCtx context.Context, oldest string) error {
+	pos := r.verify
+	r.iter = ""
+	shards, err := r.s.listShards(ctx)
+	if err != nil {
+		return callError(callerCtx, r.ctx, OpFetch, err)
+	}
+	for _, sh := range shards {
+		if aws.ToString(sh.ShardId) != r.shard || sh.SequenceNumberRange == nil {
+			continue
+		}
+		first, last := aws.ToString(sh.SequenceNumberRange.StartingSequenceNumber), aws.ToString(sh.SequenceNumberRange.EndingSequenceNumber)
+		switch {
+		case first != "" && brokers.ComparePositions(pos, first) < 0:
+			r.failed = positionUnknown(OpFetch, r.s.label(), r.shard, pos, "it is before the shard's first sequence number "+first)
+			return r.failed
+		case last != "" && brokers.ComparePositions(pos, last) > 0:
+			r.failed = positionUnknown(OpFetch, r.s.label(), r.shard, pos, "it is after the closed shard's last sequence number "+last)
+			return r.failed
+		}
+	}
 	held := "no record"
 	if oldest != "" {
 		held = "the oldest held is " + oldest
 	}
-	r.gone = &brokers.Error{Op: OpFetch, Err: fmt.Errorf("shard %s: the record at %s is no longer held (%s): %w", r.shard, r.verify, held, brokers.ErrPositionGone)}
-	r.iter = ""
-	return r.gone
+	r.failed = &brokers.Error{Op: OpFetch, Err: fmt.Errorf("shard %s: the record at %s is no longer held (%s): %w", r.shard, pos, held, brokers.ErrPositionGone)}
+	return r.failed
 }
 
 // Close releases the reader and cancels its fetch in flight. Closing twice

@@ -2,14 +2,19 @@ package kinesis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsmw "github.com/aws/aws-sdk-go-v2/aws/middleware"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
@@ -20,6 +25,7 @@ const (
 	OpConnect    = "connect"
 	OpPartitions = "list shards"
 	OpOpen       = "open shard"
+	OpResolve    = "resolve start"
 	OpFetch      = "fetch"
 )
 
@@ -41,7 +47,10 @@ type Stream struct {
 	closed bool
 }
 
-var _ brokers.Stream = (*Stream)(nil)
+var (
+	_ brokers.Stream   = (*Stream)(nil)
+	_ brokers.Resolver = (*Stream)(nil)
+)
 
 // NewStream connects to the stream cfg names and checks that it exists (a
 // *brokers.Error wrapping ErrStreamNotFound when it does not).
@@ -167,8 +176,115 @@ func (s *Stream) listShards(ctx context.Context) ([]kintypes.Shard, error) {
 	}
 }
 
-// Open returns a reader of shard partition positioned at start. It gets
-// the shard iterator at once: LATEST is "latest as of Open".
+// Resolve turns mode into a concrete start of shard partition
+// (brokers.Resolver). Kinesis cannot name the position before a shard's
+// first record, nor its newest sequence number, so:
+//
+//   - Earliest is Start{Mode: Earliest}: TRIM_HORIZON, every record the
+//     shard holds when it is opened.
+//   - Latest is Start{At: t}, t = the server's time of the call (the Date
+//     of its answer) less ServerClockMargin, or, when the answer has no
+//     Date, the local time before the call less LocalClockMargin. Every
+//     record written after Resolve returns is stamped later than t and is
+//     read; the records of the last second or two before the call are read
+//     too (skipping a record is not acceptable, re-reading a little
+//     backlog is).
+//
+// Resolve calls GetShardIterator (whose iterator it drops) to learn the
+// server's time and that the shard exists: a shard the stream does not
+// list is brokers.ErrUnknownPartition.
+func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	if mode != brokers.Earliest && mode != brokers.Latest {
+		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: fmt.Errorf("unknown start mode %d", mode)}
+	}
+	cctx, end, err := s.begin(ctx, OpResolve, nil)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	defer end()
+	in := &awskinesis.GetShardIteratorInput{ShardId: aws.String(partition), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon}
+	if mode == brokers.Latest {
+		in.ShardIteratorType = kintypes.ShardIteratorTypeLatest
+	}
+	s.name(&in.StreamName, &in.StreamARN)
+	sent := time.Now()
+	out, err := s.client.GetShardIterator(cctx, in)
+	if err != nil {
+		if ctx.Err() != nil || s.ctx.Err() != nil {
+			return brokers.Start{}, callError(ctx, s.ctx, OpResolve, err)
+		}
+		return brokers.Start{}, s.openError(cctx, OpResolve, partition, "", err)
+	}
+	if mode == brokers.Earliest {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{At: startTime(out.ResultMetadata, sent)}, nil
+}
+
+// Margins of the time a LATEST start is recorded as (Resolve, and a
+// reader's LATEST iterator for when it expires).
+const (
+	// ServerClockMargin is taken off the server's time. The Date header
+	// has a resolution of one second and is truncated, so it is not later
+	// than the server's time of the call; one second more covers a Date
+	// rounded up on the way and the spread between the clocks of the
+	// Kinesis hosts that answer the call and stamp later records.
+	ServerClockMargin = time.Second
+	// LocalClockMargin is taken off the local time when an answer has no
+	// Date header (some emulators and proxies): the local clock may be
+	// ahead of the server's. A start still later than the server's clock
+	// is read from LATEST instead (see Open), which loses the records
+	// written between Resolve and Open: the margin is wide to make that
+	// unlikely, at the cost of re-reading up to half a minute of backlog
+	// when a unit first starts.
+	LocalClockMargin = 30 * time.Second
+)
+
+// startTime is the time to record for a start at the tip of a shard, from
+// the metadata of the answer to a call sent at sent.
+func startTime(md middleware.Metadata, sent time.Time) time.Time {
+	if t, ok := awsmw.GetServerTime(md); ok && !t.IsZero() {
+		return t.Add(-ServerClockMargin).UTC()
+	}
+	return sent.Add(-LocalClockMargin).UTC()
+}
+
+// futureTimestamp reports whether err is Kinesis refusing an AT_TIMESTAMP
+// iterator because at is later than its clock.
+func futureTimestamp(err error, at time.Time) bool {
+	if codeOf(err) != codeInvalidArg {
+		return false
+	}
+	if strings.Contains(err.Error(), "timestampInMillis") {
+		return true // "The timestampInMillis parameter cannot be greater than the currentTimestampInMillis."
+	}
+	var re *awshttp.ResponseError
+	if errors.As(err, &re) && re.Response != nil {
+		if d, perr := http.ParseTime(re.Response.Header.Get("Date")); perr == nil {
+			return at.After(d.Add(time.Second))
+		}
+	}
+	return false
+}
+
+// positionUnknown is the error for sequence number pos that is not one of
+// shard's: why says how Kinesis or the shard's range tells.
+func positionUnknown(op, stream, shard, pos, why string) error {
+	return &brokers.Error{Op: op, Err: fmt.Errorf("shard %s of stream %s: sequence number %s is not one of the shard's (%s; the stream may have been deleted and created again): %w",
+		shard, stream, pos, why, brokers.ErrPositionUnknown)}
+}
+
+// Open returns a reader of shard partition positioned at start: after
+// Start.After, else at Start.At (AT_TIMESTAMP: the first record whose
+// ApproximateArrivalTimestamp is at or after it), else at Start.Mode. It
+// gets the shard iterator at once: LATEST is "latest as of Open". A
+// Start.At later than the server's clock is read from LATEST (no record
+// stamped at or after it can exist yet).
+//
+// A Start.After that Kinesis refuses for a shard it lists (a sequence
+// number of another stream, such as the same stream before it was deleted
+// and created again, or of another shard) is brokers.ErrPositionUnknown,
+// not retryable.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
 	r, err := s.OpenReader(ctx, partition, start)
 	if err != nil {
@@ -184,12 +300,15 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 		return nil, err
 	}
 	defer end()
-	r := &Reader{s: s, shard: partition, mode: start.Mode, last: start.After, opened: time.Now()}
+	r := &Reader{s: s, shard: partition, mode: start.Mode, last: start.After}
+	if start.After == "" {
+		r.at = start.At
+	}
 	if err := r.acquire(cctx); err != nil {
 		if ctx.Err() != nil || s.ctx.Err() != nil {
 			return nil, callError(ctx, s.ctx, OpOpen, err)
 		}
-		return nil, s.openError(cctx, partition, err)
+		return nil, s.openError(cctx, OpOpen, partition, start.After, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -200,26 +319,34 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	return r, nil
 }
 
-// openError explains a failed GetShardIterator: a shard the stream does
-// not list is brokers.ErrUnknownPartition.
-func (s *Stream) openError(ctx context.Context, partition string, err error) error {
+// openError explains a failed GetShardIterator of operation op, asked
+// AT_SEQUENCE_NUMBER seq ("" for another type): a shard the stream does
+// not list is brokers.ErrUnknownPartition; an invalid argument for a shard
+// it lists, with a sequence number, is brokers.ErrPositionUnknown (the
+// stream and shard are the reader's own: the number is what Kinesis
+// refuses, e.g. "StartingSequenceNumber ... did not come from this
+// stream").
+func (s *Stream) openError(ctx context.Context, op, partition, seq string, err error) error {
 	code := codeOf(err)
 	if code != codeNotFound && code != codeInvalidArg {
-		return translate(OpOpen, err)
+		return translate(op, err)
 	}
 	shards, lerr := s.listShards(ctx)
 	if lerr != nil {
 		if codeOf(lerr) == codeNotFound {
-			return &brokers.Error{Op: OpOpen, Err: fmt.Errorf("stream %s: %w", s.label(), ErrStreamNotFound)}
+			return &brokers.Error{Op: op, Err: fmt.Errorf("stream %s: %w", s.label(), ErrStreamNotFound)}
 		}
-		return translate(OpOpen, err)
+		return translate(op, err)
 	}
 	for _, sh := range shards {
 		if aws.ToString(sh.ShardId) == partition {
-			return translate(OpOpen, err)
+			if seq != "" && code == codeInvalidArg {
+				return positionUnknown(op, s.label(), partition, seq, "Kinesis: "+apiMessage(err))
+			}
+			return translate(op, err)
 		}
 	}
-	return &brokers.Error{Op: OpOpen, Err: fmt.Errorf("shard %q of stream %s: %w", partition, s.label(), brokers.ErrUnknownPartition)}
+	return &brokers.Error{Op: op, Err: fmt.Errorf("shard %q of stream %s: %w", partition, s.label(), brokers.ErrUnknownPartition)}
 }
 
 // Close closes the stream and every reader: calls in flight are cancelled
