@@ -188,6 +188,7 @@ type ledger struct {
 	// those the testkit made legitimate besides the first (a resolution).
 	resets     map[string]int
 	allowReset map[string]int
+	resetsAt   map[string]int // resets of the unit when its stream was last recreated
 	aborted    map[string]bool // keys of messages of aborted transactions
 	// leaseChanges counts acquisitions per unit during the partition in
 	// force, partEvents the node events meanwhile (both reset when the
@@ -242,7 +243,7 @@ func newLedger() *ledger {
 		gen: map[string]int{}, unitGen: map[string]int{}, recreated: map[string]time.Time{},
 		queueGen: map[string]map[string]int{}, lastPublished: map[string]string{},
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
-		resets: map[string]int{}, allowReset: map[string]int{}, aborted: map[string]bool{},
+		resets: map[string]int{}, allowReset: map[string]int{}, resetsAt: map[string]int{}, aborted: map[string]bool{},
 		leaseChanges: map[string]int{},
 	}
 }

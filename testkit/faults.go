@@ -135,6 +135,7 @@ func (c *Cluster) RecreateStream(source string) error {
 			// checkpoint is then of the old stream
 			l.recreated[u] = c.s.now
 			l.allowReset[u]++
+			l.resetsAt[u] = l.resets[u]
 		}
 	}
 	l.gen[source]++
@@ -147,11 +148,34 @@ func (c *Cluster) RecreateStream(source string) error {
 		c.units[u] = &unitInfo{source: source, since: c.s.now}
 		l.recreated[u] = c.s.now
 		l.allowReset[u]++
+		l.resetsAt[u] = l.resets[u]
 		delete(l.lastPublished, u)
 	}
 	c.disturbUntil("recreate:"+source, c.s.now.Add(c.cfg.RecreateQuiet))
 	c.event("recreate", "", source, strconv.Itoa(n))
 	return nil
+}
+
+// AwaitingReset reports whether a unit of a recreated stream source still
+// holds a checkpoint of the old stream (a position it has not reset), or
+// the recreation is more recent than RecreateQuiet. Until then a message
+// published to the new stream could land at or below an old checkpoint,
+// where no broker with offset positions can tell it from an old one:
+// publish only when this is false.
+func (c *Cluster) AwaitingReset(source string) bool {
+	for u, since := range c.led.recreated {
+		if _, listed := c.units[u]; !listed || sourceOf(u) != source {
+			continue // not a partition of the new stream: it reads nothing
+		}
+		if c.s.now.Before(since.Add(c.cfg.RecreateQuiet)) {
+			return true
+		}
+		cp, err := c.inner.Checkpoint(context.Background(), u)
+		if err == nil && !cp.Finished && !brokers.IsMarker(cp.Position) && c.led.resets[u] < c.led.resetsAt[u]+1 {
+			return true
+		}
+	}
+	return false
 }
 
 // OpenPartitions lists a stream source's partitions that take messages

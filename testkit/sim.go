@@ -163,7 +163,6 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	wl.MaxBytes = 4096
 	qwl := NewWorkload(seed + 1)
 	qwl.MaxBytes, qwl.Tombstones = 4096, false
-	var quietUntil time.Duration // no publishing to orders before (a recreated stream)
 	// After a recreation new partitions would reuse ids whose old
 	// checkpoints are still in the store: with offset positions (Kafka
 	// without topic ids) nothing can tell them from the new partition's.
@@ -181,7 +180,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		commit := rng.IntN(2) == 0
 		txFor := time.Duration(200+rng.IntN(2800)) * time.Millisecond
 		c.At(at, func() {
-			if c.s.now.Sub(epoch) >= quietUntil {
+			if !c.AwaitingReset("orders") { // a recreated stream: after its units reset
 				open := c.OpenPartitions("orders")
 				byPart := map[string][]brokers.Message{}
 				for i := 0; i < n; i++ {
@@ -340,7 +339,6 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			step(at, "recreate the stream orders")
 			c.At(at, func() {
 				if c.RecreateStream("orders") == nil {
-					quietUntil = c.s.now.Sub(epoch) + c.cfg.RecreateQuiet
 					recreated = true
 				}
 			})
