@@ -63,6 +63,7 @@ type unitActor struct {
 	checkpoint string    // the stored checkpoint: a position or a start marker
 	resetCause error     // the checkpoint is no longer a broker position: the next open resets it
 	resetFrom  string    // the checkpoint resetCause is about
+	justReset  bool      // the last open reset the checkpoint, nothing read since
 
 	held      *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
 	failures  int
@@ -687,6 +688,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		u.ne.env.trace("start-resolved", u.id, r.resolved)
 		u.ne.env.logger().Debug("start resolved", "unit", u.id, "start", r.resolved, "initial", u.initial)
 	}
+	u.justReset = r.reset != nil
 	if r.reset != nil {
 		u.positionReset(r.reset)
 	}
@@ -793,8 +795,14 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 			return
 		}
 		if !u.spec.isQueue() && positionInvalid(r.err) {
-			// reopen at once: the open resets the checkpoint as configured
+			// reopen: the open resets the checkpoint as configured — at once,
+			// unless the checkpoint was just reset and is invalid again
+			// before anything was read (then with a backoff, as a failure)
 			u.resetCause, u.resetFrom = r.err, u.checkpoint
+			if u.justReset {
+				u.fail(ctx, fmt.Errorf("fetch after a reset: %w", r.err), stepOpen)
+				return
+			}
 			u.open(ctx)
 			return
 		}
@@ -1103,6 +1111,7 @@ func deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 // has run long enough its supervisor resets its restart backoff.
 func (u *unitActor) succeeded(ctx actor.Context) {
 	u.failures = 0
+	u.justReset = false
 	if u.retrying {
 		u.retrying = false
 		u.ne.env.logger().Info("unit recovered", "unit", u.id)
