@@ -219,8 +219,12 @@ func TestFetchPacing(t *testing.T) {
 	if len(calls) < 8 || len(calls) > 11 {
 		t.Fatalf("%d GetRecords calls in two 1 s fetches, want about 10", len(calls))
 	}
+	// The gaps are seen where the requests arrive: one that reached the
+	// fake late (a loaded machine, the race detector) shortens the next
+	// gap, so each gap only has to be most of the interval; the count
+	// above bounds the rate.
 	for i := 1; i < len(calls); i++ {
-		if gap := calls[i].Sub(calls[i-1]); gap < kinesis.DefaultPollInterval*95/100 {
+		if gap := calls[i].Sub(calls[i-1]); gap < kinesis.DefaultPollInterval*70/100 {
 			t.Fatalf("GetRecords calls %d and %d %v apart, want at least %v", i-1, i, gap, kinesis.DefaultPollInterval)
 		}
 	}
