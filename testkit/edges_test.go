@@ -229,11 +229,14 @@ func edgeRecreated(t *testing.T) error {
 	return nil
 }
 
-// on_position_reset: fail keeps the unit retrying with the reason, and
-// applies nothing, until the checkpoint is moved.
-func TestPositionResetFail(t *testing.T) {
-	c := edgeCluster(t, testkit.Config{Seed: 16, Nodes: 1})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20, OnPositionReset: actors.ResetFail}, 1))
+// recreatedUnder runs a one-node cluster whose one-partition stream, with
+// the given on_position_reset, had 30 messages applied; the node stops,
+// the stream is deleted and created again and gets 3 messages ("between"),
+// the node starts again and, once its unit noticed, 5 more come ("new").
+func recreatedUnder(t *testing.T, seed uint64, policy actors.ResetPolicy) *testkit.Cluster {
+	t.Helper()
+	c := edgeCluster(t, testkit.Config{Seed: seed, Nodes: 1})
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20, OnPositionReset: policy}, 1))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -241,14 +244,29 @@ func TestPositionResetFail(t *testing.T) {
 	if !c.Settle(time.Minute) {
 		t.Fatal("did not settle")
 	}
+	if err := c.Stop("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c.RunUntil(func() bool { return c.Stopped("node-1") }, time.Minute)
 	if err := c.RecreateStream("s"); err != nil {
 		t.Fatal(err)
 	}
 	c.Run(12 * time.Second)
+	must(c.Publish("s", "0", upserts(3, "between")...))
+	if err := c.Restart("node-1"); err != nil {
+		t.Fatal(err)
+	}
+	c.Run(5 * time.Second)
 	must(c.Publish("s", "0", upserts(5, "new")...))
 	c.Run(10 * time.Second)
-	tree := must(c.Tree("node-1"))
-	u := tree.Sources[0].Units[0]
+	return c
+}
+
+// on_position_reset: fail keeps the unit retrying with the reason, and
+// applies nothing, until the checkpoint is moved.
+func TestPositionResetFail(t *testing.T) {
+	c := recreatedUnder(t, 16, actors.ResetFail)
+	u := must(c.Tree("node-1")).Sources[0].Units[0]
 	if u.State != actors.StateRetrying || !strings.Contains(u.LastError, "on_position_reset is fail") || u.LastErrorAt == nil {
 		t.Fatalf("unit %s is %s with last error %q, want retrying with the reason", u.Unit, u.State, u.LastError)
 	}
@@ -258,33 +276,30 @@ func TestPositionResetFail(t *testing.T) {
 }
 
 // on_position_reset: latest resets to the newest message: what the new
-// stream held when the unit noticed is skipped, what comes after is read.
-func TestPositionResetLatest(t *testing.T) {
-	c := edgeCluster(t, testkit.Config{Seed: 17, Nodes: 1})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20, OnPositionReset: actors.ResetLatest}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	must(c.Publish("s", "0", upserts(30, "old")...))
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
-	if err := c.RecreateStream("s"); err != nil {
-		t.Fatal(err)
-	}
-	c.Run(10 * time.Second)
-	must(c.Publish("s", "0", upserts(5, "after")...))
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
-	if len(c.Log("position-reset")) != 1 {
-		t.Fatalf("position resets: %v", c.Log("position-reset"))
-	}
-	recs := records(t, c.Store(), "s")
-	for i := range 5 {
-		if _, ok := recs[fmt.Sprintf("after-%d", i)]; !ok {
-			t.Fatalf("after-%d not applied: %v", i, recs)
-		}
+// stream held when the unit noticed is skipped, what comes after is read;
+// earliest reads it all.
+func TestPositionResetLatestAndEarliest(t *testing.T) {
+	for _, tc := range []struct {
+		policy  actors.ResetPolicy
+		between bool // the messages published before the unit noticed are applied
+	}{{actors.ResetLatest, false}, {actors.ResetEarliest, true}} {
+		t.Run(tc.policy.String(), func(t *testing.T) {
+			c := recreatedUnder(t, 17, tc.policy)
+			if len(c.Log("position-reset")) != 1 {
+				t.Fatalf("position resets: %v", c.Log("position-reset"))
+			}
+			recs := records(t, c.Store(), "s")
+			for i := range 5 {
+				if _, ok := recs[fmt.Sprintf("new-%d", i)]; !ok {
+					t.Fatalf("new-%d not applied: %v", i, recs)
+				}
+			}
+			for i := range 3 {
+				if _, ok := recs[fmt.Sprintf("between-%d", i)]; ok != tc.between {
+					t.Fatalf("between-%d applied: %v, want %v", i, ok, tc.between)
+				}
+			}
+		})
 	}
 }
 
