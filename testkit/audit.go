@@ -188,7 +188,7 @@ type ledger struct {
 	// those the testkit made legitimate besides the first (a resolution).
 	resets     map[string]int
 	allowReset map[string]int
-	resetsAt   map[string]int // resets of the unit when its stream was last recreated
+	resetsAt   map[string]int  // resets of the unit when its stream was last recreated
 	aborted    map[string]bool // keys of messages of aborted transactions
 	// leaseChanges counts acquisitions per unit during the partition in
 	// force, partEvents the node events meanwhile (both reset when the

@@ -168,7 +168,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	// without topic ids) nothing can tell them from the new partition's.
 	// drover does not claim to: no reshard or new partition after one.
 	recreated := false
-	extraOn := false             // some node runs extra
+	extraOn := false // some node runs extra
 
 	// publishing: bursts over the first 20 s
 	total := 300 + rng.IntN(1200)
