@@ -216,3 +216,55 @@ func TestCommitterGetsTheNewestPosition(t *testing.T) {
 		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
 	}
 }
+
+// refusing is a brokers.Committer that refuses for good, as a Kafka stream
+// without commit_to_group does.
+type refusing struct {
+	*memory.Stream
+	mu sync.Mutex
+	n  int
+}
+
+func (r *refusing) Committed(context.Context, string, string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n++
+	return &brokers.Error{Op: "commit to group", Err: fmt.Errorf("no commit_to_group configured")}
+}
+
+// A Committer that refuses for good is asked once, not after every batch
+// (each refusal was a WARN line, about one a second per unit).
+func TestRefusingCommitterIsAskedOnce(t *testing.T) {
+	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 1})
+	rs := &refusing{Stream: st}
+	ex := &exec.Goroutines{}
+	store := memstore.New(memstore.Config{})
+	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
+		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}}},
+		[]SourceSpec{{Name: "s", Stream: rs, KeyField: "id", BatchSize: 1, MaxWait: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { n.Close(); ex.Wait() }()
+	deadline := time.Now().Add(10 * time.Second)
+	for i := 0; i < 30; i++ {
+		_, _ = st.Produce("0", brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, i))})
+		// batches over more than a second, so that the pacing lets several through
+		time.Sleep(50 * time.Millisecond) // spacing the load, not synchronisation
+	}
+	for {
+		recs, _ := store.Records(context.Background(), "s", "", 0)
+		if len(recs) == 30 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of 30 records after 10 s", len(recs))
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.n != 1 {
+		t.Fatalf("the refusing committer was asked %d times, want once", rs.n)
+	}
+}

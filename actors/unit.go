@@ -79,7 +79,8 @@ type unitActor struct {
 	note            bool // LastError holds a waiting note, not an error
 	retrying        bool // in retrying since the last success (or restarted after failing)
 	committedAt     time.Time
-	commitPending   string // newest position not yet sent to a Committer
+	commitPending   string      // newest position not yet sent to a Committer
+	noCommit        atomic.Bool // the Committer refused for good (none configured): do not call it
 	decoder         decode.Config
 	started         time.Time
 	reportedHealthy bool
@@ -1065,7 +1066,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 // back by the pacing is sent when the second is over). A failure is only
 // logged: the store's checkpoint is the truth.
 func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
-	if _, ok := u.spec.Stream.(brokers.Committer); !ok {
+	if _, ok := u.spec.Stream.(brokers.Committer); !ok || u.noCommit.Load() {
 		return
 	}
 	now := u.now()
@@ -1082,9 +1083,18 @@ func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
 func (u *unitActor) sendCommit(pos string) {
 	c := u.spec.Stream.(brokers.Committer)
 	u.committedAt, u.commitPending = u.now(), ""
-	part, unit, log := u.part.ID, u.id, u.ne.env.logger()
+	part, unit, log, off := u.part.ID, u.id, u.ne.env.logger(), &u.noCommit
 	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
-		if err := c.Committed(c2, part, pos); err != nil && c2.Err() == nil {
+		err := c.Committed(c2, part, pos)
+		switch {
+		case err == nil || c2.Err() != nil:
+		case !brokers.Retryable(err):
+			// not configured (no commit_to_group) or refused for good: stop
+			// asking, once said
+			if off.CompareAndSwap(false, true) {
+				log.Info("not recording positions in the broker", "unit", unit, "reason", err)
+			}
+		default:
 			log.Warn("record position in the broker", "unit", unit, "position", pos, "error", err)
 		}
 		return nil
