@@ -48,7 +48,7 @@ type Config struct {
 	BatchSize int
 	MaxWait   time.Duration
 	// Join returns node i's join list (i from 0) given every node's gossip
-	// address; nil: node 1 joins node 2 and every other node joins node 1.
+	// address; nil: every node joins every other.
 	Join func(i int, gossip []string) []string
 	// ProxyStore puts a TCP proxy (run by the demo process) between each
 	// node and the store, so that CutStore can cut one node's store
@@ -172,9 +172,13 @@ func Start(cfg Config) (*Cluster, error) {
 		}
 		n.ConfigPath = filepath.Join(dir, n.Name+".yaml")
 		n.LogPath = filepath.Join(dir, n.Name+".log")
-		join := []string{gossipAddrs[0]}
-		if i == 0 && cfg.Nodes > 1 {
-			join = []string{gossipAddrs[1]}
+		// every node lists every other as a seed, as the README asks: a
+		// node restarted while some seeds are down still finds a live one
+		var join []string
+		for j, a := range gossipAddrs {
+			if j != i {
+				join = append(join, a)
+			}
 		}
 		if cfg.Join != nil {
 			join = cfg.Join(i, slices.Clone(gossipAddrs))
