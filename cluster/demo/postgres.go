@@ -16,9 +16,10 @@ import (
 	"time"
 )
 
-// ErrNoPostgres is wrapped by StartPostgres when no PostgreSQL binaries
-// (initdb and pg_ctl) can be found.
-var ErrNoPostgres = errors.New("no PostgreSQL binaries (initdb, pg_ctl)")
+// ErrNoPostgres is wrapped by StartPostgres when there is no local
+// PostgreSQL it can run: no binaries (initdb and pg_ctl) found, or, as
+// root, no postgres user or no runuser to run them as that user.
+var ErrNoPostgres = errors.New("no local PostgreSQL to run")
 
 // Postgres is a throwaway PostgreSQL server started from the local
 // binaries for `drover demo --chaos`: a fresh cluster in a temporary
@@ -32,12 +33,12 @@ type Postgres struct {
 	runAs bool
 }
 
-// StartPostgres starts a throwaway server (about 1–2 s). A server it could
-// not find binaries for wraps ErrNoPostgres.
+// StartPostgres starts a throwaway server (about 1–2 s). When there is no
+// local PostgreSQL to run, the error wraps ErrNoPostgres.
 func StartPostgres(ctx context.Context) (*Postgres, error) {
 	bin, looked := postgresBin()
 	if bin == "" {
-		return nil, fmt.Errorf("demo: %w (looked in %s)", ErrNoPostgres, looked)
+		return nil, fmt.Errorf("demo: %w: no initdb and pg_ctl (looked in %s)", ErrNoPostgres, looked)
 	}
 	p := &Postgres{bin: bin}
 	dir, err := os.MkdirTemp("", "drover-demo-pg-")
@@ -114,11 +115,11 @@ func (p *Postgres) start(ctx context.Context) error {
 // run through runuser.
 func (p *Postgres) giveToPostgresUser() error {
 	if _, err := exec.LookPath("runuser"); err != nil {
-		return errors.New("running as root, and runuser is not available to run initdb as the postgres user")
+		return fmt.Errorf("%w: running as root, and runuser is not available to run initdb as the postgres user", ErrNoPostgres)
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return errors.New("running as root and there is no postgres user to run initdb as")
+		return fmt.Errorf("%w: running as root and there is no postgres user to run initdb as", ErrNoPostgres)
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -24,11 +25,13 @@ type Sampler struct {
 }
 
 type killRec struct {
-	node  string
-	at    time.Time
-	units map[string]bool // waiting to run elsewhere
-	took  time.Duration
-	back  bool // the node was restarted: running on it again counts too
+	node    string
+	at      time.Time
+	units   map[string]bool // waiting to run elsewhere
+	n       int             // units it ran when killed
+	took    time.Duration
+	slowest string // the unit that waited longest
+	back    bool   // the node was restarted: running on it again counts too
 }
 
 // NewSampler starts with the current owners unknown.
@@ -75,7 +78,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 			if n := running[u]; n != "" && (n != k.node || k.back) {
 				delete(k.units, u)
 				if d := now.Sub(k.at); d > k.took {
-					k.took = d
+					k.took, k.slowest = d, u
 				}
 			}
 		}
@@ -87,10 +90,26 @@ func (s *Sampler) Sample(ctx context.Context) {
 		// retrying or stopping with a lease.
 		for u, ns := range t.Holders() {
 			if len(ns) > 1 && len(s.bad) < 20 {
-				s.bad = append(s.bad, fmt.Sprintf("%s held by %v at %s", u, ns, now.Format("15:04:05.000")))
+				s.bad = append(s.bad, fmt.Sprintf("%s held by %v at %s (%s)", u, ns, now.Format("15:04:05.000"), t.describe(u)))
 			}
 		}
 	}
+}
+
+// describe lists how each node shows unit u: state and lease token (the
+// nodes' trees are fetched concurrently, not at one instant).
+func (t ClusterTree) describe(u string) string {
+	var out []string
+	for _, n := range t.Nodes {
+		for _, src := range n.Sources {
+			for _, us := range src.Units {
+				if us.Unit == u {
+					out = append(out, fmt.Sprintf("%s %s token %d", n.Node, us.State, us.LeaseToken))
+				}
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // Converged marks the start of the period in which every sample must list
@@ -111,7 +130,7 @@ func (s *Sampler) Killed(node string) {
 			units[u] = true
 		}
 	}
-	s.kills = append(s.kills, killRec{node: node, at: time.Now(), units: units})
+	s.kills = append(s.kills, killRec{node: node, at: time.Now(), units: units, n: len(units)})
 }
 
 // Restarted records that a killed node runs again: from now on its
@@ -146,6 +165,30 @@ func (s *Sampler) Failover() (time.Duration, error) {
 		}
 	}
 	return max, nil
+}
+
+// KillReports describe each kill: when, how many units the node ran, how
+// long the slowest waited to run again and which it was, or which still
+// wait.
+func (s *Sampler) KillReports() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range s.kills {
+		r := fmt.Sprintf("kill -9 %s at %s: %d units", k.node, k.at.Format("15:04:05.000"), k.n)
+		if len(k.units) > 0 {
+			var us []string
+			for u := range k.units {
+				us = append(us, u)
+			}
+			sort.Strings(us)
+			r += ", not running again: " + strings.Join(us, ", ")
+		} else if k.n > 0 {
+			r += fmt.Sprintf(", all running again after %.2fs (the last: %s)", k.took.Seconds(), k.slowest)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Moves counts changes of owner seen.
@@ -356,6 +399,11 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 		}
 	}
 	v = withChaos(v)
+	if ch != nil {
+		for _, r := range sampler.KillReports() {
+			fmt.Fprintf(c.log, "failover: %s\n", r)
+		}
+	}
 	v.Moved = sampler.Moves()
 	fo, ferr := sampler.Failover()
 	v.Failover = fo
