@@ -6,7 +6,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/drover-dev/drover/brokers/internal/tcpproxy"
+	"github.com/drover-dev/drover/internal/tcpproxy"
 )
 
 // Proxy is a TCP proxy on 127.0.0.1 in front of an emulator (a

@@ -12,7 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/brokertest"
-	"github.com/drover-dev/drover/brokers/internal/tcpproxy"
+	"github.com/drover-dev/drover/internal/tcpproxy"
 )
 
 // queuePlan runs every queue definition. Two notes for readers:

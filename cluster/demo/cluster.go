@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/tcpproxy"
 )
 
 // Config describes a demo cluster.
@@ -46,8 +48,13 @@ type Config struct {
 	BatchSize int
 	MaxWait   time.Duration
 	// Join returns node i's join list (i from 0) given every node's gossip
-	// address; nil: node 1 joins node 2 and every other node joins node 1.
+	// address; nil: every node joins every other.
 	Join func(i int, gossip []string) []string
+	// ProxyStore puts a TCP proxy (run by the demo process) between each
+	// node and the store, so that CutStore can cut one node's store
+	// connections. It needs a networked store: a postgres:// URL with one
+	// host.
+	ProxyStore bool
 	// Log receives progress lines; nil discards.
 	Log io.Writer
 }
@@ -71,10 +78,14 @@ type Node struct {
 	LogPath    string
 	DebugAddr  string
 	GossipAddr string
-	mu         sync.Mutex
-	cmd        *exec.Cmd
-	done       chan struct{}
-	exitErr    error
+	// StoreURL is the store as the node reaches it: through its proxy
+	// with Config.ProxyStore, else the cluster's.
+	StoreURL string
+	proxy    *tcpproxy.Proxy // nil without Config.ProxyStore
+	mu       sync.Mutex
+	cmd      *exec.Cmd
+	done     chan struct{}
+	exitErr  error
 }
 
 // Start starts Kafka and writes the node configs; StartNode starts each.
@@ -134,6 +145,13 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
+	var storeAddr string
+	if cfg.ProxyStore {
+		if storeAddr, err = storeHostPort(cfg.StoreURL); err != nil {
+			c.Close()
+			return nil, err
+		}
+	}
 	gossipAddrs := make([]string, cfg.Nodes)
 	for i, p := range gossip {
 		gossipAddrs[i] = "127.0.0.1:" + strconv.Itoa(p)
@@ -144,11 +162,23 @@ func Start(cfg Config) (*Cluster, error) {
 			GossipAddr: gossipAddrs[i],
 			DebugAddr:  "127.0.0.1:" + strconv.Itoa(debug[i]),
 		}
+		n.StoreURL = cfg.StoreURL
+		if cfg.ProxyStore {
+			if n.proxy, err = tcpproxy.New(storeAddr); err != nil {
+				c.Close()
+				return nil, fmt.Errorf("demo: store proxy for %s: %w", n.Name, err)
+			}
+			n.StoreURL = viaProxy(cfg.StoreURL, n.proxy.Addr())
+		}
 		n.ConfigPath = filepath.Join(dir, n.Name+".yaml")
 		n.LogPath = filepath.Join(dir, n.Name+".log")
-		join := []string{gossipAddrs[0]}
-		if i == 0 && cfg.Nodes > 1 {
-			join = []string{gossipAddrs[1]}
+		// every node lists every other as a seed, as the README asks: a
+		// node restarted while some seeds are down still finds a live one
+		var join []string
+		for j, a := range gossipAddrs {
+			if j != i {
+				join = append(join, a)
+			}
 		}
 		if cfg.Join != nil {
 			join = cfg.Join(i, slices.Clone(gossipAddrs))
@@ -211,7 +241,7 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, c.cfg.StoreURL,
+`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, n.StoreURL,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
 }
 
@@ -233,6 +263,52 @@ func ports(first, n int) ([]int, error) {
 		defer l.Close()
 	}
 	return out, nil
+}
+
+// storeHostPort is the host:port of a postgres:// store URL with one
+// host: what a node's store proxy forwards to.
+func storeHostPort(raw string) (string, error) {
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		// the URL may hold a password: do not print it
+		return "", errors.New("demo: store proxies need a postgres:// URL (postgres://user@host:port/db)")
+	}
+	switch q := u.Query(); {
+	case u.Host == "" || q.Has("host") || q.Has("port"):
+		return "", errors.New("demo: store proxies need the store's host:port in the URL itself (no host= or port= option, no socket)")
+	case strings.Contains(u.Host, ","):
+		return "", fmt.Errorf("demo: store proxies need one store host, the URL names several (%s)", u.Host)
+	}
+	if u.Port() == "" {
+		return net.JoinHostPort(u.Hostname(), "5432"), nil
+	}
+	return u.Host, nil
+}
+
+// viaProxy is the store URL with its host:port replaced by the proxy's
+// (storeHostPort accepted it).
+func viaProxy(raw, proxy string) string {
+	u, _ := url.Parse(raw)
+	u.Host = proxy
+	return u.String()
+}
+
+// CutStore cuts a node's store connections (Config.ProxyStore): its proxy
+// closes every open connection and refuses new ones until RestoreStore.
+func (c *Cluster) CutStore(n *Node) error {
+	if n.proxy == nil {
+		return fmt.Errorf("demo: %s has no store proxy (Config.ProxyStore)", n.Name)
+	}
+	n.proxy.Stop()
+	return nil
+}
+
+// RestoreStore lets a node reach its store again after CutStore.
+func (c *Cluster) RestoreStore(n *Node) error {
+	if n.proxy == nil {
+		return fmt.Errorf("demo: %s has no store proxy (Config.ProxyStore)", n.Name)
+	}
+	return n.proxy.Start()
 }
 
 // KafkaAddr is the embedded Kafka's address.
@@ -530,6 +606,11 @@ func (c *Cluster) close() {
 		}
 	}
 	wg.Wait()
+	for _, n := range c.nodes {
+		if n.proxy != nil {
+			_ = n.proxy.Close()
+		}
+	}
 	if c.kafka != nil {
 		c.kafka.Close()
 	}

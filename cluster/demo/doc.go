@@ -7,6 +7,24 @@
 // It is a harness, not part of the runtime: it talks to Kafka, SQLite and
 // PostgreSQL directly to produce and to verify.
 //
+// # Chaos
+//
+// Plan.Chaos is `drover demo --chaos`: while the producer runs, every 2–8 s
+// one action on a random node — kill -9, SIGTERM, restart, or a cut of its
+// store connections for 2–6 s — drawn from Plan.Seed (the intervals from one
+// stream, the actions and nodes from another, so the times of the actions
+// depend on the seed alone). At least one node process always runs; one
+// store cut at a time. A cut needs Config.ProxyStore: each node reaches the
+// (PostgreSQL) store through its own internal/tcpproxy proxy, run by the
+// demo process, which drops the open connections and refuses new ones for
+// the cut. StartPostgres starts a throwaway server from the local binaries.
+// When the window ends every stopped node is restarted and every proxy
+// restored; the cluster must drain, converge again and (with Verify) pass
+// the verifier, whose verdict then counts the actions. A node process that
+// ends without being told to is reported in Verdict.Problems.
+//
 // Goroutines: Start launches the node processes and, while Sample runs, a
-// sampler; Close stops them all and waits.
+// sampler; Run runs the producer, the kills and the chaos (and the
+// SIGTERMs and cuts in flight) and waits for them all before it returns;
+// Close stops the nodes and the store proxies and waits.
 package demo

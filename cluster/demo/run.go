@@ -2,7 +2,9 @@ package demo
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -23,10 +25,13 @@ type Sampler struct {
 }
 
 type killRec struct {
-	node  string
-	at    time.Time
-	units map[string]bool // waiting to run elsewhere
-	took  time.Duration
+	node    string
+	at      time.Time
+	units   map[string]bool // waiting to run elsewhere
+	n       int             // units it ran when killed
+	took    time.Duration
+	slowest string // the unit that waited longest
+	back    bool   // the node was restarted: running on it again counts too
 }
 
 // NewSampler starts with the current owners unknown.
@@ -70,10 +75,10 @@ func (s *Sampler) Sample(ctx context.Context) {
 	for i := range s.kills {
 		k := &s.kills[i]
 		for u := range k.units {
-			if n := running[u]; n != "" && n != k.node {
+			if n := running[u]; n != "" && (n != k.node || k.back) {
 				delete(k.units, u)
 				if d := now.Sub(k.at); d > k.took {
-					k.took = d
+					k.took, k.slowest = d, u
 				}
 			}
 		}
@@ -85,10 +90,26 @@ func (s *Sampler) Sample(ctx context.Context) {
 		// retrying or stopping with a lease.
 		for u, ns := range t.Holders() {
 			if len(ns) > 1 && len(s.bad) < 20 {
-				s.bad = append(s.bad, fmt.Sprintf("%s held by %v at %s", u, ns, now.Format("15:04:05.000")))
+				s.bad = append(s.bad, fmt.Sprintf("%s held by %v at %s (%s)", u, ns, now.Format("15:04:05.000"), t.describe(u)))
 			}
 		}
 	}
+}
+
+// describe lists how each node shows unit u: state and lease token (the
+// nodes' trees are fetched concurrently, not at one instant).
+func (t ClusterTree) describe(u string) string {
+	var out []string
+	for _, n := range t.Nodes {
+		for _, src := range n.Sources {
+			for _, us := range src.Units {
+				if us.Unit == u {
+					out = append(out, fmt.Sprintf("%s %s token %d", n.Node, us.State, us.LeaseToken))
+				}
+			}
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // Converged marks the start of the period in which every sample must list
@@ -109,7 +130,20 @@ func (s *Sampler) Killed(node string) {
 			units[u] = true
 		}
 	}
-	s.kills = append(s.kills, killRec{node: node, at: time.Now(), units: units})
+	s.kills = append(s.kills, killRec{node: node, at: time.Now(), units: units, n: len(units)})
+}
+
+// Restarted records that a killed node runs again: from now on its
+// killed units count as failed over when they run on it too (the chaos
+// demo restarts nodes before the others may have taken everything over).
+func (s *Sampler) Restarted(node string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := range s.kills {
+		if s.kills[i].node == node {
+			s.kills[i].back = true
+		}
+	}
 }
 
 // Failover is the longest time a killed node's unit waited to run
@@ -131,6 +165,30 @@ func (s *Sampler) Failover() (time.Duration, error) {
 		}
 	}
 	return max, nil
+}
+
+// KillReports describe each kill: when, how many units the node ran, how
+// long the slowest waited to run again and which it was, or which still
+// wait.
+func (s *Sampler) KillReports() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []string
+	for _, k := range s.kills {
+		r := fmt.Sprintf("kill -9 %s at %s: %d units", k.node, k.at.Format("15:04:05.000"), k.n)
+		if len(k.units) > 0 {
+			var us []string
+			for u := range k.units {
+				us = append(us, u)
+			}
+			sort.Strings(us)
+			r += ", not running again: " + strings.Join(us, ", ")
+		} else if k.n > 0 {
+			r += fmt.Sprintf(", all running again after %.2fs (the last: %s)", k.took.Seconds(), k.slowest)
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // Moves counts changes of owner seen.
@@ -162,7 +220,15 @@ type Plan struct {
 	Kills    []Kill
 	Restart  time.Duration // restart killed nodes this long after; 0: never
 	Verify   bool
-	Seed     uint64
+	// Seed seeds the produced workload and the chaos.
+	Seed uint64
+	// Chaos, when positive, is `drover demo --chaos`: produce this long
+	// (it replaces Duration) while kill -9s, SIGTERMs, restarts and store
+	// cuts hit random nodes (see ChaosMinEvery); then restart every
+	// stopped node, restore every store proxy, drain and (with Verify)
+	// verify. It needs a cluster started with Config.ProxyStore and no
+	// Kills.
+	Chaos time.Duration
 }
 
 // Kill is "--kill node-2@10s".
@@ -189,6 +255,17 @@ func ParseKill(s string) (Kill, error) {
 // cluster to drain and (with Verify) checks the store. Without a duration
 // it runs until ctx ends.
 func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
+	if p.Chaos > 0 {
+		switch {
+		case len(p.Kills) > 0:
+			return Verdict{}, errors.New("demo: chaos chooses its own kills: give no Kills with Chaos")
+		case p.Duration > 0 && p.Duration != p.Chaos:
+			return Verdict{}, errors.New("demo: Chaos is the duration: give no other Duration")
+		case !c.cfg.ProxyStore:
+			return Verdict{}, errors.New("demo: chaos cuts store connections: start the cluster with Config.ProxyStore")
+		}
+		p.Duration = p.Chaos
+	}
 	for _, k := range p.Kills {
 		if _, err := c.Node(k.Node); err != nil {
 			return Verdict{}, err
@@ -263,26 +340,68 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 			}
 		}()
 	}
+	var ch *chaos
+	chaosDone := make(chan struct{})
+	if p.Chaos > 0 {
+		ch = c.newChaos(sampler, p.Seed, start)
+		defer ch.end()
+		go func() { defer close(chaosDone); ch.run(pctx) }()
+	} else {
+		close(chaosDone)
+	}
 	<-pctx.Done()
+	<-chaosDone
 	if err := <-perr; err != nil {
 		return Verdict{}, err
 	}
 	if p.Duration == 0 || ctx.Err() != nil {
 		return Verdict{Produced: prod.Total()}, ctx.Err()
 	}
-	fmt.Fprintf(c.log, "%s: stopped producing after %d messages; waiting for the cluster to drain\n",
-		time.Since(start).Round(time.Millisecond), prod.Total())
+	fmt.Fprintf(c.log, "%s: stopped producing after %d messages\n", time.Since(start).Round(time.Millisecond), prod.Total())
+	var counts ChaosCounts
+	var chaosProblems []string
+	if ch != nil {
+		ch.finish()
+		counts, chaosProblems = ch.result()
+		fmt.Fprintf(c.log, "%s: chaos over (kills=%d terms=%d restarts=%d cuts=%d): every node runs, every store proxy is open\n",
+			time.Since(start).Round(time.Millisecond), counts.Kills, counts.Terms, counts.Restarts, counts.Cuts)
+	}
+	fmt.Fprintf(c.log, "%s: waiting for the cluster to drain\n", time.Since(start).Round(time.Millisecond))
 	dctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	sent := prod.Produced()
+	withChaos := func(v Verdict) Verdict {
+		if ch != nil {
+			v.Chaos = true
+			v.Kills, v.Terms, v.Restarts, v.Cuts = counts.Kills, counts.Terms, counts.Restarts, counts.Cuts
+			v.Problems = append(v.Problems, chaosProblems...)
+		}
+		return v
+	}
 	if err := c.WaitDrained(dctx, sent); err != nil {
-		return Verdict{Produced: prod.Total()}, err
+		return withChaos(Verdict{Produced: prod.Total()}), err
+	}
+	if ch != nil {
+		// every unit must run once again, so that each kill's units are
+		// seen running and the failover measured
+		cctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+		_, err := c.WaitConverged(cctx)
+		cancel()
+		if err != nil {
+			return withChaos(Verdict{Produced: prod.Total()}), fmt.Errorf("after the chaos: %w", err)
+		}
 	}
 	sampler.Sample(ctx)
 	v := Verdict{Produced: prod.Total()}
 	if p.Verify {
 		if v, err = c.Verify(ctx, sent); err != nil {
-			return v, err
+			return withChaos(v), err
+		}
+	}
+	v = withChaos(v)
+	if ch != nil {
+		for _, r := range sampler.KillReports() {
+			fmt.Fprintf(c.log, "failover: %s\n", r)
 		}
 	}
 	v.Moved = sampler.Moves()
@@ -294,7 +413,7 @@ func (c *Cluster) Run(ctx context.Context, p Plan) (Verdict, error) {
 	for _, b := range sampler.Violations() {
 		v.Problems = append(v.Problems, "held by two nodes: "+b)
 	}
-	if ferr != nil && len(p.Kills) > 0 {
+	if ferr != nil && (len(p.Kills) > 0 || ch != nil) {
 		return v, ferr
 	}
 	return v, nil

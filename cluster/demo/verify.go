@@ -21,15 +21,26 @@ type Verdict struct {
 	Lost         int
 	Duplicated   int
 	Moved        int
-	Failover     time.Duration
+	// Failover is the longest a killed node's unit waited to run
+	// elsewhere (with chaos: to run again, on any node).
+	Failover time.Duration
+	// Chaos: the run was `drover demo --chaos`; the counts are its
+	// actions during the chaos window.
+	Chaos                        bool
+	Kills, Terms, Restarts, Cuts int
 	// Problems explains lost and duplicated messages (a few examples).
 	Problems []string
 }
 
-// Line is the last line `drover demo --verify` prints.
+// Line is the last line `drover demo --verify` prints; with chaos it ends
+// with the counts of its actions.
 func (v Verdict) Line() string {
-	return fmt.Sprintf("verified: produced=%d applied=%d dead_lettered=%d lost=%d duplicated=%d moved=%d failover=%.2f",
+	l := fmt.Sprintf("verified: produced=%d applied=%d dead_lettered=%d lost=%d duplicated=%d moved=%d failover=%.2f",
 		v.Produced, v.Applied, v.DeadLettered, v.Lost, v.Duplicated, v.Moved, v.Failover.Seconds())
+	if v.Chaos {
+		l += fmt.Sprintf(" kills=%d terms=%d restarts=%d cuts=%d", v.Kills, v.Terms, v.Restarts, v.Cuts)
+	}
+	return l
 }
 
 // OK reports nothing lost and nothing doubled.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,9 +28,10 @@ func newDemo() *cobra.Command {
 		seed      uint64
 		storeURL  string
 		keep      bool
+		chaos     time.Duration
 	)
 	cmd := &cobra.Command{
-		Use:   "demo [--nodes 3] [--rate 200] [--duration 30s --verify] [--kill node-2@10s [--restart]]",
+		Use:   "demo [--nodes 3] [--rate 200] [--duration 30s --verify] [--kill node-2@10s [--restart]] [--chaos 3m --verify]",
 		Short: "run a local cluster on embedded parts, with load and a verdict",
 		Long: `demo starts an in-process Kafka (kfake on 127.0.0.1:19092, topic "orders" with 12
 partitions), a SQLite store in ./drover-demo/, and --nodes node PROCESSES of this
@@ -46,11 +49,41 @@ for the cluster to drain and, with --verify, compares the store with what was
 produced; its last line is
   verified: produced=<n> applied=<n> dead_lettered=<n> lost=<n> duplicated=<n> moved=<n> failover=<seconds>
 and it exits 1 unless lost=0 duplicated=0. Without --duration it runs until
-Ctrl-C.`,
+Ctrl-C.
+
+--chaos 3m produces for 3 minutes while, every 2–8 s, it kill -9s, SIGTERMs or
+restarts a random node process (at least one always runs) or cuts one node's
+store connections for 2–6 s (its store proxy drops them and refuses new ones,
+then accepts again). Store connections need a networked store, so --chaos runs
+on PostgreSQL: a throwaway server started from the local binaries
+(/usr/lib/postgresql/*/bin), or --store postgres://… (an empty database); each
+node reaches it through its own TCP proxy in the demo process. It prints one
+"chaos: …" line per action. When the window ends it restarts every stopped
+node, restores every proxy, drains and, with --verify, verifies; the verdict
+ends with kills=<n> terms=<n> restarts=<n> cuts=<n>. The randomness comes from
+--seed (with --chaos the default is time-based and printed), so a run can be
+repeated as far as OS timing allows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
-			plan := demo.Plan{Rate: rate, Duration: duration, Verify: verify, Seed: seed}
+			if chaos < 0 {
+				return &exitError{2, fmt.Errorf("--chaos %s: must be positive", chaos)}
+			}
+			if chaos > 0 {
+				switch {
+				case duration > 0:
+					return &exitError{2, fmt.Errorf("--chaos is the duration: drop --duration")}
+				case len(kills) > 0 || restart:
+					return &exitError{2, fmt.Errorf("--chaos chooses its own kills and restarts: drop --kill and --restart")}
+				case storeURL != "" && !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://"):
+					return &exitError{2, fmt.Errorf("--chaos cuts store connections, so it needs a networked store: --store postgres://…, or no --store for a throwaway PostgreSQL")}
+				}
+				if !cmd.Flags().Changed("seed") {
+					seed = uint64(time.Now().UnixNano())
+				}
+				fmt.Fprintf(out, "chaos: seed %d (repeat with --seed %d)\n", seed, seed)
+			}
+			plan := demo.Plan{Rate: rate, Duration: duration, Verify: verify, Seed: seed, Chaos: chaos}
 			for _, k := range kills {
 				kl, err := demo.ParseKill(k)
 				if err != nil {
@@ -61,7 +94,7 @@ Ctrl-C.`,
 			if restart {
 				plan.Restart = restartIn
 			}
-			if verify && duration <= 0 {
+			if verify && duration <= 0 && chaos <= 0 {
 				return &exitError{2, fmt.Errorf("--verify needs --duration")}
 			}
 			bin, err := os.Executable()
@@ -76,17 +109,35 @@ Ctrl-C.`,
 					}
 				}
 			}
-			c, err := demo.Start(demo.Config{Dir: dir, Binary: bin, Nodes: nodes, StoreURL: storeURL,
+			if chaos > 0 && storeURL == "" {
+				pg, err := demo.StartPostgres(cmd.Context())
+				if err != nil {
+					return &exitError{1, fmt.Errorf("%w; or give --store postgres://…", err)}
+				}
+				defer func() {
+					if err := pg.Close(); err != nil {
+						fmt.Fprintln(cmd.ErrOrStderr(), err)
+					}
+				}()
+				storeURL = pg.URL()
+				fmt.Fprintf(out, "throwaway PostgreSQL on %s\n", storeURL)
+			}
+			c, err := demo.Start(demo.Config{Dir: dir, Binary: bin, Nodes: nodes, StoreURL: storeURL, ProxyStore: chaos > 0,
 				KafkaPort: 19092, NATSPort: 14222, PubSubPort: 18085, GossipPort: 17946, DebugPort: 17071, Log: out})
 			if err != nil {
 				return &exitError{1, err}
 			}
 			defer c.Close()
 			fmt.Fprintf(out, "Kafka (kfake) on %s, topic %s; NATS JetStream on %s, stream JOBS; Pub/Sub (pstest) on %s, topic events; store %s\n",
-				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), c.StoreURL())
+				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), redactURL(c.StoreURL()))
+			if chaos > 0 {
+				for _, n := range c.Nodes() {
+					fmt.Fprintf(out, "%s reaches the store through its proxy: %s\n", n.Name, redactURL(n.StoreURL))
+				}
+			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
-			if duration <= 0 {
+			if duration <= 0 && chaos <= 0 {
 				n1 := c.Nodes()[0]
 				fmt.Fprintf(out, "\nOpen http://%s/debug/ to watch the cluster live.\n", n1.DebugAddr)
 				fmt.Fprintf(out, "Kill a node by hand with kill -9 <pid> (each node's pid is printed as it starts); print the tree with: drover tree --cluster --addr %s\n", n1.DebugAddr)
@@ -94,7 +145,7 @@ Ctrl-C.`,
 			}
 			v, err := c.Run(ctx, plan)
 			c.Close() // before the verdict: it must be the last line
-			if err != nil && ctx.Err() != nil && duration <= 0 {
+			if err != nil && ctx.Err() != nil && duration <= 0 && chaos <= 0 {
 				fmt.Fprintf(out, "stopped after producing %d messages\n", v.Produced)
 				return nil
 			}
@@ -106,6 +157,9 @@ Ctrl-C.`,
 					fmt.Fprintln(out, v.Line())
 				}
 				return &exitError{1, err}
+			}
+			if !verify && chaos > 0 {
+				fmt.Fprintf(out, "chaos: kills=%d terms=%d restarts=%d cuts=%d (no --verify: nothing checked)\n", v.Kills, v.Terms, v.Restarts, v.Cuts)
 			}
 			if verify {
 				fmt.Fprintln(out, v.Line())
@@ -125,8 +179,25 @@ Ctrl-C.`,
 	f.DurationVar(&restartIn, "restart-after", 5*time.Second, "how long after a kill --restart brings the node back")
 	f.BoolVar(&verify, "verify", false, "compare the store with what was produced; exit 1 unless nothing was lost or doubled")
 	f.StringVar(&dir, "dir", "drover-demo", "directory for configs, logs and the SQLite store")
-	f.Uint64Var(&seed, "seed", 1, "seed of the produced workload")
-	f.StringVar(&storeURL, "store", "", "store URL (default sqlite:<dir>/drover.db)")
+	f.Uint64Var(&seed, "seed", 1, "seed of the produced workload and of the chaos (with --chaos the default is time-based)")
+	f.StringVar(&storeURL, "store", "", "store URL (default sqlite:<dir>/drover.db; with --chaos a throwaway PostgreSQL)")
+	f.DurationVar(&chaos, "chaos", 0, "produce this long while kill -9s, SIGTERMs, restarts and store cuts hit random nodes every 2–8 s")
 	f.BoolVar(&keep, "keep", false, "keep the previous run's store instead of starting fresh")
 	return cmd
+}
+
+// redactURL hides a URL's password, for printing.
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "(unparsable URL)"
+	}
+	if _, has := u.User.Password(); has {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
 }

@@ -108,8 +108,8 @@ func (p *Proxy) Close() error {
 // IgnoreGoroutines matches the goroutines of every Proxy, for goleak.
 func IgnoreGoroutines() []goleak.Option {
 	return []goleak.Option{
-		goleak.IgnoreAnyFunction("github.com/drover-dev/drover/brokers/internal/tcpproxy.(*Proxy).accept"),
-		goleak.IgnoreAnyFunction("github.com/drover-dev/drover/brokers/internal/tcpproxy.(*Proxy).pipe"),
+		goleak.IgnoreAnyFunction("github.com/drover-dev/drover/internal/tcpproxy.(*Proxy).accept"),
+		goleak.IgnoreAnyFunction("github.com/drover-dev/drover/internal/tcpproxy.(*Proxy).pipe"),
 	}
 }
 
