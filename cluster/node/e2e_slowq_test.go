@@ -69,7 +69,7 @@ const (
 	// slowIndex is the one slow message. One, so that one slot at a time
 	// is slow and the other keeps receiving (two slow batches at once
 	// would leave no receiver to be handed a redelivery).
-	slowIndex = 1
+	slowIndex  = 1
 	slowTable  = "slow_applied"
 	slowSource = "slow"
 )
