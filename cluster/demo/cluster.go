@@ -55,6 +55,10 @@ type Config struct {
 	// connections. It needs a networked store: a postgres:// URL with one
 	// host.
 	ProxyStore bool
+	// Extra is YAML appended to every node's sources: list (entries
+	// indented as the generated ones: "  - name: …"). The demo neither
+	// counts nor verifies their units: the test that adds them does.
+	Extra string
 	// Log receives progress lines; nil discards.
 	Log io.Writer
 }
@@ -67,6 +71,7 @@ type Cluster struct {
 	nodes []*Node
 	log   io.Writer
 	mu    sync.Mutex
+	added []string // audit sources added by AddAuditSource, in order
 
 	closeOnce sync.Once
 }
@@ -82,6 +87,8 @@ type Node struct {
 	// with Config.ProxyStore, else the cluster's.
 	StoreURL string
 	proxy    *tcpproxy.Proxy // nil without Config.ProxyStore
+	join     []string
+	added    []string // AddAuditSource's sources in this node's config
 	mu       sync.Mutex
 	cmd      *exec.Cmd
 	done     chan struct{}
@@ -183,9 +190,10 @@ func Start(cfg Config) (*Cluster, error) {
 		if cfg.Join != nil {
 			join = cfg.Join(i, slices.Clone(gossipAddrs))
 		}
-		if err := os.WriteFile(n.ConfigPath, []byte(c.nodeConfig(n, join)), 0o644); err != nil {
+		n.join = join
+		if err := c.writeConfig(n); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("demo: %w", err)
+			return nil, err
 		}
 		c.nodes = append(c.nodes, n)
 	}
@@ -200,7 +208,69 @@ const MaxMessageBytes = 16 << 10
 // records mode and "audit" with the built-in audit handler.
 const Topic = "orders"
 
-func (c *Cluster) nodeConfig(n *Node, join []string) string {
+// writeConfig writes n's config file.
+func (c *Cluster) writeConfig(n *Node) error {
+	if err := os.WriteFile(n.ConfigPath, []byte(c.nodeConfig(n)), 0o644); err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	return nil
+}
+
+// AddAuditSource adds a source to n's config (a rolling config change):
+// name reads the demo topic from the earliest offset with the audit
+// handler, as "audit" does. The node runs it from its next start; Units,
+// Drained and Verify count it from now on, so the cluster converges only
+// once a running node has it.
+func (c *Cluster) AddAuditSource(n *Node, name string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if name == "" || slices.Contains([]string{"orders", "audit"}, name) || slices.Contains(n.added, name) {
+		return fmt.Errorf("demo: %s: cannot add source %q: empty or already there", n.Name, name)
+	}
+	for _, q := range queueSources {
+		if q.name == name {
+			return fmt.Errorf("demo: %s: cannot add source %q: a queue source has that name", n.Name, name)
+		}
+	}
+	n.added = append(n.added, name)
+	if !slices.Contains(c.added, name) {
+		c.added = append(c.added, name)
+	}
+	return c.writeConfig(n)
+}
+
+// Added are the sources AddAuditSource added to some node.
+func (c *Cluster) Added() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.added)
+}
+
+// auditSources are "audit" and the sources AddAuditSource added.
+func (c *Cluster) auditSources() []string { return append([]string{"audit"}, c.Added()...) }
+
+func (c *Cluster) addedConfig(n *Node) string {
+	var b strings.Builder
+	for _, name := range n.added {
+		fmt.Fprintf(&b, `  - name: %s
+    type: kafka
+    mode: handler
+    handler_name: audit
+    start: earliest
+    kafka:
+      brokers: [%q]
+      topic: %s
+    batch_size: %d
+    max_wait: %s
+    lease_ttl: 10s
+    discovery_interval: 5s
+`, name, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
+	}
+	return b.String()
+}
+
+func (c *Cluster) nodeConfig(n *Node) string {
+	join := n.join
 	quoted := make([]string, len(join))
 	for i, j := range join {
 		quoted[i] = strconv.Quote(j)
@@ -241,8 +311,9 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`+c.queueConfig(), n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, n.StoreURL,
-		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
+`, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, n.StoreURL,
+		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait) +
+		c.queueConfig() + c.addedConfig(n) + c.cfg.Extra
 }
 
 // ports returns n ports from first on, or n free ones when first is 0.
@@ -539,10 +610,10 @@ func (t ClusterTree) Running() map[string]string {
 	return out
 }
 
-// Units is every unit id of the demo's sources.
+// Units is every unit id of the demo's sources and of the added ones.
 func (c *Cluster) Units() []string {
 	var out []string
-	for _, src := range []string{"orders", "audit"} {
+	for _, src := range append([]string{"orders"}, c.auditSources()...) {
 		for p := 0; p < c.cfg.Partitions; p++ {
 			out = append(out, fmt.Sprintf("%s/%d", src, p))
 		}

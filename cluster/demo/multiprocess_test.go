@@ -13,12 +13,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 )
 
 var (
-	binary string // the drover binary the node processes run
-	pg     = pgtest.New()
+	binary      string // the drover binary the node processes run
+	pg          = pgtest.New()
+	demoKinesis = awstest.Kinesis() // kinesalite, for the reshard test
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +35,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "build drover: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := pgtest.Main(m, pg)
+	code := awstest.Main(m, demoKinesis)
+	if err := pg.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

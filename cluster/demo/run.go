@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-dev/drover/actors"
 )
 
 // Sampler polls the cluster tree and records every change of owner, how
@@ -22,6 +24,18 @@ type Sampler struct {
 	samples   int
 	bad       []string // convergence violations
 	converged bool
+	watch     map[string]*watched // source -> its unowned units
+}
+
+// watched is a source whose units must not stay without a running owner
+// while some node runs it.
+type watched struct {
+	units   []string
+	limit   time.Duration
+	since   map[string]time.Time // unit -> first sample it had no running owner
+	told    map[string]bool      // units whose current gap is reported
+	longest time.Duration
+	bad     []string
 }
 
 type killRec struct {
@@ -36,7 +50,71 @@ type killRec struct {
 
 // NewSampler starts with the current owners unknown.
 func (c *Cluster) NewSampler() *Sampler {
-	return &Sampler{c: c, owner: map[string]string{}}
+	return &Sampler{c: c, owner: map[string]string{}, watch: map[string]*watched{}}
+}
+
+// Watch makes every later sample check source's units: while some node
+// runs the source (its tree shows it running), none of units may go
+// without a running owner for more than limit.
+func (s *Sampler) Watch(source string, units []string, limit time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watch[source] = &watched{units: append([]string(nil), units...), limit: limit, since: map[string]time.Time{}, told: map[string]bool{}}
+}
+
+// Unowned is, per watched source, the longest time a unit of it was seen
+// without a running owner while a node ran the source, and the times that
+// passed the limit.
+func (s *Sampler) Unowned() (map[string]time.Duration, []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	longest := map[string]time.Duration{}
+	var bad []string
+	for src, w := range s.watch {
+		longest[src] = w.longest
+		bad = append(bad, w.bad...)
+	}
+	return longest, bad
+}
+
+// sampleWatched updates the watched sources from one cluster tree.
+func (s *Sampler) sampleWatched(t ClusterTree, running map[string]string, now time.Time) {
+	for src, w := range s.watch {
+		var runners []string
+		for _, n := range t.Nodes {
+			for _, st := range n.Sources {
+				if st.Name == src && st.State == actors.StateRunning {
+					runners = append(runners, n.Node)
+				}
+			}
+		}
+		if len(runners) == 0 {
+			clear(w.since) // nobody runs it: nobody can own its units
+			clear(w.told)
+			continue
+		}
+		for _, u := range w.units {
+			if running[u] != "" {
+				delete(w.since, u)
+				delete(w.told, u)
+				continue
+			}
+			first, ok := w.since[u]
+			if !ok {
+				w.since[u] = now
+				continue
+			}
+			d := now.Sub(first)
+			if d > w.longest {
+				w.longest = d
+			}
+			if d > w.limit && !w.told[u] && len(w.bad) < 20 {
+				w.told[u] = true
+				w.bad = append(w.bad, fmt.Sprintf("%s had no running owner for %s at %s while %v ran %s",
+					u, d.Round(time.Millisecond), now.Format("15:04:05.000"), runners, src))
+			}
+		}
+	}
 }
 
 // Run samples every interval until ctx ends.
@@ -65,6 +143,7 @@ func (s *Sampler) Sample(ctx context.Context) {
 	running := t.Running()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.sampleWatched(t, running, now)
 	s.samples++
 	for u, n := range running {
 		if prev, ok := s.owner[u]; ok && prev != n {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/actors/decode"
@@ -56,7 +57,7 @@ func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, err
 		return false, "", err
 	}
 	defer s.Close()
-	for _, src := range []string{"orders", "audit"} {
+	for _, src := range append([]string{"orders"}, c.auditSources()...) {
 		cps, err := s.Checkpoints(ctx, src)
 		if err != nil {
 			return false, "", err
@@ -127,11 +128,13 @@ func (c *Cluster) WaitDrained(ctx context.Context, prod Produced) error {
 //     per key gives, and the dead letters must be exactly the messages
 //     decoding refuses; a difference counts as lost;
 //   - the same for the queues: jobs (NATS) and events (Pub/Sub), whose audit
-//     sources are jobs_audit and events_audit.
+//     sources are jobs_audit and events_audit;
+//   - a source AddAuditSource added holds every produced Kafka record
+//     exactly once, as "audit" does.
 func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	var v Verdict
 	sent := prod.Kafka
-	counts, err := c.auditCounts(ctx)
+	counts, err := c.auditCounts(ctx, "audit")
 	if err != nil {
 		return v, err
 	}
@@ -157,6 +160,11 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	}
 	if err := v.check(ctx, s, "orders", counts, kafka, func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position }); err != nil {
 		return v, err
+	}
+	for _, src := range c.Added() {
+		if err := c.verifyAdded(ctx, &v, src, kafka); err != nil {
+			return v, err
+		}
 	}
 	for _, src := range sortedKeys(prod.Queues) {
 		if err := c.verifyQueue(ctx, s, &v, src, prod.Queues[src]); err != nil {
@@ -302,10 +310,38 @@ func clip(s string) string {
 	return s
 }
 
-// auditCounts reads the Kafka audit: "unit@position" -> rows.
-func (c *Cluster) auditCounts(ctx context.Context) (map[string]int, error) {
+// verifyAdded checks a source AddAuditSource added: it read the topic
+// from the start, so every produced record is in its audit exactly once.
+// Its messages are the Kafka ones, counted as produced once already.
+func (c *Cluster) verifyAdded(ctx context.Context, v *Verdict, src string, kafka []checked) error {
+	counts, err := c.auditCounts(ctx, src)
+	if err != nil {
+		return err
+	}
+	for _, m := range kafka {
+		// the audit key "audit/<p>@<offset>" under this source's name
+		key := src + strings.TrimPrefix(m.audit, "audit")
+		switch n := counts[key]; {
+		case n == 0:
+			v.Lost++
+			v.problem("lost: %s %s never applied", src, key)
+		case n > 1:
+			v.Duplicated += n - 1
+			v.problem("duplicated: %s %s applied %d times", src, key, n)
+		}
+		delete(counts, key)
+	}
+	for k, n := range counts {
+		v.Duplicated += n
+		v.problem("duplicated: %s %s applied but never produced", src, k)
+	}
+	return nil
+}
+
+// auditCounts reads a Kafka audit source's rows: "unit@position" -> rows.
+func (c *Cluster) auditCounts(ctx context.Context, source string) (map[string]int, error) {
 	out := map[string]int{}
-	err := stores.Query(ctx, c.cfg.StoreURL, `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'audit' GROUP BY unit, position`, nil,
+	err := stores.Query(ctx, c.cfg.StoreURL, `SELECT unit, position, count(*) FROM drover_audit WHERE source = $1 GROUP BY unit, position`, []any{source},
 		func(scan func(...any) error) error {
 			var unit, pos string
 			var n int

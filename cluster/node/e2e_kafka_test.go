@@ -100,6 +100,12 @@ sasl:
 		t.Errorf("the node's debug logs never mention SASL: the password check saw no authentication")
 	}
 	e2eNoSecret(t, res, password)
+	// no commit_to_group: the units must not try to record their
+	// positions in the broker (each try failed with a WARN every second)
+	if logs := res.Logs.String(); strings.Contains(logs, "record position in the broker") {
+		i := strings.Index(logs, "record position in the broker")
+		t.Errorf("without commit_to_group the node logs failed commits to the group: %s", logs[max(0, i-80):min(len(logs), i+200)])
+	}
 }
 
 // e2eProduceKafka writes msgs, each to the partition of its key, and

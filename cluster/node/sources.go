@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/brokers/kinesis"
 	"github.com/drover-dev/drover/brokers/memory"
@@ -68,7 +69,25 @@ func openKafka(s config.Source, log *slog.Logger) (Source, error) {
 	if err != nil {
 		return Source{}, err
 	}
+	if k.CommitToGroup == "" {
+		return Source{Stream: noCommit{Stream: st, r: st}}, nil
+	}
 	return Source{Stream: st}, nil
+}
+
+// noCommit is a Kafka stream without commit_to_group, handed to the
+// runtime without brokers.Committer: the runtime records its position in
+// any stream that is a Committer (every unit, about once a second), and
+// the adapter's Committed fails when no group is configured, which the
+// unit logged as a WARN each time. It keeps the stream's methods and
+// brokers.Resolver, the only other interface the runtime looks for.
+type noCommit struct {
+	brokers.Stream
+	r brokers.Resolver
+}
+
+func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
+	return s.r.Resolve(ctx, partition, mode)
 }
 
 // natsConn turns the config's URL list into a connection config; user and
