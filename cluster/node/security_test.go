@@ -104,6 +104,12 @@ sources:
 			for range 3 { // the page polls every second
 				view := clusterView(t, "http://"+n.DebugAddr()+"/debug/tree?scope=cluster", "tok-e2e")
 				got := view["joiner"]
+				mu.Lock()
+				leaked := tt.want == "" && len(seen) != 0
+				mu.Unlock()
+				if leaked {
+					t.Fatalf("a member of plain gossip was asked, with Authorization %q", seen)
+				}
 				switch {
 				case tt.want == "" && !strings.Contains(got.Error, debug.ErrMembersNotAuthenticated.Error()):
 					t.Fatalf("joiner listed with %q, want an error saying gossip is not authenticated", got.Error)
