@@ -243,12 +243,14 @@ func TestDebugTLSFilesNamedWhenUnusable(t *testing.T) {
 	}{
 		{Config{TLSCert: p.cert}, "node.debug_tls: cert and key go together"},
 		{Config{TLSKey: p.key}, "node.debug_tls: cert and key go together"},
-		{Config{TLSCert: missing, TLSKey: p.key}, "node.debug_tls.cert: open " + missing},
-		{Config{TLSCert: p.cert, TLSKey: missing}, "node.debug_tls.key: open " + missing},
+		{Config{TLSCert: missing, TLSKey: p.key}, "node.debug_tls.cert: stat " + missing},
+		{Config{TLSCert: p.cert, TLSKey: missing}, "node.debug_tls.key: stat " + missing},
 		{Config{TLSCert: p.cert, TLSKey: other.key}, "node.debug_tls: certificate " + p.cert + " with key " + other.key + ": tls: private key does not match public key"},
 		{Config{TLSCert: p.key, TLSKey: p.key}, "node.debug_tls: certificate " + p.key},
 		{Config{TLSCA: p.key}, "node.debug_tls.ca: " + p.key + " holds no PEM certificate"},
-		{Config{TLSCA: missing}, "node.debug_tls.ca: open " + missing},
+		{Config{TLSCA: missing}, "node.debug_tls.ca: stat " + missing},
+		{Config{TLSCA: "/dev/zero"}, "node.debug_tls.ca: /dev/zero is not a regular file"},
+		{Config{TLSCert: t.TempDir(), TLSKey: p.key}, "is not a regular file"},
 	} {
 		tt.cfg.Addr, tt.cfg.Node = "127.0.0.1:0", node
 		_, err := New(tt.cfg)

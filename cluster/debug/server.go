@@ -101,8 +101,14 @@ func New(cfg Config) (*Server, error) {
 }
 
 // readPEM reads a PEM file of at most maxPEMBytes; errors name field and
-// path, never the content.
+// path, never the content. Only a regular file is opened: a FIFO would
+// block the open, a device need not end.
 func readPEM(field, path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s is not a regular file", field, path)
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", field, err)

@@ -183,7 +183,7 @@ sources:
 		}
 		return Start(t.Context(), cfg, Options{})
 	}
-	if _, err := start(`{cert: "` + dir + `/missing.pem", key: "` + keyFile + `"}`); err == nil || !strings.Contains(err.Error(), "node.debug_tls.cert: open "+dir+"/missing.pem") {
+	if _, err := start(`{cert: "` + dir + `/missing.pem", key: "` + keyFile + `"}`); err == nil || !strings.Contains(err.Error(), "node.debug_tls.cert: stat "+dir+"/missing.pem") {
 		t.Fatalf("start with a missing certificate: %v", err)
 	}
 	n, err := start(`{cert: "` + certFile + `", key: "` + keyFile + `", ca: "` + certFile + `"}`)
