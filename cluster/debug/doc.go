@@ -47,11 +47,10 @@
 //     serves HTTPS only (TLS 1.2 or later, HTTP/1.1); New reads the files
 //     (regular files of at most 1 MiB each) and fails naming the field
 //     when they cannot be used; errors name paths, never a key's content.
-//     Members are verified
-//     with Config.TLSCA, or the system's roots; a member's certificate
-//     must name the host the view dials (its debug address's host, or its
-//     gossip address's host when the debug address has none): an IP SAN
-//     for an IP address.
+//     Members are verified with Config.TLSCA, or the system's roots; a
+//     member's certificate must name the host the view dials (its debug
+//     address's host, or its gossip address's host when the debug address
+//     has none): an IP SAN for an IP address.
 //   - Slow clients. ReadHeaderTimeout 5 s, ReadTimeout 10 s (a request,
 //     headers and body), WriteTimeout FetchTimeout + 10 s (a cluster answer
 //     waits for the members first), IdleTimeout 30 s (above the page's
