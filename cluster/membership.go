@@ -19,12 +19,14 @@ const (
 
 // Member is one node as the membership view knows it.
 type Member struct {
-	Name      string      `json:"name"`
-	Addr      string      `json:"addr"`       // gossip address
-	DebugAddr string      `json:"debug_addr"` // HTTP debug endpoint
-	Version   string      `json:"version"`
-	Capacity  float64     `json:"capacity"` // placement weight; <= 0 means 1
-	State     MemberState `json:"state"`
+	Name      string `json:"name"`
+	Addr      string `json:"addr"`       // gossip address
+	DebugAddr string `json:"debug_addr"` // HTTP debug endpoint
+	// DebugTLS says the debug endpoint serves HTTPS (node.debug_tls).
+	DebugTLS bool        `json:"debug_tls,omitempty"`
+	Version  string      `json:"version"`
+	Capacity float64     `json:"capacity"` // placement weight; <= 0 means 1
+	State    MemberState `json:"state"`
 	// Sources are the sources the member runs, with the unit set it has
 	// discovered of each, sorted by ID. Nil (and SourceDigest 0) when the
 	// member did not say, as a drover from before sources were gossiped:

@@ -74,8 +74,10 @@ import (
 //
 // # Weights and edge cases
 //
-// Capacity <= 0, NaN or ±Inf counts as 1; a capacity above 1e9 counts as
-// 1e9. Only members with State == StateAlive take part (leaving members get
+// Capacity <= 0, NaN or ±Inf counts as 1; a capacity above MaxCapacity
+// counts as MaxCapacity, whatever the member gossips, so a member that
+// advertises 1e9 gets at most the fair share of a member of capacity
+// MaxCapacity (every node clamps alike, so they still agree). Only members with State == StateAlive take part (leaving members get
 // nothing). Members with the same name count once: the one with the higher
 // capacity (then the lexically smaller other fields) is used. Scores use
 // math.Log, so two nodes on different CPU architectures could in theory
@@ -108,16 +110,19 @@ func Owned(self string, units []string, members []Member) []string {
 	return own
 }
 
-// maxWeight caps a member's weight so that the sum of weights stays finite.
-const maxWeight = 1e9
+// MaxCapacity is the largest placement weight a member can have: the most
+// node.capacity allows. A member gossiping more (another drover, a
+// hostile member of a loopback cluster) counts as MaxCapacity. It is a
+// constant so that every node clamps alike.
+const MaxCapacity = 1000
 
 // weight is the placement weight of a capacity.
 func weight(c float64) float64 {
 	switch {
 	case math.IsNaN(c) || math.IsInf(c, 0) || c <= 0:
 		return 1
-	case c > maxWeight:
-		return maxWeight
+	case c > MaxCapacity:
+		return MaxCapacity
 	}
 	return c
 }

@@ -531,10 +531,35 @@ func TestWeight(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct{ in, want float64 }{
 		{0, 1}, {-3, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {math.Inf(-1), 1},
-		{0.25, 0.25}, {7, 7}, {1e12, maxWeight},
+		{0.25, 0.25}, {7, 7}, {1000, 1000}, {1000.5, MaxCapacity}, {1e9, MaxCapacity}, {1e12, MaxCapacity},
 	} {
 		if got := weight(c.in); got != c.want {
 			t.Errorf("weight(%v) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}
+
+// Issue 10, item 1: a member that gossips capacity 1e9 (a hostile member,
+// which never takes a lease) counts as MaxCapacity, the most node.capacity
+// allows: with three members of that capacity it gets a quarter of the
+// units, not all of them.
+func TestAssignClampsAdvertisedCapacity(t *testing.T) {
+	t.Parallel()
+	units := unitIDs(1000)
+	members := []Member{alive("a", MaxCapacity), alive("b", MaxCapacity), alive("c", MaxCapacity), alive("greedy", 1e9)}
+	load := map[string]int{}
+	for _, m := range Assign(units, members) {
+		load[m]++
+	}
+	// Written out, not through weight(): ceil(1000·1000/4000) + 1.
+	const most = 251
+	if load["greedy"] > most {
+		t.Errorf("a member gossiping capacity 1e9 owns %d of 1000 units; its fair share at capacity %d is 250 (at most %d)", load["greedy"], MaxCapacity, most)
+	}
+	for _, n := range []string{"a", "b", "c"} {
+		// The other three are bounded alike, so none has fewer than 1000 - 3·251.
+		if load[n] < 1000-3*most || load[n] > most {
+			t.Errorf("%s owns %d units, want about its fair share 250 (%d to %d): %v", n, load[n], 1000-3*most, most, load)
 		}
 	}
 }

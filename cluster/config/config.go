@@ -63,7 +63,22 @@ type Node struct {
 	// DebugToken is the bearer token of the debug endpoint; required when
 	// DebugAddr is not a loopback address.
 	DebugToken Secret  `json:"debug_token"`
-	Capacity   float64 `json:"capacity"` // placement weight, default 1
+	Capacity   float64 `json:"capacity"` // placement weight, default 1, at most cluster.MaxCapacity
+	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
+	DebugTLS DebugTLS `json:"debug_tls,omitzero"`
+}
+
+// DebugTLS is node.debug_tls: paths of PEM files, never their content (so
+// the key never enters the configuration, and nothing here is secret).
+type DebugTLS struct {
+	// Cert and Key are the endpoint's certificate (chain) and private key;
+	// both or neither. The certificate must name the address the others
+	// reach the endpoint at (an IP SAN for an IP address).
+	Cert string `json:"cert,omitempty"`
+	Key  string `json:"key,omitempty"`
+	// CA verifies the other members' HTTPS endpoints in the cluster view;
+	// empty: the system's roots.
+	CA string `json:"ca,omitempty"`
 }
 
 // Cluster is the cluster section.

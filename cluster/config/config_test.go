@@ -53,9 +53,13 @@ var testEnv = map[string]string{
 	"PLAIN":       "s3cr3t",
 }
 
+// testPEMKey stands for a private key read by ${file:} into a field that
+// wants a path: it must never be quoted.
+const testPEMKey = "-----BEGIN PRIVATE KEY-----\nMIIEvQ-not-a-real-key-pem-secret-10\n-----END PRIVATE KEY-----\n"
+
 func parse(t *testing.T, y string) (*Config, Errors) {
 	t.Helper()
-	c, err := Parse([]byte(y), testOptions(testEnv, map[string]string{"/k": gossipKey + "\n", "/pw": "file-secret-2\r\n"}))
+	c, err := Parse([]byte(y), testOptions(testEnv, map[string]string{"/k": gossipKey + "\n", "/pw": "file-secret-2\r\n", "/pem": testPEMKey}))
 	if err == nil {
 		return c, nil
 	}
@@ -273,7 +277,8 @@ func TestErrors(t *testing.T) {
 		{"debug token needed empty host", "node: {debug_addr: ':7070'}\n" + src, []string{"node.debug_token: required when node.debug_addr (:7070) is not a loopback address"}},
 		{"debug localhost ok", "node: {debug_addr: 'localhost:7070'}\n" + src, nil},
 		{"debug ipv6 loopback ok", "node: {debug_addr: '[::1]:7070'}\n" + src, nil},
-		{"capacity", "node: {capacity: 0}\n" + src, []string{"node.capacity: must be a number above 0 and at most 1000000, not 0"}},
+		{"capacity", "node: {capacity: 0}\n" + src, []string{"node.capacity: must be a number above 0 and at most 1000, not 0"}},
+		{"capacity above the maximum", "node: {capacity: 1e9}\n" + src, []string{"node.capacity: must be a number above 0 and at most 1000, not 1e+09"}},
 		{"capacity type", "node: {capacity: lots}\n" + src, []string{`node.capacity: must be a number, not "lots"`}},
 		{"profile", "cluster: {profile: quick}\n" + src, []string{`cluster.profile: must be one of default, fast, not "quick"`}},
 		{"bind", "cluster: {bind: 'nope'}\n" + src, []string{`cluster.bind: "nope" must be host:port`}},
@@ -282,6 +287,22 @@ func TestErrors(t *testing.T) {
 		{"join entry mapping", "cluster: {join: [{a: 1, b: 2}]}\n" + src, []string{"cluster.join[0]: must be a single value, not a mapping"}},
 		{"secret key short", "cluster: {secret_key: '${env:SHORT_KEY}'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes, not 5 bytes"}},
 		{"secret key not base64", "cluster: {secret_key: '${env:BAD_KEY}'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes: not valid base64"}},
+		// Issue 10, item 1: plain gossip only on loopback, as debug_token.
+		{"secret key needed", "cluster: {bind: '0.0.0.0:7946'}\n" + src, []string{"cluster.secret_key: required when cluster.bind (0.0.0.0:7946) is not a loopback address: " +
+			"without it anyone who reaches the gossip port can join the cluster and be given units"}},
+		{"secret key needed empty host", "cluster: {bind: ':7946'}\n" + src, []string{"cluster.secret_key: required when cluster.bind (:7946) is not a loopback address: " +
+			"without it anyone who reaches the gossip port can join the cluster and be given units"}},
+		{"secret key needed advertise", "cluster: {advertise: '10.0.0.5:7946'}\n" + src, []string{"cluster.secret_key: required when cluster.advertise (10.0.0.5:7946) is not a loopback address: " +
+			"without it anyone who reaches the gossip port can join the cluster and be given units"}},
+		{"secret key given", "cluster: {bind: '0.0.0.0:7946', advertise: '10.0.0.5:7946', secret_key: '${file:/k}', join: ['10.0.0.6:7946']}\n" + src, nil},
+		{"gossip localhost ok", "cluster: {bind: '127.0.0.1:7946', advertise: 'localhost:7946', join: ['127.0.0.1:7947']}\n" + src, nil},
+		{"gossip ipv6 loopback ok", "cluster: {bind: '[::1]:7946', join: ['[::1]:7947']}\n" + src, nil},
+		{"debug tls", "node: {debug_tls: {cert: /c.pem, key: /k.pem, ca: /ca.pem}}\n" + src, nil},
+		{"debug tls ca only", "node: {debug_tls: {ca: /ca.pem}}\n" + src, nil},
+		{"debug tls key without cert", "node: {debug_tls: {key: /k.pem}}\n" + src, []string{"node.debug_tls.cert: required with key"}},
+		{"debug tls cert without key", "node: {debug_tls: {cert: /c.pem}}\n" + src, []string{"node.debug_tls.key: required with cert"}},
+		{"debug tls key content", "node: {debug_tls: {cert: /c.pem, key: '${file:/pem}'}}\n" + src, []string{"node.debug_tls.key: must be the path of a PEM file, not its content (write the path itself, not a ${file:} reference)"}},
+		{"debug tls unknown", "node: {debug_tls: {cert_file: /c.pem}}\n" + src, []string{"node.debug_tls.cert_file: unknown field"}},
 		{"store scheme", "store: {url: 'mysql://x/db'}\n" + src, []string{"store.url: mysql://x/db: must start with postgres://, postgresql:// or sqlite:"}},
 		{"store sqlite path", "store: {url: 'sqlite:'}\n" + src, []string{"store.url: sqlite:: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db"}},
 		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: postgres://u:xxxxx@/db: a postgres URL needs a host: postgres://user@host:5432/db"}},
@@ -375,7 +396,7 @@ func TestErrors(t *testing.T) {
 		{"env empty then required", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: '${env:EMPTY}'}}]\n", []string{"sources[0].kafka.topic: required"}},
 		{"many at once", "node: {capacity: -1}\ncluster: {profile: x}\nsources:\n  - {name: a, type: kafka, kafka: {brokers: ['h:1']}}\n  - {name: b, type: kafka, kafka: {topik: t, brokers: ['h:1']}}\n", []string{
 			`sources[1].kafka.topik: unknown field (did you mean "topic"?)`,
-			"node.capacity: must be a number above 0 and at most 1000000, not -1",
+			"node.capacity: must be a number above 0 and at most 1000, not -1",
 			`cluster.profile: must be one of default, fast, not "x"`,
 			"sources[0].kafka.topic: required",
 			"sources[1].kafka.topic: required"}},
@@ -603,10 +624,10 @@ func TestWarningsAboutTheJoinList(t *testing.T) {
 	}{
 		{"", ""},
 		{"cluster: {profile: fast}\n", "empty"},
-		{"cluster: {bind: 0.0.0.0:7946, advertise: 10.0.0.7:7946, join: [10.0.0.7:7946]}\n", "lists only this node"},
+		{"cluster: {bind: 0.0.0.0:7946, advertise: 10.0.0.7:7946, join: [10.0.0.7:7946], secret_key: '${env:KEY}'}\n", "lists only this node"},
 		{"cluster: {bind: 127.0.0.1:7946, join: [127.0.0.1:7947]}\n", ""},
 	} {
-		cfg, err := Parse([]byte(rest+c.cluster), Options{})
+		cfg, err := Parse([]byte(rest+c.cluster), testOptions(map[string]string{"KEY": gossipKey}, nil))
 		if err != nil {
 			t.Fatalf("%q: %v", c.cluster, err)
 		}

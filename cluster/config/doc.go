@@ -23,6 +23,13 @@
 // Config.Redacted returns a copy safe to print by any means. Error messages
 // never quote a secret.
 //
+// Exposure. As node.debug_token is required when node.debug_addr is not a
+// loopback address, cluster.secret_key is required when cluster.bind or
+// cluster.advertise is not. node.capacity is at most cluster.MaxCapacity
+// (1000). node.debug_tls holds paths of PEM files (cert and key together,
+// ca alone allowed), never their content: PEM text there is refused
+// without being quoted.
+//
 // The package is pure except where Options says: the environment, files
 // named by ${file:…} and the hostname (the default node name) are read
 // through Options' functions, which tests replace. It starts no goroutines.

@@ -507,6 +507,12 @@ func (r *reader) config(root any) *Config {
 		n.str("debug_addr", &c.Node.DebugAddr)
 		n.secret("debug_token", &c.Node.DebugToken)
 		n.float("capacity", &c.Node.Capacity)
+		if t, ok := n.section("debug_tls"); ok {
+			t.str("cert", &c.Node.DebugTLS.Cert)
+			t.str("key", &c.Node.DebugTLS.Key)
+			t.str("ca", &c.Node.DebugTLS.CA)
+			t.end()
+		}
 		n.end()
 	}
 	if c.Node.Name == "" && !r.errs.covers("node.name") {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -157,14 +158,24 @@ func (c *Config) validate() Errors {
 	if host, ok := v.addr("node.debug_addr", c.Node.DebugAddr, false); ok && !isLoopback(host) && c.Node.DebugToken == "" {
 		v.fail("node.debug_token", "required when node.debug_addr (%s) is not a loopback address", c.Node.DebugAddr)
 	}
-	if !(c.Node.Capacity > 0) || c.Node.Capacity > 1e6 {
-		v.fail("node.capacity", "must be a number above 0 and at most 1000000, not %v", c.Node.Capacity)
+	if !(c.Node.Capacity > 0) || c.Node.Capacity > cluster.MaxCapacity {
+		v.fail("node.capacity", "must be a number above 0 and at most %d, not %v", cluster.MaxCapacity, c.Node.Capacity)
 	}
+	v.debugTLS("node.debug_tls", c.Node.DebugTLS)
 
 	// cluster
-	v.addr("cluster.bind", c.Cluster.Bind, false)
+	bindHost, bindOK := v.addr("cluster.bind", c.Cluster.Bind, false)
+	public := ""
+	if bindOK && !isLoopback(bindHost) {
+		public = "cluster.bind (" + c.Cluster.Bind + ")"
+	}
 	if c.Cluster.Advertise != "" {
-		v.addr("cluster.advertise", c.Cluster.Advertise, true)
+		if h, ok := v.addr("cluster.advertise", c.Cluster.Advertise, true); ok && !isLoopback(h) && public == "" {
+			public = "cluster.advertise (" + c.Cluster.Advertise + ")"
+		}
+	}
+	if public != "" && c.Cluster.SecretKey == "" {
+		v.fail("cluster.secret_key", "required when %s is not a loopback address: without it anyone who reaches the gossip port can join the cluster and be given units", public)
 	}
 	for i, j := range c.Cluster.Join {
 		v.addr(fmt.Sprintf("cluster.join[%d]", i), j, true)
@@ -368,6 +379,23 @@ func (v *checker) source(p string, s *Source) {
 		case !m.Queue:
 			v.between(q+".partitions", m.Partitions, 1, 1024)
 		}
+	}
+}
+
+// debugTLS checks node.debug_tls: cert and key together, each a path. A
+// value that is PEM content (a ${file:} reference would put it there) is
+// refused without being quoted: it may be the private key.
+func (v *checker) debugTLS(p string, t DebugTLS) {
+	for _, f := range []struct{ name, val string }{{"cert", t.Cert}, {"key", t.Key}, {"ca", t.CA}} {
+		if strings.Contains(f.val, "-----BEGIN") || strings.ContainsAny(f.val, "\r\n\x00") {
+			v.fail(p+"."+f.name, "must be the path of a PEM file, not its content (write the path itself, not a ${file:} reference)")
+		}
+	}
+	switch {
+	case t.Cert != "" && t.Key == "":
+		v.fail(p+".key", "required with cert")
+	case t.Cert == "" && t.Key != "":
+		v.fail(p+".cert", "required with key")
 	}
 }
 

@@ -53,6 +53,46 @@ func failed(name string, err error) NodeTree {
 	return NodeTree{Tree: normalize(actors.Tree{Node: name}), Error: err.Error()}
 }
 
+// flight is one cluster fan-out, shared by the requests that come while
+// it runs.
+type flight struct {
+	done chan struct{} // closed once body and err are set
+	body []byte
+	err  error
+}
+
+// clusterJSON is the cluster tree as JSON. At most one fan-out runs at a
+// time: a request that comes while one runs waits for it (or for its own
+// ctx) and answers with the same bytes, which were asked for at most
+// FetchTimeout before. The fan-out runs on the goroutine of the request
+// that started it, and does not end when that request's client goes: the
+// others wait on it.
+func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
+	s.flightMu.Lock()
+	if f := s.flight; f != nil {
+		s.flightMu.Unlock()
+		s.waiters.Add(1)
+		defer s.waiters.Add(-1)
+		select {
+		case <-f.done:
+			return f.body, f.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	f := &flight{done: make(chan struct{})}
+	s.flight = f
+	s.flightMu.Unlock()
+	defer func() {
+		s.flightMu.Lock()
+		s.flight = nil
+		s.flightMu.Unlock()
+		close(f.done)
+	}()
+	f.body, f.err = json.Marshal(s.clusterTree(context.WithoutCancel(ctx)))
+	return f.body, f.err
+}
+
 // clusterTree is this node's tree and every other live member's, asked
 // concurrently; it returns when every member answered or failed.
 func (s *Server) clusterTree(ctx context.Context) ClusterTree {
@@ -84,8 +124,16 @@ func (s *Server) clusterTree(ctx context.Context) ClusterTree {
 	return ClusterTree{Nodes: nodes}
 }
 
-// memberTree asks member m for its own tree.
+// memberTree asks member m for its own tree. The token goes only to
+// members of authenticated gossip, and only over HTTPS when this endpoint
+// serves HTTPS; a member it may not go to is not asked at all.
 func (s *Server) memberTree(ctx context.Context, m cluster.Member) (actors.Tree, error) {
+	if s.cfg.Token != "" && !s.cfg.MembersAuthenticated {
+		return actors.Tree{}, fmt.Errorf("member %s not asked: %w", m.Name, ErrMembersNotAuthenticated)
+	}
+	if s.cfg.Token != "" && s.tls != nil && !m.DebugTLS {
+		return actors.Tree{}, fmt.Errorf("member %s not asked: %w", m.Name, ErrMemberPlainHTTP)
+	}
 	u, err := treeURL(m)
 	if err != nil {
 		return actors.Tree{}, err
@@ -125,9 +173,10 @@ func (s *Server) memberTree(ctx context.Context, m cluster.Member) (actors.Tree,
 	return normalize(t), nil
 }
 
-// treeURL is the URL of a member's own tree. A debug address without a
-// host, or with an unspecified one (0.0.0.0, ::), means "every interface"
-// of that member: the host of its gossip address reaches it.
+// treeURL is the URL of a member's own tree: https when the member
+// gossips that its endpoint serves TLS. A debug address without a host, or
+// with an unspecified one (0.0.0.0, ::), means "every interface" of that
+// member: the host of its gossip address reaches it.
 func treeURL(m cluster.Member) (string, error) {
 	if m.DebugAddr == "" {
 		return "", fmt.Errorf("member %s gossips no debug address", m.Name)
@@ -143,7 +192,11 @@ func treeURL(m cluster.Member) (string, error) {
 		}
 		host = gh
 	}
-	return "http://" + net.JoinHostPort(host, port) + "/debug/tree", nil
+	scheme := "http://"
+	if m.DebugTLS {
+		scheme = "https://"
+	}
+	return scheme + net.JoinHostPort(host, port) + "/debug/tree", nil
 }
 
 // snippet is the start of an error body, on one line.

@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -18,6 +19,18 @@ import (
 const (
 	DefaultAddr         = "127.0.0.1:7070"
 	DefaultFetchTimeout = 2 * time.Second
+	// DefaultReadTimeout bounds reading a whole request, headers and body;
+	// the headers alone get at most DefaultReadHeaderTimeout of it.
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultReadHeaderTimeout = 5 * time.Second
+	// DefaultIdleTimeout closes a kept-alive connection idle that long:
+	// well above the page's one-second poll, so the page keeps its
+	// connection.
+	DefaultIdleTimeout = 30 * time.Second
+	// DefaultWriteMargin is added to FetchTimeout for the default
+	// WriteTimeout: a cluster answer may wait FetchTimeout for the other
+	// members before it writes.
+	DefaultWriteMargin = 10 * time.Second
 )
 
 // Node is what the endpoint shows. Implementations are safe for concurrent
@@ -54,6 +67,31 @@ type Config struct {
 	// FetchTimeout bounds each request to another member, whatever the
 	// Client's own timeout. Default 2 s.
 	FetchTimeout time.Duration
+
+	// MembersAuthenticated says that every member Node.Members lists
+	// joined through authenticated gossip: gossip is encrypted with
+	// cluster.secret_key, so a member holds the key. Only then does the
+	// cluster scope send Token to the other members. Without it, and with
+	// a Token, the other members are not asked (the token would go to
+	// whoever joined plain gossip and advertised a debug address): they are
+	// listed with an error saying so. Without a Token they are asked either
+	// way, as nothing secret is sent.
+	MembersAuthenticated bool
+
+	// TLSCert and TLSKey are paths of PEM files (node.debug_tls.cert and
+	// .key), both or neither: with them the endpoint serves HTTPS (HTTP/1.1,
+	// TLS 1.2 or later) and nothing else. They are read by New.
+	TLSCert, TLSKey string
+	// TLSCA is a path of a PEM file of the certificates that sign the
+	// other members' debug endpoints (node.debug_tls.ca); empty: the
+	// system's roots. It is used by the Server's own client (Client nil).
+	TLSCA string
+
+	// ReadTimeout, ReadHeaderTimeout, WriteTimeout and IdleTimeout are
+	// net/http's. Defaults: DefaultReadTimeout, DefaultReadHeaderTimeout
+	// (at most ReadTimeout), FetchTimeout + DefaultWriteMargin,
+	// DefaultIdleTimeout.
+	ReadTimeout, ReadHeaderTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger receives the server's errors; nil discards them.
 	Logger *slog.Logger
 }
@@ -82,6 +120,32 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.FetchTimeout == 0 {
 		c.FetchTimeout = DefaultFetchTimeout
+	}
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"ReadTimeout", c.ReadTimeout}, {"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}} {
+		if d.v < 0 {
+			return c, fmt.Errorf("debug: %s %v is negative", d.name, d.v)
+		}
+	}
+	if c.ReadTimeout == 0 {
+		c.ReadTimeout = DefaultReadTimeout
+	}
+	if c.ReadHeaderTimeout == 0 {
+		c.ReadHeaderTimeout = DefaultReadHeaderTimeout
+	}
+	if c.WriteTimeout == 0 {
+		c.WriteTimeout = c.FetchTimeout + DefaultWriteMargin
+	}
+	if c.IdleTimeout == 0 {
+		c.IdleTimeout = DefaultIdleTimeout
+	}
+	if c.ReadHeaderTimeout > c.ReadTimeout {
+		c.ReadHeaderTimeout = c.ReadTimeout
+	}
+	if (c.TLSCert == "") != (c.TLSKey == "") {
+		return c, errors.New("node.debug_tls: cert and key go together")
 	}
 	if c.Registry == nil {
 		c.Registry = prometheus.NewRegistry()

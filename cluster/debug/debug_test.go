@@ -386,7 +386,7 @@ func TestClusterScopeForwardsTheToken(t *testing.T) {
 	c := start(t, Config{Token: "other", Node: &fakeNode{trees: []actors.Tree{sampleTree("c", "orders/2")}}})
 	a := &fakeNode{trees: []actors.Tree{sampleTree("a", "orders/0")}}
 	a.setMembers(cluster.Member{Name: "b", DebugAddr: b.Addr()}, cluster.Member{Name: "c", DebugAddr: c.Addr()})
-	s := start(t, Config{Token: "shared", Node: a})
+	s := start(t, Config{Token: "shared", Node: a, MembersAuthenticated: true})
 	r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster", "Authorization", "Bearer shared")
 	var got ClusterTree
 	if err := json.Unmarshal([]byte(r.body), &got); err != nil {

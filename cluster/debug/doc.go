@@ -14,7 +14,8 @@
 //   - Lists in the JSON are never null: a node without sources has
 //     "sources": [].
 //   - The cluster scope asks every other member concurrently at
-//     http://<DebugAddr>/debug/tree, each with Config.FetchTimeout (2 s by
+//     http://<DebugAddr>/debug/tree (https:// when the member gossips that
+//     its endpoint serves TLS), each with Config.FetchTimeout (2 s by
 //     default), so one answer takes at most about that long. A member
 //     that fails (refused, timed out, non-200, not a tree, or answering
 //     under another name) is listed as {"node": <name>, "error": <what went
@@ -29,9 +30,37 @@
 //     ready", not why (the reason may name hosts). The HTML
 //     page also accepts ?token=<token>, because a browser cannot add a
 //     header when it opens a URL; the page then sends the header itself and
-//     drops the token from the address bar. The cluster scope sends the
-//     token to the other members (a cluster shares one token). Loopback
-//     without a token is open.
+//     drops the token from the address bar. Loopback without a token is
+//     open.
+//   - Who gets the token. The cluster scope sends the token (a cluster
+//     shares one) only to members whose gossip is authenticated, which is
+//     Config.MembersAuthenticated: gossip encrypted with cluster.secret_key,
+//     so that every member that joined holds the key. Without it (plain
+//     gossip, which the config allows on loopback only) no member is
+//     authenticated: the token is sent to no one, the other members are not
+//     asked at all, and each is listed with ErrMembersNotAuthenticated as
+//     its error. Without a token the members are asked either way: nothing
+//     secret is sent. When this endpoint serves HTTPS, the token also goes
+//     only over HTTPS: a member that serves plain HTTP is not asked
+//     (ErrMemberPlainHTTP). Redirects from a member are not followed.
+//   - TLS (node.debug_tls). With Config.TLSCert and TLSKey the endpoint
+//     serves HTTPS only (TLS 1.2 or later, HTTP/1.1); New reads the files
+//     (regular files of at most 1 MiB each) and fails naming the field
+//     when they cannot be used; errors name paths, never a key's content.
+//     Members are verified with Config.TLSCA, or the system's roots; a
+//     member's certificate must name the host the view dials (its debug
+//     address's host, or its gossip address's host when the debug address
+//     has none): an IP SAN for an IP address.
+//   - Slow clients. ReadHeaderTimeout 5 s, ReadTimeout 10 s (a request,
+//     headers and body), WriteTimeout FetchTimeout + 10 s (a cluster answer
+//     waits for the members first), IdleTimeout 30 s (above the page's
+//     one-second poll), each settable in Config; the TLS handshake gets
+//     the shortest of them. A client that trickles its request or reads
+//     nothing of its answer is cut off when its timeout passes.
+//   - Fan-out cap. At most one cluster fan-out runs at a time: a cluster
+//     request that comes while one runs waits for it and answers with its
+//     result, so however many clients poll, each member is asked at most
+//     once at a time by this node.
 //   - The page loads nothing from anywhere else (no CDN, no fonts): its
 //     Content-Security-Policy allows only inline style and script and
 //     requests to its own origin.
@@ -39,9 +68,11 @@
 // # Goroutines
 //
 // Start runs net/http's Serve on one goroutine the Server owns; net/http
-// runs each connection on its own goroutine, and a cluster request starts
-// one goroutine per other member and waits for all of them before it
-// answers. Shutdown stops accepting, waits for the requests in flight and
+// runs each connection on its own goroutine, and a cluster request that
+// starts a fan-out starts one goroutine per other member and waits for all
+// of them before it answers (the other cluster requests meanwhile wait on
+// it; the fan-out goes on when its own client leaves, bounded by
+// FetchTimeout). Shutdown stops accepting, waits for the requests in flight and
 // for Serve to return, and closes the idle connections of the Server's own
 // client. When Shutdown's context ends first it closes the connections at
 // once; a cluster request then still runs until its member requests end

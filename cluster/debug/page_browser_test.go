@@ -44,7 +44,7 @@ func TestPageInHeadlessChromium(t *testing.T) {
 		cluster.Member{Name: "node-b", DebugAddr: b.Addr()},
 		cluster.Member{Name: "node-c", DebugAddr: dead},
 	)
-	s := start(t, Config{Token: token, Node: a})
+	s := start(t, Config{Token: token, Node: a, MembersAuthenticated: true})
 
 	ctx, cancel := context.WithTimeout(t.Context(), 90*time.Second)
 	defer cancel()

@@ -4,15 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
-	"time"
+	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -24,6 +28,17 @@ type Server struct {
 	ownClient bool
 	handler   http.Handler
 	tokenSum  [sha256.Size]byte
+	tls       *tls.Config // serving; nil: plain HTTP
+
+	// flight is the cluster fan-out in progress, shared by every cluster
+	// request that comes while it runs (see clusterJSON).
+	flightMu sync.Mutex
+	flight   *flight
+	// waiters counts the cluster requests waiting on another's fan-out.
+	waiters atomic.Int64
+	// connState, when set before Start, hears net/http's connection
+	// states (tests).
+	connState func(net.Conn, http.ConnState)
 
 	mu      sync.Mutex
 	started bool
@@ -32,21 +47,81 @@ type Server struct {
 	done    chan struct{} // closed when Serve has returned
 }
 
-// New checks cfg and builds a Server; Start makes it listen.
+// maxPEMBytes bounds each PEM file New reads.
+const maxPEMBytes = 1 << 20
+
+// New checks cfg and builds a Server; Start makes it listen. With
+// Config.TLSCert it reads the certificate and key (and Config.TLSCA), and
+// fails naming node.debug_tls when they cannot be used.
 func New(cfg Config) (*Server, error) {
 	cfg, err := cfg.withDefaults()
 	if err != nil {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	if cfg.TLSCert != "" {
+		cert, err := readPEM("node.debug_tls.cert", cfg.TLSCert)
+		if err != nil {
+			return nil, err
+		}
+		key, err := readPEM("node.debug_tls.key", cfg.TLSKey)
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(cert, key)
+		if err != nil {
+			// crypto/tls names PEM block types, never their content.
+			return nil, fmt.Errorf("node.debug_tls: certificate %s with key %s: %w", cfg.TLSCert, cfg.TLSKey, err)
+		}
+		s.tls = &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12, NextProtos: []string{"http/1.1"}}
+	}
+	var roots *x509.CertPool // nil: the system's
+	if cfg.TLSCA != "" {
+		ca, err := readPEM("node.debug_tls.ca", cfg.TLSCA)
+		if err != nil {
+			return nil, err
+		}
+		roots = x509.NewCertPool()
+		if !roots.AppendCertsFromPEM(ca) {
+			return nil, fmt.Errorf("node.debug_tls.ca: %s holds no PEM certificate", cfg.TLSCA)
+		}
+	}
 	if s.client == nil {
 		tr := http.DefaultTransport.(*http.Transport).Clone()
 		tr.Proxy = nil // members are asked directly, never through HTTP_PROXY
-		s.client = &http.Client{Transport: tr, Timeout: cfg.FetchTimeout}
+		tr.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+		// A member's answer is its tree or an error: a redirect is not
+		// followed (it could carry the token elsewhere on that host).
+		s.client = &http.Client{Transport: tr, Timeout: cfg.FetchTimeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 		s.ownClient = true
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// readPEM reads a PEM file of at most maxPEMBytes; errors name field and
+// path, never the content. Only a regular file is opened: a FIFO would
+// block the open, a device need not end.
+func readPEM(field, path string) ([]byte, error) {
+	if fi, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: %s is not a regular file", field, path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", field, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: read %s: %w", field, path, err)
+	}
+	if len(b) > maxPEMBytes {
+		return nil, fmt.Errorf("%s: %s is larger than %d bytes: not a PEM file", field, path, maxPEMBytes)
+	}
+	return b, nil
 }
 
 // Handler serves the endpoint's routes, authentication included. Start
@@ -67,10 +142,16 @@ func (s *Server) Start() error {
 	}
 	s.started = true
 	s.addr = ln.Addr().String()
+	if s.tls != nil {
+		ln = tls.NewListener(ln, s.tls)
+	}
 	s.srv = &http.Server{
 		Handler:           s.handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       60 * time.Second,
+		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		ReadTimeout:       s.cfg.ReadTimeout,
+		WriteTimeout:      s.cfg.WriteTimeout,
+		IdleTimeout:       s.cfg.IdleTimeout,
+		ConnState:         s.connState,
 		ErrorLog:          slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
 	}
 	s.done = make(chan struct{})
@@ -80,8 +161,21 @@ func (s *Server) Start() error {
 			s.cfg.Logger.Error("debug endpoint stopped serving", "addr", ln.Addr().String(), "err", err)
 		}
 	}(s.srv, s.done)
-	s.cfg.Logger.Info("debug endpoint listening", "addr", s.addr, "auth", s.cfg.Token != "")
+	s.cfg.Logger.Info("debug endpoint listening", "addr", s.addr, "auth", s.cfg.Token != "", "tls", s.tls != nil)
 	return nil
+}
+
+// URL is the address of the page (http://ADDR/debug/, or https:// with
+// TLS), or "" before Start.
+func (s *Server) URL() string {
+	a := s.Addr()
+	if a == "" {
+		return ""
+	}
+	if s.tls != nil {
+		return "https://" + a + "/debug/"
+	}
+	return "http://" + a + "/debug/"
 }
 
 // Addr is the address the server listens on (the bound port when
@@ -186,17 +280,20 @@ func (s *Server) readyz(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
-	var v any
+	var b []byte
+	var err error
 	switch scope := r.URL.Query().Get("scope"); scope {
 	case "", "node":
-		v = normalize(s.cfg.Node.Tree())
+		b, err = json.Marshal(normalize(s.cfg.Node.Tree()))
 	case "cluster":
-		v = s.clusterTree(r.Context())
+		b, err = s.clusterJSON(r.Context())
+		if err != nil && r.Context().Err() != nil {
+			return // the client is gone: nobody to answer
+		}
 	default:
 		text(w, http.StatusBadRequest, fmt.Sprintf("scope %q: must be node or cluster", scope))
 		return
 	}
-	b, err := json.Marshal(v)
 	if err != nil {
 		s.cfg.Logger.Error("debug endpoint: encode tree", "err", err)
 		text(w, http.StatusInternalServerError, "encode tree: "+err.Error())
@@ -205,7 +302,9 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	_, _ = w.Write(append(b, '\n'))
+	// b may be shared with other cluster requests: never append to it.
+	_, _ = w.Write(b)
+	_, _ = io.WriteString(w, "\n")
 }
 
 func text(w http.ResponseWriter, code int, msg string) {

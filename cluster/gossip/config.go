@@ -49,13 +49,19 @@ type Config struct {
 	Join []string
 	// Profile is ProfileDefault ("" too) or ProfileFast.
 	Profile string
-	// SecretKey encrypts gossip (AES-256-GCM) when set; it must be
-	// SecretKeySize bytes, and the same on every node.
+	// SecretKey encrypts and authenticates gossip (AES-256-GCM) when set;
+	// it must be SecretKeySize bytes, and the same on every node. Required
+	// when Bind or Advertise is not a loopback address
+	// (ErrSecretKeyRequired): without it anyone who reaches the port can
+	// join, gossip any metadata and be placed units.
 	SecretKey []byte
 
-	// DebugAddr, Version and Capacity are gossiped to the others as this
-	// node's metadata. Capacity is the placement weight (<= 0 means 1).
+	// DebugAddr, DebugTLS, Version and Capacity are gossiped to the others
+	// as this node's metadata. DebugTLS says the debug endpoint serves
+	// HTTPS. Capacity is the placement weight (<= 0 means 1; placement
+	// counts more than cluster.MaxCapacity as cluster.MaxCapacity).
 	DebugAddr string
+	DebugTLS  bool
 	Version   string
 	Capacity  float64
 	// Sources are the sources this node runs, gossiped from the first
@@ -86,13 +92,21 @@ func (c Config) Validate() error {
 	if bind == "" {
 		bind = DefaultBind
 	}
-	if _, _, err := splitIPPort(bind); err != nil {
+	public := ""
+	if ip, _, err := splitIPPort(bind); err != nil {
 		errs = append(errs, fmt.Errorf("bind: %w", err))
+	} else if !ip.IsLoopback() {
+		public = "bind " + bind
 	}
 	if c.Advertise != "" {
-		if _, _, err := splitIPPort(c.Advertise); err != nil {
+		if ip, _, err := splitIPPort(c.Advertise); err != nil {
 			errs = append(errs, fmt.Errorf("advertise: %w", err))
+		} else if !ip.IsLoopback() && public == "" {
+			public = "advertise " + c.Advertise
 		}
+	}
+	if public != "" && len(c.SecretKey) == 0 {
+		errs = append(errs, fmt.Errorf("%w (%s)", ErrSecretKeyRequired, public))
 	}
 	for i, j := range c.Join {
 		if _, _, err := net.SplitHostPort(j); err != nil {

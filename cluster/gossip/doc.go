@@ -13,6 +13,13 @@
 //     member that stops without leaving disappears from the others' views
 //     within about a second (probe 200 ms, suspicion 4 probe intervals);
 //     with "default" within about 5 s. A graceful Leave is seen at once.
+//   - Authentication. With Config.SecretKey, memberlist encrypts and
+//     authenticates every message (AES-256-GCM) and refuses any it cannot
+//     open, so every member that joined holds the key. Without it anyone
+//     who reaches the port can join and gossip any metadata: Validate (and
+//     so Join) refuses a Bind or Advertise that is not a loopback address
+//     without a key (ErrSecretKeyRequired). The metadata includes whether
+//     the debug endpoint serves TLS (Member.DebugTLS).
 //   - A node whose gossip key differs from the cluster's (or that has none
 //     when the cluster has one, or the reverse) fails to join with
 //     ErrEncryption. A node whose name is already used by a live member at

@@ -12,6 +12,10 @@ var (
 	// node has none while the cluster has one, or the reverse.
 	ErrEncryption = errors.New("gossip encryption does not match the cluster's (missing or different secret key)")
 
+	// ErrSecretKeyRequired is returned by Validate and Join when Bind or
+	// Advertise is not a loopback address and no SecretKey is set.
+	ErrSecretKeyRequired = errors.New("secret_key: required when bind or advertise is not a loopback address")
+
 	// ErrLeft is returned by SetState after Leave.
 	ErrLeft = errors.New("membership has left the cluster")
 )

@@ -112,7 +112,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	m := &Membership{
 		log:        logger,
 		cfg:        cfg,
-		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
+		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, DebugTLS: cfg.DebugTLS, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
 		sources:    sortedTags(cfg.Sources),
 		view:       map[string]viewEntry{},
 		gone:       map[string]gone{},

@@ -157,7 +157,7 @@ func (h testHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h testHandler) WithGroup(string) slog.Handler { return h }
 
 func TestThreeNodesConvergeWithMetadata(t *testing.T) {
-	a := start(t, Config{Name: "a", DebugAddr: "127.0.0.1:7070", Version: "v1.2.3", Capacity: 2})
+	a := start(t, Config{Name: "a", DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2})
 	b := start(t, Config{Name: "b", DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", Join: []string{a.Local().Addr}})
 	c := start(t, Config{Name: "c", Capacity: 0.5, Join: []string{b.Local().Addr}})
 
@@ -166,7 +166,7 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 		t.Logf("%s converged in %v", m.cfg.Name, took)
 	}
 	want := map[string]cluster.Member{
-		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", Version: "v1.2.3", Capacity: 2, State: cluster.StateAlive},
+		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, State: cluster.StateAlive},
 		"b": {Name: "b", Addr: b.Local().Addr, DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", State: cluster.StateAlive},
 		"c": {Name: "c", Addr: c.Local().Addr, Capacity: 0.5, State: cluster.StateAlive},
 	}
@@ -490,10 +490,32 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Name: "n", SecretKey: []byte("short")}, "secret_key: 5 bytes, want 32"},
 		{Config{Name: "n", Capacity: math.NaN()}, "capacity: NaN"},
 		{Config{Name: strings.Repeat("n", 600)}, "metadata"},
+		// Issue 10, item 1: plain gossip only on loopback.
+		{Config{Name: "n", Bind: "0.0.0.0:7946"}, "secret_key: required when bind or advertise is not a loopback address (bind 0.0.0.0:7946)"},
+		{Config{Name: "n", Bind: "10.0.0.5:7946"}, "(bind 10.0.0.5:7946)"},
+		{Config{Name: "n", Bind: "[::]:7946"}, "(bind [::]:7946)"},
+		{Config{Name: "n", Advertise: "10.0.0.5:7946"}, "(advertise 10.0.0.5:7946)"},
 	} {
 		err := c.cfg.Validate()
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("Validate(%+v) = %v, want an error with %q", c.cfg, err, c.want)
+		}
+	}
+	for _, c := range []Config{
+		{Name: "n", Bind: "0.0.0.0:7946"},
+		{Name: "n", Bind: "127.0.0.1:7946", Advertise: "10.0.0.5:0"},
+	} {
+		if err := c.Validate(); !errors.Is(err, ErrSecretKeyRequired) {
+			t.Errorf("Validate(%+v) = %v, want ErrSecretKeyRequired", c, err)
+		}
+		c.SecretKey = bytes.Repeat([]byte{1}, SecretKeySize)
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(%+v) with a key: %v", c, err)
+		}
+	}
+	for _, c := range []Config{{Name: "n"}, {Name: "n", Bind: "127.0.0.2:0"}, {Name: "n", Bind: "[::1]:0", Advertise: "127.0.0.1:7946"}} {
+		if err := c.Validate(); err != nil {
+			t.Errorf("Validate(%+v) on loopback without a key: %v", c, err)
 		}
 	}
 	// Every field's error at once.

@@ -28,6 +28,7 @@ import (
 type nodeMeta struct {
 	Name      string              `json:"n"`
 	DebugAddr string              `json:"d,omitempty"`
+	DebugTLS  bool                `json:"h,omitempty"` // the debug endpoint serves HTTPS
 	Version   string              `json:"v,omitempty"`
 	Capacity  float64             `json:"c,omitempty"`
 	State     cluster.MemberState `json:"s"`
@@ -71,7 +72,7 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 // memberlist.MetaMaxSize in either state, so that a change of state never
 // changes how the sources are told; otherwise their digest goes.
 func newMeta(c Config, s cluster.MemberState, tags []cluster.SourceTag) nodeMeta {
-	m := nodeMeta{Name: c.Name, DebugAddr: c.DebugAddr, Version: c.Version, Capacity: c.Capacity, State: s}
+	m := nodeMeta{Name: c.Name, DebugAddr: c.DebugAddr, DebugTLS: c.DebugTLS, Version: c.Version, Capacity: c.Capacity, State: s}
 	if tags == nil {
 		return m
 	}
@@ -165,6 +166,7 @@ func member(n *memberlist.Node) (cluster.Member, error) {
 		Name:         n.Name,
 		Addr:         n.Address(),
 		DebugAddr:    m.DebugAddr,
+		DebugTLS:     m.DebugTLS,
 		Version:      m.Version,
 		Capacity:     m.Capacity,
 		State:        m.State,

@@ -165,6 +165,7 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 	// accepts with them; a capacity with the longest JSON form.
 	base := Config{
 		DebugAddr: "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535",
+		DebugTLS:  true,
 		Version:   strings.Repeat("v", 120),
 		Capacity:  -1.2345678901234567e-300,
 	}

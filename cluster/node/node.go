@@ -106,6 +106,21 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 
 	n.reg = prometheus.NewRegistry()
 	n.metrics = metrics.New(n.reg, cfg.Node.Name)
+	// Built before joining, so that unusable TLS files stop the node
+	// before it is a member; it listens once the actors run.
+	n.debug, err = debug.New(debug.Config{
+		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
+		Logger: log.With("component", "debug"),
+		// Only gossip encrypted with cluster.secret_key authenticates
+		// its members: only then may the cluster view send them the token.
+		MembersAuthenticated: len(cfg.Cluster.Key()) > 0,
+		TLSCert:              cfg.Node.DebugTLS.Cert,
+		TLSKey:               cfg.Node.DebugTLS.Key,
+		TLSCA:                cfg.Node.DebugTLS.CA,
+	})
+	if err != nil {
+		return fmt.Errorf("debug endpoint: %w", err)
+	}
 
 	tags := make([]cluster.SourceTag, 0, len(specs)) // non-nil: "runs these", even none
 	for _, sp := range specs {
@@ -114,7 +129,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
 	n.member, err = gossip.Join(ctx, gossip.Config{
 		Name: cfg.Node.Name, Bind: cfg.Cluster.Bind, Advertise: cfg.Cluster.Advertise, Join: cfg.Cluster.Join,
-		Profile: cfg.Cluster.Profile, SecretKey: cfg.Cluster.Key(), DebugAddr: cfg.Node.DebugAddr,
+		Profile: cfg.Cluster.Profile, SecretKey: cfg.Cluster.Key(), DebugAddr: cfg.Node.DebugAddr, DebugTLS: cfg.Node.DebugTLS.Cert != "",
 		Version: opt.Version, Capacity: cfg.Node.Capacity, Logger: log.With("component", "gossip"), Sources: tags,
 	})
 	if err != nil {
@@ -139,13 +154,6 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		return err
 	}
 
-	n.debug, err = debug.New(debug.Config{
-		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
-		Logger: log.With("component", "debug"),
-	})
-	if err != nil {
-		return fmt.Errorf("node.debug_addr: %w", err)
-	}
 	if err := n.debug.Start(); err != nil {
 		return fmt.Errorf("node.debug_addr: %w", err)
 	}
@@ -155,7 +163,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	n.wg.Add(2)
 	go n.watchStore(hctx)
 	go n.pruneDedupe(hctx, cfg.Store.DedupeRetention)
-	log.Info("node started", "node", cfg.Node.Name, "debug", "http://"+n.debug.Addr()+"/debug/",
+	log.Info("node started", "node", cfg.Node.Name, "debug", n.debug.URL(),
 		"gossip", cfg.Cluster.Bind, "sources", len(specs))
 	return nil
 }

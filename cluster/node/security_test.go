@@ -1,0 +1,242 @@
+package node
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/cluster/gossip"
+)
+
+// Issue 10, item 1: a process that joins a node's plain (loopback) gossip
+// and advertises a debug address it serves never receives the debug token
+// from the cluster view; with cluster.secret_key a member that joined holds
+// the key, and is asked with the token.
+func TestGossipIntruderNeverGetsTheDebugToken(t *testing.T) {
+	key := make([]byte, gossip.SecretKeySize)
+	for i := range key {
+		key[i] = byte(i + 1)
+	}
+	for _, tt := range []struct {
+		name      string
+		secretKey []byte
+		want      string // the Authorization the member's endpoint sees; "" none
+	}{
+		{"plain gossip", nil, ""},
+		{"encrypted gossip", key, "Bearer tok-e2e"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var seen []string
+			joiner := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				mu.Lock()
+				seen = append(seen, r.Header.Get("Authorization"))
+				mu.Unlock()
+				_ = json.NewEncoder(w).Encode(actors.Tree{Node: "joiner", Members: []actors.MemberStatus{}, Sources: []actors.SourceStatus{}})
+			}))
+			defer joiner.Close()
+
+			env := map[string]string{"TOK": "tok-e2e", "KEY": base64.StdEncoding.EncodeToString(key)}
+			cl := `cluster: {bind: "127.0.0.1:0", profile: fast}`
+			if tt.secretKey != nil {
+				cl = `cluster: {bind: "127.0.0.1:0", profile: fast, secret_key: "${env:KEY}"}`
+			}
+			cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_token: "${env:TOK}"}
+`+cl+`
+store: {url: "sqlite:`+t.TempDir()+`/d.db"}
+sources:
+  - {name: m, type: memory, memory: {partitions: 2}, records: {key: id}}
+`), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
+			if err != nil {
+				t.Fatal(err)
+			}
+			n, err := Start(t.Context(), cfg, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer n.Close()
+			var self string
+			for _, m := range n.Members() {
+				if m.Name == "n1" {
+					self = m.Addr
+				}
+			}
+			intruder, err := gossip.Join(t.Context(), gossip.Config{Name: "joiner", Bind: "127.0.0.1:0", Join: []string{self}, Profile: gossip.ProfileFast,
+				SecretKey: tt.secretKey, DebugAddr: strings.TrimPrefix(joiner.URL, "http://"), Capacity: 1e9})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = intruder.Leave(ctx)
+			}()
+			deadline := time.Now().Add(10 * time.Second)
+			for !hasMember(n.Members(), "joiner") {
+				if time.Now().After(deadline) {
+					t.Fatalf("n1 does not see the joiner: %v", n.Members())
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+
+			for range 3 { // the page polls every second
+				view := clusterView(t, "http://"+n.DebugAddr()+"/debug/tree?scope=cluster", "tok-e2e")
+				got := view["joiner"]
+				mu.Lock()
+				leaked := tt.want == "" && len(seen) != 0
+				mu.Unlock()
+				if leaked {
+					t.Fatalf("a member of plain gossip was asked, with Authorization %q", seen)
+				}
+				switch {
+				case tt.want == "" && !strings.Contains(got.Error, debug.ErrMembersNotAuthenticated.Error()):
+					t.Fatalf("joiner listed with %q, want an error saying gossip is not authenticated", got.Error)
+				case tt.want != "" && got.Error != "":
+					t.Fatalf("joiner of encrypted gossip: %q", got.Error)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if tt.want == "" && len(seen) != 0 {
+				t.Fatalf("a member of plain gossip was asked %d times, with Authorization %q", len(seen), seen)
+			}
+			if tt.want != "" && (len(seen) != 3 || seen[0] != tt.want) {
+				t.Fatalf("a member of encrypted gossip saw Authorization %q, want %q three times", seen, tt.want)
+			}
+		})
+	}
+}
+
+func hasMember(ms []cluster.Member, name string) bool {
+	for _, m := range ms {
+		if m.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func clusterView(t *testing.T, url, token string) map[string]debug.NodeTree {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s: %d %v %s", url, resp.StatusCode, err, b)
+	}
+	var ct debug.ClusterTree
+	if err := json.Unmarshal(b, &ct); err != nil {
+		t.Fatalf("%v: %s", err, b)
+	}
+	out := map[string]debug.NodeTree{}
+	for _, nt := range ct.Nodes {
+		out[nt.Node] = nt
+	}
+	return out
+}
+
+// node.debug_tls is wired: the endpoint serves HTTPS with the configured
+// certificate and the node gossips that it does; unusable files stop the
+// node before it joins, naming the field.
+func TestNodeDebugTLS(t *testing.T) {
+	dir := t.TempDir()
+	certFile, keyFile, roots := selfSigned(t, dir)
+	start := func(tls string) (*Node, error) {
+		cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_tls: `+tls+`}
+cluster: {bind: "127.0.0.1:0", profile: fast}
+store: {url: "sqlite:`+dir+`/d.db"}
+sources:
+  - {name: m, type: memory, memory: {partitions: 1}, records: {key: id}}
+`), config.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return Start(t.Context(), cfg, Options{})
+	}
+	if _, err := start(`{cert: "` + dir + `/missing.pem", key: "` + keyFile + `"}`); err == nil || !strings.Contains(err.Error(), "node.debug_tls.cert: stat "+dir+"/missing.pem") {
+		t.Fatalf("start with a missing certificate: %v", err)
+	}
+	n, err := start(`{cert: "` + certFile + `", key: "` + keyFile + `", ca: "` + certFile + `"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if !n.member.Local().DebugTLS {
+		t.Error("the node does not gossip that its debug endpoint serves TLS")
+	}
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}}
+	resp, err := c.Get("https://" + n.DebugAddr() + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz over https: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz over https: %d", resp.StatusCode)
+	}
+}
+
+// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
+// into dir.
+func selfSigned(t *testing.T, dir string) (certFile, keyFile string, roots *x509.CertPool) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "n1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IsCA: true, BasicConstraintsValid: true}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots = x509.NewCertPool()
+	roots.AddCert(cert)
+	return certFile, keyFile, roots
+}
