@@ -154,7 +154,7 @@ func (l *leaser) retryOrphans(ctx actor.Context) {
 	if len(try) == 0 {
 		return
 	}
-	store := l.ne.env.Store
+	store, ttl := l.ne.env.Store, l.ne.minTTL
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "sweep"), func(c context.Context) any {
 		cur, err := store.List(c)
@@ -166,8 +166,8 @@ func (l *leaser) retryOrphans(ctx actor.Context) {
 			if !stillOwned(cur, o) {
 				continue // moved on meanwhile
 			}
-			if !releaseOwn(c, store, o) {
-				left = append(left, o)
+			if rest, ok := releaseOwn(c, store, o, ttl); !ok {
+				left = append(left, rest)
 			}
 		}
 		return &orphansDone{left: left}
@@ -246,7 +246,9 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		l.ne.env.logger().Info("the store answers again", "after_failed_rounds", l.failing)
 		l.ne.env.trace("store-back", l.ne.env.Node, "")
 		l.failing = 0
-		ctx.Send(l.ne.nodePID, &storeBack{})
+		if node := l.ne.nodePID.Load(); node != nil {
+			ctx.Send(node, &storeBack{})
+		}
 	}
 	for _, nl := range d.renewed {
 		h, ok := l.held[nl.Unit]

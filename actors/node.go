@@ -8,10 +8,12 @@ import (
 	"log/slog"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/persistence"
@@ -57,10 +59,12 @@ type nodeEnv struct {
 	// leaser renews the node's leases (set before any unit starts);
 	// nodePID is the node actor.
 	leaser  *actor.PID
-	nodePID *actor.PID
+	nodePID atomic.Pointer[actor.PID] // set once the node actor is spawned (after the leaser)
 	// digest is cluster.SourceDigestOf this node's source ids: a member
 	// gossiping only a digest equal to it runs the same sources.
 	digest uint64
+	// minTTL is the shortest lease TTL of the node's sources.
+	minTTL time.Duration
 }
 
 func (ne *nodeEnv) props() []actor.PropsOption {
@@ -136,6 +140,10 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		}
 	}
 	ne.digest = cluster.SourceDigestOf(ids)
+	ne.minTTL = minTTL
+	if ne.minTTL <= 0 {
+		ne.minTTL = 10 * time.Second
+	}
 	table := newLeaseTable()
 	lprops := actor.PropsFromProducer(func() actor.Actor { return newLeaser(ne, minTTL, table) }, ne.props()...)
 	lpid, err := system.Root.SpawnNamed(lprops, "leaser")
@@ -151,7 +159,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		return nil, fmt.Errorf("spawn node actor: %w", err)
 	}
 	n.root = pid
-	ne.nodePID = pid
+	ne.nodePID.Store(pid)
 	n.stop = env.Membership.Watch(func() { system.Root.Send(pid, &viewChanged{}) })
 	return n, nil
 }
@@ -234,6 +242,7 @@ type nodeActor struct {
 	restarts    map[string]int
 	restartedAt map[string]time.Time
 	down        map[string]bool
+	restartT    map[string]clock.Timer // pending supervisor restarts, stopped when the node stops
 	self        *actor.PID
 }
 
@@ -252,7 +261,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
 		a.tags, a.restarts, a.restartedAt = map[string]cluster.SourceTag{}, map[string]int{}, map[string]time.Time{}
-		a.down, a.self = map[string]bool{}, ctx.Self()
+		a.down, a.self, a.restartT = map[string]bool{}, ctx.Self(), map[string]clock.Timer{}
 		for _, s := range a.specs {
 			a.tags[s.Name] = cluster.SourceTag{ID: cluster.SourceID(s.Identity)}
 		}
@@ -313,7 +322,12 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		if pid, ok := a.sups[m.source]; ok && !a.down[m.source] {
 			ctx.Send(pid, m)
 		}
+	case *actor.Stopping:
+		for _, t := range a.restartT {
+			t.Stop()
+		}
 	case *restartSource:
+		delete(a.restartT, m.source)
 		if a.draining {
 			// its units stopped with it; a node leaving starts nothing
 			return
@@ -358,7 +372,7 @@ type swept struct{ left []persistence.Lease }
 // wants it acquires again the normal way. A store that does not answer
 // does not hold the node up: those leases expire.
 func (a *nodeActor) sweep(ctx actor.Context) {
-	store, me := a.ne.env.Store, a.ne.env.Node
+	store, me, ttl := a.ne.env.Store, a.ne.env.Node, a.ne.minTTL
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	log := a.ne.env.logger()
 	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "sweep"), func(c context.Context) any {
@@ -373,8 +387,8 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 			if l.Owner != me {
 				continue
 			}
-			if !releaseOwn(c, store, l) {
-				left = append(left, l)
+			if rest, ok := releaseOwn(c, store, l, ttl); !ok {
+				left = append(left, rest)
 				continue
 			}
 			n++
@@ -386,13 +400,19 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 	}, func(v any) { root.Send(self, v) })
 }
 
-// releaseOwn takes a lease recorded under this node's name and releases it.
-func releaseOwn(c context.Context, store persistence.Store, l persistence.Lease) bool {
-	nl, err := store.Acquire(c, persistence.AcquireRequest{Unit: l.Unit, Owner: l.Owner, TTL: time.Minute})
+// releaseOwn takes a lease recorded under this node's name (fencing the
+// earlier process) and releases it. When that fails it returns the lease
+// as it is now recorded, to try again: the one taken, when only the
+// release failed.
+func releaseOwn(c context.Context, store persistence.Store, l persistence.Lease, ttl time.Duration) (persistence.Lease, bool) {
+	nl, err := store.Acquire(c, persistence.AcquireRequest{Unit: l.Unit, Owner: l.Owner, TTL: ttl})
 	if err != nil {
-		return false
+		return l, false
 	}
-	return store.Release(c, nl) == nil
+	if store.Release(c, nl) != nil {
+		return nl, false
+	}
+	return nl, true
 }
 
 // announce gossips the sources this node runs with the unit sets it
@@ -436,6 +456,14 @@ func (a *nodeActor) checkDrained() {
 // HealthyAfter since its last restart starts again from the base.
 func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, who *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	name := a.byPID[who.Id]
+	if a.draining {
+		// leaving: nothing restarts; its units were told to stop
+		a.ne.env.logger().Error("source supervisor failed while the node drains", "source", name, "reason", fmt.Sprint(reason))
+		sup.StopChildren(who)
+		delete(a.pending, name)
+		a.checkDrained()
+		return
+	}
 	now := a.ne.env.Clock.Now()
 	if at, ok := a.restartedAt[name]; ok && now.Sub(at) >= a.ne.tuning.HealthyAfter {
 		a.restarts[name] = 0
@@ -451,7 +479,10 @@ func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, wh
 	a.down[name] = true
 	root, self := a.ne.system.Root, a.self
 	root.Send(self, &sourceDown{})
-	a.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
+	if t := a.restartT[name]; t != nil {
+		t.Stop()
+	}
+	a.restartT[name] = a.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
 }
 
 func memberNames(ms []cluster.Member) string {

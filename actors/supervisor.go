@@ -37,19 +37,27 @@ type supervisor struct {
 	units    map[string]brokers.Partition // discovered, by unit id
 	finished map[string]bool              // units read to their end
 	stale    map[string]bool              // units whose finished checkpoint is of an earlier stream
+	cooldown map[string]time.Time         // units that lost their lease: not started again before
 	// initial are the source's units at its first discovery, recorded in
 	// the store (persistence.Sources); nil until known. A unit not among
 	// them appeared later and starts at its earliest.
-	initial  map[string]bool
-	members  []cluster.Member
-	id       uint32 // cluster.SourceID of the spec's identity
-	hash     uint32 // cluster.UnitsHash of what this node discovered; 0 before
-	lastDisc time.Time
-	children map[string]*child // by unit id
-	byPID    map[string]*child // by pid id
-	draining bool
-	drained  bool
-	ended    atomic.Bool // stopped or restarting: timers and results are stale
+	initial map[string]bool
+	members []cluster.Member
+	id      uint32 // cluster.SourceID of the spec's identity
+	// Discoveries may overlap (ticks, a finished unit, gossip): each has a
+	// number; a result older than one already applied is dropped, and a
+	// listing started before a unit finished does not count against it.
+	discSeq     uint64            // discoveries started
+	discApplied uint64            // the newest discovery applied
+	finishedAt  map[string]uint64 // unit -> discSeq when it finished here
+	hash        uint32            // cluster.UnitsHash of what this node discovered; 0 before
+	lastDisc    time.Time
+	discoveryAt time.Time         // when the discovery timer fires
+	children    map[string]*child // by unit id
+	byPID       map[string]*child // by pid id
+	draining    bool
+	drained     bool
+	ended       atomic.Bool // stopped or restarting: timers and results are stale
 
 	jobs        context.Context
 	cancel      context.CancelFunc
@@ -63,15 +71,25 @@ type supervisor struct {
 }
 
 type child struct {
-	unit      string
-	pid       *actor.PID
-	restarts  int // consecutive, for the backoff exponent
-	restartT  clock.Timer
-	waiting   bool // failed, suspended until restartT fires
-	stopping  bool
-	leaseLost bool
-	failed    atomic.Bool // it failed at least once (read by its next incarnation)
+	unit     string
+	pid      *actor.PID
+	restarts int // consecutive, for the backoff exponent
+	restartT clock.Timer
+	waiting  bool // failed, suspended until restartT fires
+	stopping bool
+	failed   atomic.Bool // it failed at least once (read by its next incarnation)
+	// exit is why the unit stopped itself (exitLeaseLost, exitFinished),
+	// set by the unit before it stops: its Terminated may reach the
+	// supervisor before any message the unit sent last (protoactor handles
+	// system messages first), so the reason travels with the child.
+	exit atomic.Int32
 }
+
+// Why a unit stopped itself.
+const (
+	exitLeaseLost int32 = iota + 1
+	exitFinished
+)
 
 // messages
 type (
@@ -80,6 +98,7 @@ type (
 	// must not start a second chain of them.
 	discoverTick struct{ from *supervisor }
 	discovered   struct {
+		seq      uint64
 		parts    []brokers.Partition
 		finished map[string]bool
 		initial  []string // nil unless asked for
@@ -125,9 +144,14 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	defer func() {
 		if r := recover(); r != nil {
 			// failed: its mailbox is suspended until its node restarts it;
-			// leave nothing of this instance running meanwhile
+			// leave nothing of this instance running meanwhile — its units
+			// hand their leases over now (its node stopped gossiping the
+			// source, so others take them) instead of running on unsupervised
 			if !mutate.On(mutate.SupervisorLeak) { // the bug of issue 9 item 11
 				s.end()
+				for _, u := range sortedKeys(s.children) {
+					ctx.Send(s.children[u].pid, &stopUnit{})
+				}
 			}
 			panic(r)
 		}
@@ -233,6 +257,8 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.units = map[string]brokers.Partition{}
 	s.finished = map[string]bool{}
 	s.stale = map[string]bool{}
+	s.cooldown = map[string]time.Time{}
+	s.finishedAt = map[string]uint64{}
 	s.children = map[string]*child{}
 	s.byPID = map[string]*child{}
 	s.window = quality.New(s.spec.schema)
@@ -266,13 +292,16 @@ func (s *supervisor) discover(ctx actor.Context) {
 		s.discovery.Stop()
 	}
 	s.discovery = s.after(ctx, s.spec.Discovery, &discoverTick{from: s})
+	s.discoveryAt = s.ne.env.Clock.Now().Add(s.spec.Discovery)
 	s.lastDisc = s.ne.env.Clock.Now()
+	s.discSeq++
+	seq := s.discSeq
 	if s.spec.isQueue() {
 		parts := make([]brokers.Partition, s.spec.Slots)
 		for i := range parts {
 			parts[i] = brokers.Partition{ID: "slot-" + strconv.Itoa(i)}
 		}
-		s.onDiscovered(ctx, &discovered{parts: parts})
+		s.onDiscovered(ctx, &discovered{seq: seq, parts: parts})
 		return
 	}
 	stream, store, name := s.spec.Stream, s.ne.env.Store, s.spec.Name
@@ -281,26 +310,26 @@ func (s *supervisor) discover(ctx actor.Context) {
 	s.ne.env.Executor.Go(exec.WithLabel(jobs, "discover"), func(c context.Context) any {
 		parts, err := stream.Partitions(c)
 		if err != nil {
-			return &discovered{err: fmt.Errorf("list partitions: %w", err)}
+			return &discovered{seq: seq, err: fmt.Errorf("list partitions: %w", err)}
 		}
 		fin := map[string]bool{}
 		cps, err := store.Checkpoints(c, name)
 		if err != nil {
-			return &discovered{err: fmt.Errorf("read checkpoints: %w", err)}
+			return &discovered{seq: seq, err: fmt.Errorf("read checkpoints: %w", err)}
 		}
 		for _, cp := range cps {
 			if cp.Finished {
 				fin[cp.Unit] = true
 			}
 		}
-		d := &discovered{parts: parts, finished: fin}
+		d := &discovered{seq: seq, parts: parts, finished: fin}
 		if needInitial {
 			ids := make([]string, len(parts))
 			for i, p := range parts {
 				ids[i] = name + "/" + p.ID
 			}
 			if d.initial, err = store.InitSource(c, name, ids); err != nil {
-				return &discovered{err: fmt.Errorf("record the initial units: %w", err)}
+				return &discovered{seq: seq, err: fmt.Errorf("record the initial units: %w", err)}
 			}
 		}
 		return d
@@ -312,6 +341,11 @@ func (s *supervisor) discover(ctx actor.Context) {
 }
 
 func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
+	if m.seq < s.discApplied {
+		s.ne.env.trace("discovery-dropped", s.spec.Name, fmt.Sprintf("seq=%d applied=%d", m.seq, s.discApplied))
+		return // older than a listing already applied
+	}
+	s.discApplied = m.seq
 	if m.err != nil {
 		msg := m.err.Error()
 		s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = msg; st.State = StateRetrying })
@@ -325,6 +359,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 			d = s.spec.Discovery
 		}
 		s.discovery = s.after(ctx, d, &discoverTick{from: s})
+		s.discoveryAt = s.ne.env.Clock.Now().Add(d)
 		return
 	}
 	state := StateRunning
@@ -377,7 +412,10 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 			children[s.spec.Name+"/"+par] = true
 		}
 	}
-	for u := range s.finished {
+	for _, u := range sortedKeys(s.finished) {
+		if m.seq <= s.finishedAt[u] {
+			continue // listed before the unit finished here: its children may be missing
+		}
 		if _, listed := units[u]; listed && !children[u] && !s.spec.isQueue() {
 			delete(s.finished, u)
 			s.stale[u] = true
@@ -422,11 +460,11 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 		if s.ne.env.Clock.Now().Sub(s.lastDisc) >= s.ne.tuning.DiscoverySpacing {
 			s.ne.env.trace("discover-triggered", s.spec.Name, m.Name)
 			s.discover(ctx)
-		} else if s.discovery != nil {
-			// soon: a discovery is due within the spacing anyway or now
+		} else if at := s.lastDisc.Add(s.ne.tuning.DiscoverySpacing); s.discovery != nil && at.Before(s.discoveryAt) {
+			// as soon as the spacing allows (never later than planned)
 			s.discovery.Stop()
-			wait := s.ne.tuning.DiscoverySpacing - s.ne.env.Clock.Now().Sub(s.lastDisc)
-			s.discovery = s.after(ctx, wait, &discoverTick{from: s})
+			s.discovery = s.after(ctx, at.Sub(s.ne.env.Clock.Now()), &discoverTick{from: s})
+			s.discoveryAt = at
 		}
 		return
 	}
@@ -481,9 +519,19 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 		ctx.Send(c.pid, &stopUnit{})
 	}
 	// start what we should own
+	now := s.ne.env.Clock.Now()
 	for _, u := range sortedKeys(want) {
 		if _, ok := s.children[u]; ok {
 			continue
+		}
+		if until, ok := s.cooldown[u]; ok {
+			if now.Before(until) {
+				if s.reconcileAt == nil {
+					s.reconcileAt = s.after(ctx, until.Sub(now), &reconcileTick{from: s})
+				}
+				continue // it lost its lease a moment ago
+			}
+			delete(s.cooldown, u)
 		}
 		s.spawn(ctx, u)
 	}
@@ -498,6 +546,7 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	props := actor.PropsFromProducer(func() actor.Actor {
 		u := newUnit(ne, spec, p, initial)
 		u.staleFinish = stale
+		u.exit = &c.exit
 		// restarted after it failed: its first success is a recovery
 		u.retrying = c.failed.Load()
 		return u
@@ -522,16 +571,29 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	s.ne.reg.removeUnit(s.spec.Name, c.unit)
 	s.ne.metrics.Forget(s.spec.Name, c.unit)
 	s.ne.env.trace("unit-stopped", c.unit, "")
+	exit := c.exit.Load()
+	if exit == exitFinished {
+		s.finished[c.unit] = true
+		s.finishedAt[c.unit] = s.discSeq
+		delete(s.stale, c.unit)
+	}
 	if s.checkDrained(ctx) {
 		return
 	}
-	if c.leaseLost {
-		// someone else owns it now; let placement settle before trying again
+	switch exit {
+	case exitFinished:
+		// its children may now be placed: list them now rather than at the
+		// next discovery (a reshard is noticed at the next listing, or now)
+		s.discover(ctx)
+		return
+	case exitLeaseLost:
+		// someone else owns it now; let placement settle before trying
+		// again: no reconcile starts it before the pause is over
+		d := s.ne.tuning.LeaseLostPause + s.ne.env.Rand.Jitter(s.ne.tuning.LeaseLostPause/2)
+		s.cooldown[c.unit] = s.ne.env.Clock.Now().Add(d)
 		if s.reconcileAt == nil {
-			d := s.ne.tuning.LeaseLostPause + s.ne.env.Rand.Jitter(s.ne.tuning.LeaseLostPause/2)
 			s.reconcileAt = s.after(ctx, d, &reconcileTick{from: s})
 		}
-		return
 	}
 	s.reconcile(ctx)
 }
@@ -553,16 +615,7 @@ func (s *supervisor) onUnitEvent(ctx actor.Context, m *unitEvent) {
 	if !ok {
 		return
 	}
-	switch m.kind {
-	case evLeaseLost:
-		c.leaseLost = true
-	case evFinished:
-		s.finished[m.unit] = true
-		delete(s.stale, m.unit)
-		// children of this unit may now be placed; discovery will list them
-		// (a reshard is noticed at the next listing, or now)
-		s.discover(ctx)
-	case evHealthy:
+	if m.kind == evHealthy {
 		c.restarts = 0
 	}
 }
@@ -641,6 +694,11 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 	s.ne.reg.unit(s.spec.Name, c.unit, func(st *UnitStatus) { st.Restarts++ })
 	s.ne.metrics.Restarted(s.spec.Name, c.unit)
 	s.sup.RestartChildren(c.pid)
+	// the new incarnation starts with the parents it was spawned with:
+	// tell it those listed now
+	if p, ok := s.units[c.unit]; ok && !s.spec.isQueue() {
+		ctx.Send(c.pid, &parentsListed{parents: p.Parents})
+	}
 }
 
 // closeWindow writes the current quality window and starts the next.

@@ -53,6 +53,8 @@ type unitActor struct {
 	// staleFinish: its checkpoint says finished, but of an earlier stream
 	// of the same name (the supervisor saw it listed without children).
 	staleFinish bool
+	// exit tells the supervisor why the unit stopped itself (child.exit).
+	exit *atomic.Int32
 
 	inc *incarnation // this instance's jobs and timers
 
@@ -238,9 +240,7 @@ type unitEvent struct {
 type unitEventKind int
 
 const (
-	evLeaseLost unitEventKind = iota + 1
-	evFinished
-	evHealthy
+	evHealthy unitEventKind = iota + 1
 )
 
 type qualitySample struct{ stats *quality.Stats }
@@ -249,6 +249,7 @@ func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *
 	return &unitActor{
 		ne: ne, spec: spec, part: p, id: spec.Name + "/" + p.ID, initial: initial,
 		decoder: decode.Config{KeyField: spec.KeyField, MaxBytes: spec.MaxMessageBytes},
+		exit:    new(atomic.Int32),
 	}
 }
 
@@ -337,7 +338,7 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 	case timerAcquire:
 		u.acquire(ctx)
 	case timerCommit:
-		if u.commitPending != "" {
+		if u.commitPending != "" && !u.noCommit.Load() {
 			u.sendCommit(u.commitPending)
 		}
 	case timerExtend:
@@ -486,7 +487,7 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 	u.dropLease(ctx)
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
-	ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evLeaseLost, pid: ctx.Self()})
+	u.exit.Store(exitLeaseLost)
 	ctx.Stop(ctx.Self())
 }
 
@@ -553,13 +554,7 @@ func (o streamOpen) run(c context.Context) any {
 	}
 	if cp.Position == "" && mutate.On(mutate.ResolveEveryOpen) {
 		// the bug of issue 9 item 1: resolved on every open, not recorded
-		rd, err := o.spec.Stream.Open(c, o.part, brokers.Start{Mode: o.spec.Start})
-		if err != nil {
-			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
-			return r
-		}
-		r.res = &resource{reader: rd}
-		return r
+		return o.openAt(c, r, brokers.Start{Mode: o.spec.Start}, "")
 	}
 	if cp.Position == "" {
 		// The unit's first open: resolve its start once and record it, so
@@ -595,13 +590,7 @@ func (o streamOpen) run(c context.Context) any {
 	// The checkpoint is not a position of the broker any more.
 	if mutate.On(mutate.KeepInvalidCheckpoint) {
 		// the bug of issue 9 item 3: read from the earliest, keep the checkpoint
-		rd, err := o.spec.Stream.Open(c, o.part, brokers.Start{Mode: brokers.Earliest})
-		if err != nil {
-			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
-			return r
-		}
-		r.res = &resource{reader: rd}
-		return r
+		return o.openAt(c, r, brokers.Start{Mode: brokers.Earliest}, "")
 	}
 	if o.spec.OnPositionReset == ResetFail {
 		r.operator = cause
@@ -619,9 +608,14 @@ func (o streamOpen) run(c context.Context) any {
 	r.reset = &resetInfo{from: r.checkpoint, to: pos, cause: cause}
 	r.checkpoint = pos
 	start, _ := brokers.ParseStart(pos)
+	return o.openAt(c, r, start, " after a reset")
+}
+
+// openAt opens the reader at start into r, or records the broker's error.
+func (o streamOpen) openAt(c context.Context, r openResult, start brokers.Start, when string) openResult {
 	rd, err := o.spec.Stream.Open(c, o.part, start)
 	if err != nil {
-		r.err, r.broker = fmt.Errorf("open partition %s after a reset: %w", o.part, err), true
+		r.err, r.broker = fmt.Errorf("open partition %s%s: %w", o.part, when, err), true
 		return r
 	}
 	r.res = &resource{reader: rd}
@@ -633,7 +627,7 @@ func (o streamOpen) run(c context.Context) any {
 func (o streamOpen) record(c context.Context, mode brokers.StartMode) (string, error) {
 	st, err := resolveStart(c, o.spec.Stream, o.part, mode)
 	if err != nil {
-		return "", fmt.Errorf("resolve the %s start of partition %s: %w", modeName(mode), o.part, err)
+		return "", fmt.Errorf("resolve the %s start of partition %s: %w", mode, o.part, err)
 	}
 	pos := brokers.StartPosition(st)
 	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true}
@@ -666,13 +660,6 @@ func resolveStart(c context.Context, s brokers.Stream, part string, mode brokers
 		return brokers.Start{Mode: brokers.Earliest}, nil
 	}
 	return brokers.Start{}, fmt.Errorf("%T cannot resolve a latest start", s)
-}
-
-func modeName(m brokers.StartMode) string {
-	if m == brokers.Latest {
-		return "latest"
-	}
-	return "earliest"
 }
 
 // positionInvalid: the checkpoint is no longer a position the broker can
@@ -715,7 +702,12 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 	}
 	u.resetCause = nil
 	u.staleFinish = false
-	u.failures = 0 // a step that succeeded: failures are counted anew
+	if r.reset == nil {
+		// a step that succeeded: failures are counted anew (not after a
+		// reset, so that a checkpoint invalid again after each reset counts
+		// up and fails the unit to its supervisor)
+		u.failures = 0
+	}
 	u.res = r.res
 	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
 	u.fetch(ctx)
@@ -746,6 +738,10 @@ func (u *unitActor) positionReset(r *resetInfo) {
 // retrying, with the reason, and looks again now and then whether the
 // checkpoint was moved.
 func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
 	msg := fmt.Sprintf("checkpoint %s is no longer a position of the broker (%v); on_position_reset is fail: move the checkpoint to go on", u.checkpoint, cause)
 	next := u.now().Add(u.ne.tuning.PositionCheck)
 	if !u.retrying {
@@ -807,7 +803,11 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 			u.open(ctx)
 			return
 		}
-		err := fmt.Errorf("fetch: %w", r.err)
+		err := r.err
+		var be *brokers.Error
+		if !errors.As(err, &be) { // a broker error names its operation already
+			err = fmt.Errorf("fetch: %w", err)
+		}
 		if !brokers.Retryable(r.err) {
 			u.failNow(ctx, err)
 			return
@@ -1336,7 +1336,7 @@ func (u *unitActor) resume(ctx actor.Context) {
 // lease and stop for good (its children can start).
 func (u *unitActor) finished(ctx actor.Context) {
 	u.ne.env.trace("finished", u.id, u.position)
-	ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evFinished, pid: ctx.Self()})
+	u.exit.Store(exitFinished)
 	u.stopping = true
 	u.finishStop(ctx, false)
 }

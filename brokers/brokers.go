@@ -2,6 +2,7 @@ package brokers
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -75,6 +76,17 @@ const (
 	// Latest starts after the newest message at the time the reader opens.
 	Latest
 )
+
+// String is "earliest" or "latest", as the configuration spells them.
+func (m StartMode) String() string {
+	switch m {
+	case Earliest:
+		return "earliest"
+	case Latest:
+		return "latest"
+	}
+	return fmt.Sprintf("StartMode(%d)", int(m))
+}
 
 // Start says where a Reader begins.
 type Start struct {

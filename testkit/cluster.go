@@ -123,9 +123,10 @@ type simNode struct {
 	sid     int
 	node    *actors.Node
 	member  *simMembership
-	state   string   // new, running, stopping, stopped, killed
-	sources []string // the sources its next start runs; nil: all
-	running []string // the sources its current process runs; nil: all
+	state   string    // new, running, stopping, stopped, killed
+	sources []string  // the sources its next start runs; nil: all
+	running []string  // the sources its current process runs; nil: all
+	stopAt  time.Time // when its graceful stop began
 }
 
 // New builds a cluster; add sources, then Start it.
@@ -147,12 +148,6 @@ func New(cfg Config) (*Cluster, error) {
 	}
 	if cfg.MaxLatency < cfg.MinLatency {
 		cfg.MaxLatency = 5 * time.Millisecond
-		if cfg.StoreTimeout <= 0 {
-			cfg.StoreTimeout = 2 * time.Second
-		}
-		if cfg.RecreateQuiet <= 0 {
-			cfg.RecreateQuiet = 8 * time.Second
-		}
 		if cfg.MaxLatency < cfg.MinLatency {
 			cfg.MaxLatency = cfg.MinLatency
 		}
@@ -576,6 +571,7 @@ func (c *Cluster) Stop(name string) error {
 		return fmt.Errorf("testkit: %s is %s", name, n.state)
 	}
 	n.state = "stopping"
+	n.stopAt = c.s.now
 	c.exemptKills("stop " + name)
 	c.touch()
 	c.event("stop", name, "", "")
@@ -591,6 +587,9 @@ func (c *Cluster) Stop(name string) error {
 				n.node.Close()
 				n.state = "stopped"
 				c.event("stopped", name, "", "")
+				if took := c.s.now.Sub(n.stopAt); took > StopBound {
+					c.check("stop", fmt.Sprintf("%s's graceful stop took %s (bound %s)", name, took, StopBound))
+				}
 			default:
 				c.s.after(sid, 10*time.Millisecond, "leave-wait", wait)
 			}

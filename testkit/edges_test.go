@@ -15,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/testkit"
@@ -456,10 +457,17 @@ func edgeSlowHandler(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 23, Nodes: 2})
 	var deliveries []int
 	slow := func(ctx context.Context, _ persistence.Tx, b actors.Batch) error {
+		slow := false
 		for _, m := range b.Messages {
 			deliveries = append(deliveries, m.Deliveries)
+			slow = slow || bytes.Contains(m.Value, []byte(`"m-0"`))
 		}
-		return exec.Pause(ctx, 5*time.Second) // the deadline is 2 s
+		if slow {
+			// one slow batch: the other slot goes on receiving, and would be
+			// handed this batch's messages once their deadline passed
+			return exec.Pause(ctx, 5*time.Second) // the deadline is 2 s
+		}
+		return nil
 	}
 	q := must(c.AddQueue(actors.SourceSpec{Name: "q", Slots: 2, BatchSize: 5, Handler: slow}, 2*time.Second))
 	if err := c.Start(); err != nil {
@@ -482,11 +490,13 @@ func edgeSlowHandler(t *testing.T) error {
 
 // 10. A nack after a failed apply is a job of the unit like any other:
 // never beside the next receive (a receiver is used by one goroutine at a
-// time). The memory queue records calls that overlap.
+// time). The memory queue records calls that overlap; its nacks take 300
+// ms, longer than the retry backoff after a failed apply.
 func edgeNackSerialized(t *testing.T) error {
 	for seed := uint64(1); seed <= 12; seed++ {
 		c := edgeCluster(t, testkit.Config{Seed: seed, Nodes: 2})
 		q := must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", Slots: 3, BatchSize: 5, MaxConsecutiveFailures: 3}, 3*time.Second))
+		q.Delay(memory.OpNack, 300*time.Millisecond) // a nack takes a while, as over a network
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
@@ -496,12 +506,14 @@ func edgeNackSerialized(t *testing.T) error {
 				c.StoreFaults().FailNext("apply", 2)
 			})
 		}
+		c.Run(8 * time.Second) // with the faults (Settle clears them)
 		if err := settle(c); err != nil {
 			return err
 		}
 		if m := q.Misuses(); len(m) > 0 {
 			return fmt.Errorf("seed %d: a receiver was used by two jobs at once: %v", seed, m[0])
 		}
+
 		c.Close()
 	}
 	return nil

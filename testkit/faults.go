@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
@@ -36,7 +37,7 @@ func (c *Cluster) SetSources(node string, sources []string) error {
 	return nil
 }
 
-// Runs reports whether node runs source (in its current process).
+// runs reports whether node runs source (in its current process).
 func (c *Cluster) runs(n *simNode, source string) bool {
 	return n.running == nil || slices.Contains(n.running, source)
 }
@@ -104,6 +105,9 @@ func (c *Cluster) Forget(source, partition string) error {
 	c.led.excuseUnit(unit, c.led.gen[source])
 	delete(c.units, unit)
 	c.forgotten[unit] = true
+	for i := range c.led.kills {
+		delete(c.led.kills[i].units, unit) // nobody owns a forgotten partition again
+	}
 	c.event("forget", "", unit, "")
 	return nil
 }
@@ -134,7 +138,7 @@ func (c *Cluster) RecreateStream(source string) error {
 			// its id may come back (a later split or added partition): its
 			// checkpoint is then of the old stream
 			l.recreated[u] = c.s.now
-			l.allowReset[u]++
+			l.allowReset[u] = 1
 			l.resetsAt[u] = l.resets[u]
 		}
 	}
@@ -147,7 +151,7 @@ func (c *Cluster) RecreateStream(source string) error {
 		c.open[source] = append(c.open[source], id)
 		c.units[u] = &unitInfo{source: source, since: c.s.now}
 		l.recreated[u] = c.s.now
-		l.allowReset[u]++
+		l.allowReset[u] = 1
 		l.resetsAt[u] = l.resets[u]
 		delete(l.lastPublished, u)
 	}
@@ -157,8 +161,9 @@ func (c *Cluster) RecreateStream(source string) error {
 }
 
 // AwaitingReset reports whether a unit of a recreated stream source still
-// holds a checkpoint of the old stream (a position it has not reset), or
-// the recreation is more recent than RecreateQuiet. Until then a message
+// holds a checkpoint of the old stream that no reader judged since (it
+// neither reset it nor opened the new partition), or the recreation is
+// more recent than RecreateQuiet. Until then a message
 // published to the new stream could land at or below an old checkpoint,
 // where no broker with offset positions can tell it from an old one:
 // publish only when this is false.
@@ -171,9 +176,16 @@ func (c *Cluster) AwaitingReset(source string) bool {
 			return true
 		}
 		cp, err := c.inner.Checkpoint(context.Background(), u)
-		if err == nil && !cp.Finished && !brokers.IsMarker(cp.Position) && c.led.resets[u] < c.led.resetsAt[u]+1 {
-			return true
+		if err != nil || cp.Finished || brokers.IsMarker(cp.Position) || c.led.resets[u] > c.led.resetsAt[u] {
+			continue // nothing of the old stream, or reset already
 		}
+		if c.streams[source].OpenedAt(u[len(source)+1:]).After(since) {
+			// a reader opened it after the recreation, while nothing was
+			// published to it: the open judged the old checkpoint against
+			// an empty partition, which no old position fits
+			continue
+		}
+		return true
 	}
 	return false
 }
@@ -220,7 +232,7 @@ func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Durati
 	unit := source + "/" + partition
 	gen := c.led.gen[source]
 	for _, p := range pos {
-		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p})
+		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
 		c.led.lastPublished[unit] = p
 	}
 	c.event("publish-tx", "", unit, fmt.Sprintf("n=%d commit=%v", len(pos), commit))
@@ -359,6 +371,42 @@ func (c *Cluster) CrashSupervisor(node, source string) error {
 	c.touch()
 	n.node.CrashSupervisor(source)
 	return nil
+}
+
+// CrashStorm crashes node's supervisor of source n times, every gap. The
+// cluster counts as disturbed from the first crash until the supervisor
+// runs again after the last one (it takes no crash while it waits to
+// restart), so checks that need a quiet cluster wait for it.
+func (c *Cluster) CrashStorm(node, source string, n int, gap time.Duration) {
+	what := "crash:" + node + "/" + source
+	c.disturb(what)
+	for i := 0; i < n; i++ {
+		c.At(time.Duration(i)*gap, func() { _ = c.CrashSupervisor(node, source) })
+	}
+	var wait func()
+	wait = func() {
+		if c.sourceDown(node, source) {
+			c.At(200*time.Millisecond, wait)
+			return
+		}
+		c.Undisturb(what)
+	}
+	c.At(time.Duration(n)*gap, wait)
+}
+
+// sourceDown reports whether node's supervisor of source failed and waits
+// to restart (false when the node does not run).
+func (c *Cluster) sourceDown(node, source string) bool {
+	n, err := c.node(node)
+	if err != nil || n.node == nil || (n.state != "running" && n.state != "stopping") {
+		return false
+	}
+	for _, st := range n.node.Tree().Sources {
+		if st.Name == source {
+			return st.State == actors.StateRetrying
+		}
+	}
+	return false
 }
 
 // PendingTimers counts node's timers of kind (a clock.AfterFunc label:

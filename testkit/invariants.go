@@ -30,6 +30,7 @@ import (
 //     failures separated by successful fetches.
 //   - membership: once the cluster is quiet, every running node's view is
 //     the running nodes (checked at the end, after Settle).
+//   - stops: a graceful stop finishes within StopBound.
 
 const (
 	// OwnershipQuiet is how long the cluster must be quiet before the
@@ -39,6 +40,10 @@ const (
 	// in a quiet cluster.
 	OwnershipBound = 6 * time.Second
 )
+
+// StopBound bounds a graceful stop: the units' StopTimeout (10 s) and a
+// margin for their releases.
+const StopBound = 15 * time.Second
 
 // errSporadic marks the sparse fetch failures of FailSporadically.
 const sporadicMark = "sporadic fetch failure (simulated)"
@@ -201,6 +206,11 @@ func (c *Cluster) endChecks() []Violation {
 			if k := c.PendingTimers(name, kind); k > sources {
 				out = append(out, Violation{"timers", fmt.Sprintf("%s has %d pending %s timers for %d sources (a restarted supervisor left its timers running?)", name, k, kind, sources)})
 			}
+		}
+	}
+	for _, name := range c.order {
+		if n := c.nodes[name]; n.state == "stopping" && c.s.now.Sub(n.stopAt) > StopBound {
+			out = append(out, Violation{"stop", fmt.Sprintf("%s began its graceful stop %s ago and has not finished (bound %s)", name, c.s.now.Sub(n.stopAt), StopBound)})
 		}
 	}
 	for _, e := range c.log {

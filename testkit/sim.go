@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -107,8 +108,12 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	hasQueue := rng.IntN(10) < 7
 	if hasQueue {
 		q := actors.SourceSpec{Name: "jobs", Type: "memory", KeyField: "id", Slots: 1 + rng.IntN(4), BatchSize: 10 + rng.IntN(50), MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
-		if _, err := c.AddQueue(q, 2*time.Second+time.Duration(rng.IntN(3000))*time.Millisecond); err != nil {
+		jq, err := c.AddQueue(q, 2*time.Second+time.Duration(rng.IntN(3000))*time.Millisecond)
+		if err != nil {
 			return res, err
+		}
+		if rng.IntN(2) == 0 {
+			jq.Delay(memory.OpNack, time.Duration(50+rng.IntN(300))*time.Millisecond) // nacks over a slow network
 		}
 	}
 	slow := rng.IntN(10) < 3
@@ -154,7 +159,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			step(0, "orders/0 split and aged out before the start")
 		}
 	}
-	step(0, "nodes=%d partitions=%d batch=%d start=%s queue=%v", nodes, parts, stream.BatchSize, startName(stream.Start), hasQueue)
+	step(0, "nodes=%d partitions=%d batch=%d start=%s queue=%v", nodes, parts, stream.BatchSize, stream.Start, hasQueue)
 	if err := c.Start(); err != nil {
 		return res, err
 	}
@@ -355,10 +360,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			n := 6 + rng.IntN(7)
 			gap := time.Duration(150+rng.IntN(450)) * time.Millisecond
 			step(at, "crash the orders supervisor of %s %d times, every %s", name, n, gap)
-			for i := 0; i < n; i++ {
-				c.At(at+time.Duration(i)*gap, func() { _ = c.CrashSupervisor(name, "orders") })
-			}
-			c.At(at, func() { c.disturbUntil("crash:"+name, c.s.now.Add(time.Duration(n)*gap+2*time.Minute)) })
+			c.At(at, func() { c.CrashStorm(name, "orders", n, gap) })
 		case 13: // sparse fetch failures, separated by successful fetches
 			if !sporadic || once[k] {
 				continue
@@ -443,13 +445,6 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		res.Violations = append(res.Violations, Violation{"settle", "the cluster did not settle within 3 minutes of virtual time"})
 	}
 	return res, nil
-}
-
-func startName(m brokers.StartMode) string {
-	if m == brokers.Latest {
-		return "latest"
-	}
-	return "earliest"
 }
 
 // slowHandler takes d (virtual) over every third batch, longer than the

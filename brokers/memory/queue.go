@@ -284,6 +284,13 @@ func (q *Queue) enter(ctx context.Context, op string, r *Receiver) error {
 		return err
 	}
 	d := q.faults.delay(op)
+	if r != nil && d > 0 && op != OpReceive {
+		// the call is in progress for its delay (see enterCallLocked):
+		// under the testkit the delay is the job's result coming d later
+		r.enterCallLocked(op)
+		r.busyUntil = q.clock.Now().Add(d)
+		r.delayed = true
+	}
 	q.mu.Unlock()
 	return pause(ctx, d)
 }
@@ -313,8 +320,11 @@ type Receiver struct {
 	// closed is guarded by q.mu.
 	closed bool
 	// busyUntil is when the call in progress ends on the queue's clock (a
-	// Receive that waits is busy until its wait ends); guarded by q.mu.
+	// Receive that waits is busy until its wait ends, a delayed call until
+	// its delay ends); delayed marks a settling call entered at its delay.
+	// Guarded by q.mu.
 	busyUntil time.Time
+	delayed   bool
 }
 
 // enterCall records the start of a call on r and counts it as a misuse
@@ -502,7 +512,11 @@ func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message
 	if err := q.checkLocked(op, r); err != nil {
 		return err
 	}
-	r.enterCallLocked(op)
+	if r.delayed {
+		r.delayed = false // entered already, with its delay
+	} else {
+		r.enterCallLocked(op)
+	}
 	var targets []*queued
 	for _, m := range msgs {
 		qm, err := q.currentLocked(op, m)

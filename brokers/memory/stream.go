@@ -84,6 +84,20 @@ type partition struct {
 	// partition has something new to look at (messages, a transaction
 	// ending, closing, Close).
 	wake chan struct{}
+	// openedAt is when a reader last asked to open it (whatever came of it).
+	openedAt time.Time
+}
+
+// OpenedAt reports when a reader last asked to open partition (zero: never;
+// the open may have failed, for example on a position the partition does
+// not know). The testkit uses it to know a recreated stream was looked at.
+func (s *Stream) OpenedAt(partition string) time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.byID[partition]; ok {
+		return p.openedAt
+	}
+	return time.Time{}
 }
 
 // record is one offset of a partition: a message, plain or written in a
@@ -471,6 +485,7 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	if !ok {
 		return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
 	}
+	p.openedAt = s.clock.Now()
 	r := &Reader{s: s, p: p, owner: owner}
 	switch {
 	case start.After != "":
