@@ -284,7 +284,7 @@ func TestErrors(t *testing.T) {
 		{"secret key not base64", "cluster: {secret_key: '${env:BAD_KEY}'}\n" + src, []string{"cluster.secret_key: must be base64 of exactly 32 bytes: not valid base64"}},
 		{"store scheme", "store: {url: 'mysql://x/db'}\n" + src, []string{"store.url: mysql://x/db: must start with postgres://, postgresql:// or sqlite:"}},
 		{"store sqlite path", "store: {url: 'sqlite:'}\n" + src, []string{"store.url: sqlite:: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db"}},
-		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: postgres://u:xxxxx@/db: a postgres URL needs a host: postgres://user@host:5432/db"}},
+		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: the value from ${env:PG_NOHOST}: a postgres URL needs a host: postgres://user@host:5432/db"}},
 		{"retention", "store: {dedupe_retention: 0s}\n" + src, []string{"store.dedupe_retention: must be positive, not 0s"}},
 		{"retention type", "store: {dedupe_retention: 7}\n" + src, []string{"store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
 		{"retention text", "store: {dedupe_retention: 7days}\n" + src, []string{`store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not "7days"`}},
@@ -356,7 +356,7 @@ func TestErrors(t *testing.T) {
 			"sources[0].pubsub.max_outstanding: must not be negative, not -1"}},
 		{"nats required", "sources: [{name: a, type: nats, nats: {}}]\n", []string{"sources[0].nats.url: required", "sources[0].nats.stream: required"}},
 		{"nats url and names", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_BAD}', stream: 'a.b', consumer: 'c d', mode: pull}}]\n", []string{
-			"sources[0].nats.url: entry 2 (http://u:xxxxx@h:1) must be nats://host:port (or tls://, ws://, wss://)",
+			"sources[0].nats.url: entry 2 (the value from ${env:NATS_BAD}) must be nats://host:port (or tls://, ws://, wss://)",
 			`sources[0].nats.stream: "a.b" must not contain spaces, '.', '*', '>' or path separators`,
 			`sources[0].nats.mode: must be one of queue, stream, not "pull"`,
 			`sources[0].nats.consumer: "c d" must not contain spaces, '.', '*', '>' or path separators`}},
@@ -420,7 +420,7 @@ func TestExpand(t *testing.T) {
 	}
 	// A value read from the environment is not expanded again.
 	c, err := Parse([]byte("node: {name: '${env:X}'}\n"+src), testOptions(map[string]string{"X": "${env:Y}"}, nil))
-	if err == nil || !strings.Contains(err.Error(), `node.name: "${env:Y}" must be letters`) {
+	if err == nil || !strings.Contains(err.Error(), `node.name: the value from ${env:X} must be letters`) {
 		t.Errorf("re-expansion: %v %v", c, err)
 	}
 }
@@ -522,9 +522,11 @@ func TestSecretURL(t *testing.T) {
 		{"sqlite:./drover.db", "sqlite:./drover.db"},
 		{"postgres://u@h/db", "postgres://u@h/db"},
 		{"postgres://u:p@h/db?sslmode=require&sslpassword=x", "postgres://u:xxxxx@h/db?sslmode=require&sslpassword=xxxxx"},
-		{"nats://a:1, nats://u:p@b:2", "nats://a:1,nats://u:xxxxx@b:2"},
-		{"postgres://u:p@h:bad port/db", Redacted},
-		{"weird:u:p@h", Redacted},
+		{"nats://a:1, nats://u:p@b:2", "nats://a:1, nats://u:xxxxx@b:2"},
+		{"nats://tok@b:2", "nats://xxxxx@b:2"},
+		{"host=h password='p w' dbname=d", "host=h password='xxxxx' dbname=d"},
+		{"postgres://u:p@h:bad port/db", "postgres://u:xxxxx@h:bad port/db"},
+		{"weird:u:p@h", "weird:u:xxxxx@h"},
 	}
 	for _, tt := range tests {
 		if got := SecretURL(tt.in).String(); got != tt.want {
@@ -581,6 +583,8 @@ sources:
 		"sources[0].kafka.sasl.password: a secret must come from",
 		"sources[1].sqs.secret_access_key: a secret must come from",
 		"sources[2].nats.url: the password must come from",
+		// NATS takes a user name alone in the URL for a token
+		"sources[3].nats.url: the password must come from",
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %v, want %d", errs, len(want))
