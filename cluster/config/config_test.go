@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -535,13 +536,42 @@ func TestSecretURL(t *testing.T) {
 	}
 }
 
+// FuzzParse: whatever the input, Parse returns a config that validates or
+// a non-empty Errors with paths (at most MaxErrors and a count), within
+// 1 s and 100 MB, and its problems never show the text an ${env:} or
+// ${file:} reference gave, unless the input holds that text itself.
+//
+//	go test -run '^$' -fuzz FuzzParse -fuzztime 10m ./cluster/config/
 func FuzzParse(f *testing.F) {
 	data, _ := os.ReadFile("testdata/drover.yaml")
-	for _, s := range []string{string(data), fullYAML, secretYAML, src, "", "a: [", "- 1", "sources: [{name: a, type: kafka, kafka: {}}]", "node: {name: '${env:X}'}", "x: &a {p: 1}\ny: *a\n", "sources: [{name: a, type: memory, memory: {}, batch_size: ${file:/x}}]"} {
+	for _, s := range []string{string(data), fullYAML, secretYAML, src, "", "a: [", "- 1", "sources: [{name: a, type: kafka, kafka: {}}]",
+		"node: {name: '${env:X}'}", "x: &a {p: 1}\ny: *a\n", "sources: [{name: a, type: memory, memory: {}, batch_size: ${file:/x}}]",
+		string(billionLaughs("? *h\n: x")), string(billionLaughs("z: *h")), "m0: &m {a: 1}\nm1: &n {<<: [*m, *m]}\nm2: {<<: [*n, *n]}\n",
+		"\ufeffnode: {name: n}\n" + src, "\xff\xfen\x00:\x00", "\xfe\xff\x00n", strings.Repeat("[", 40) + strings.Repeat("]", 40),
+		strings.Repeat("- ", 40) + "x", strings.Repeat("{a: ", 40) + "1" + strings.Repeat("}", 40), "node: {1: x, true: y, ~: z}\n",
+		"store: {url: '${env:S}'}\n" + src, "sources: [{name: a, type: memory, memory: {}, records: {table: '${file:/s}'}}]\n",
+		"store: {url: 'host=h password=p'}\n" + src, "sources: [{name: a, type: nats, nats: {url: 'nats://${env:S}@h:1', stream: '${env:S}'}}]\n",
+		"---\na: 1\n---\n", "a: |\n  x\n  y\n", "? a\n: b\n", "a: !!binary aGVsbG8=\n", "a: &x b\n*x : c\n",
+	} {
 		f.Add([]byte(s))
 	}
+	const envSecret, fileSecret = "Zq9secretEnvVal", "Zq9secretFileVal"
+	opts := testOptions(map[string]string{"X": "v", "S": envSecret}, map[string]string{"/x": "12\n", "/s": fileSecret + "\n"})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(data, testOptions(map[string]string{"X": "v"}, map[string]string{"/x": "12\n"}))
+		var c *Config
+		var err error
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		start := time.Now()
+		c, err = Parse(data, opts)
+		took := time.Since(start)
+		runtime.ReadMemStats(&m1)
+		if took > time.Second {
+			t.Fatalf("Parse of %d bytes took %v", len(data), took)
+		}
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 100<<20 {
+			t.Fatalf("Parse of %d bytes allocated %d MB", len(data), alloc>>20)
+		}
 		if err == nil {
 			if c == nil || len(c.Sources) == 0 {
 				t.Fatalf("no error and config %v", c)
@@ -555,9 +585,17 @@ func FuzzParse(f *testing.F) {
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error %T %v is not a non-empty Errors", err, err)
 		}
+		if len(errs) > MaxErrors+1 {
+			t.Fatalf("%d problems, more than %d", len(errs), MaxErrors+1)
+		}
 		for _, e := range errs {
 			if e.Path == "" || e.Msg == "" {
 				t.Fatalf("error without path or message: %+v", e)
+			}
+		}
+		for _, s := range []string{envSecret, fileSecret} {
+			if !bytes.Contains(data, []byte(s)) && strings.Contains(err.Error(), s) {
+				t.Fatalf("a problem shows what a reference gave (%s):\n%v", s, err)
 			}
 		}
 	})

@@ -30,6 +30,9 @@ const (
 	// MaxMappingKeys is the most keys one mapping holds (a source has
 	// about 20 fields).
 	MaxMappingKeys = 100
+	// MaxListEntries is the most entries one block list (one entry per
+	// "- " line) holds; the sources list may be that long.
+	MaxListEntries = 2 * MaxSources
 	// MaxTokens is the most YAML tokens (keys, values and punctuation) a
 	// config holds; 1,000 sources of 15 fields are about 50,000.
 	MaxTokens = 200000

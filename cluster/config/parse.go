@@ -166,8 +166,10 @@ func (o *obj) end() {
 			continue
 		}
 		msg := "unknown field"
-		if s := suggest(k, o.known); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		if len(o.r.errs) < MaxErrors { // a dropped problem needs no suggestion
+			if s := suggest(k, o.known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
 		}
 		o.r.fail(join(o.path, cut(k, maxQuote)), "%s", msg)
 	}
@@ -184,13 +186,14 @@ func suggest(k string, known []string) string {
 	return best
 }
 
-// distance is the Levenshtein distance of two short strings.
+// distance is the Levenshtein distance of two short strings (99 when one
+// is longer than 64 bytes).
 func distance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 99
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	var rows [2][65]int
+	prev, cur := rows[0][:len(b)+1], rows[1][:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}
@@ -268,8 +271,10 @@ func (o *obj) secretURL(key string, dst *SecretURL) {
 	if s == "" {
 		return
 	}
-	for _, p := range redact.Secrets(raw) {
-		if !refRE.MatchString(p) {
+	// references become a mark without the characters URLs are cut at
+	marked := refRE.ReplaceAllString(strings.ReplaceAll(raw, "$${", "\x02{"), "\x01")
+	for _, p := range redact.Secrets(marked) {
+		if !strings.Contains(p, "\x01") {
 			o.r.fail(join(o.path, key), "the password must come from ${env:NAME} or ${file:PATH}, not be written in the file "+
 				"(e.g. url: ${env:DROVER_STORE_URL}); a user name alone in a nats:// URL is a token, a secret too")
 			break
@@ -278,8 +283,8 @@ func (o *obj) secretURL(key string, dst *SecretURL) {
 	*dst = SecretURL(s)
 }
 
-// refRE finds a reference in raw text ("$${" is not one).
-var refRE = regexp.MustCompile(`(^|[^$])\$\{(env|file):`)
+// refRE finds a reference in raw text whose "$${" were replaced.
+var refRE = regexp.MustCompile(`\$\{(env|file):[^}]*\}`)
 
 func (o *obj) int(key string, dst *int) {
 	v, ok := o.get(key)

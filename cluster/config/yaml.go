@@ -19,13 +19,17 @@ import (
 // goccy/go-yaml v1.19.2 is not safe on hostile input by itself, so the
 // document goes through three stages:
 //
-//  1. The tokens are scanned one group at a time and the shape is checked
-//     as they come, before the parser sees them: at most MaxTokens tokens,
-//     nesting at most MaxDepth deep, at most MaxMappingKeys keys in one
-//     mapping. The parser recurses once per sibling key of a block mapping
-//     and copies the keys after it at each level (40,000 keys: 34 s and
-//     6 GB), and its cost grows with the square of the nesting depth
-//     (16,000 levels: 400 MB).
+//  1. The places a token may start are counted on the bytes (the scanner
+//     costs about 300 bytes per token and takes the whole document at
+//     once); then the tokens are scanned and their shape is checked
+//     before the parser sees them: at most MaxTokens tokens, nesting at
+//     most MaxDepth deep, at most MaxMappingKeys keys in one mapping and
+//     MaxListEntries entries in one block list. The parser recurses once
+//     per sibling key of a block mapping and copies the keys after it at
+//     each level (40,000 keys: 34 s and 6 GB); its time grows with the
+//     square of a block list's length (150,000 empty entries: 7.7 s) and
+//     its memory with the square of the nesting depth (16,000 levels:
+//     400 MB).
 //  2. The parsed tree is checked before decoding: every mapping key is a
 //     plain string (the decoder turns any other key, an alias to a
 //     billion-laughs list included, into text with fmt.Sprint: 415 bytes
@@ -35,6 +39,9 @@ import (
 //  3. The decoder turns the tree into values; plain aliases share the
 //     anchor's decoded value.
 func readYAML(data []byte) (any, Errors) {
+	if n := tokenStarts(data); n > MaxTokens {
+		return nil, Errors{{Path: "(root)", Msg: fmt.Sprintf("about %d YAML tokens (values, keys and punctuation), more than %d: too big for a config", n, MaxTokens)}}
+	}
 	tokens, fe := scanTokens(string(data))
 	if fe != nil {
 		return nil, Errors{*fe}
@@ -86,13 +93,49 @@ func cut(s string, n int) string {
 	return s[:i] + "…"
 }
 
+// tokenStarts counts the places in data where a token may start: the
+// indicator characters, and the words after blanks. It is about the
+// number of tokens the scanner makes (an empty value is a token without
+// a character), and it is cheap, so that what
+// scanning would cost is known before: the scanner takes a whole document
+// at once, at about 300 bytes per token.
+func tokenStarts(data []byte) int {
+	n := 0
+	word := false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if c == '#' && (i == 0 || data[i-1] == ' ' || data[i-1] == '\t' || data[i-1] == '\n' || data[i-1] == '\r') {
+			// a comment: one token to the end of the line
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			n++
+			word = false
+			continue
+		}
+		switch c {
+		case '[', ']', '{', '}', ',', ':', '-', '?', '&', '*', '!', '|', '>', '\'', '"', '#', '%', '@', '`':
+			n++
+			word = false
+		case ' ', '\t', '\n', '\r':
+			word = false
+		default:
+			if !word {
+				n++
+				word = true
+			}
+		}
+	}
+	return n
+}
+
 // frame is one open collection while scanning: a flow one ([ or {), or a
 // block one at a column.
 type frame struct {
 	flow bool
 	seq  bool
 	col  int
-	keys int
+	keys int // keys of a mapping, entries of a block list
 }
 
 // scanTokens tokenizes src and checks its shape on the way (stage 1 of
@@ -151,9 +194,13 @@ func scanTokens(src string) (token.Tokens, *FieldError) {
 				col := tk.Position.Column
 				closeBlock(col, false)
 				if n := len(stack); n > 0 && !stack[n-1].flow && stack[n-1].seq && stack[n-1].col == col {
+					stack[n-1].keys++
+					if stack[n-1].keys > MaxListEntries {
+						return nil, fail(tk, "a list has more than %d entries", MaxListEntries)
+					}
 					break
 				}
-				open(frame{seq: true, col: col})
+				open(frame{seq: true, col: col, keys: 1})
 			case token.MappingValueType:
 				if inFlow {
 					if top := &stack[len(stack)-1]; !top.seq {

@@ -14,8 +14,9 @@
 //     secret, a token, a key, a signature, a credential or auth
 //     (?password=, ?sslpassword=, X-Amz-Signature=, X-Amz-Credential=,
 //     X-Amz-Security-Token=, AWSAccessKeyId=);
-//   - in a key=value DSN (host=h password=PW, values quoted 'like \'this\''
-//     or not), the value of every key named like those parameters.
+//   - in a key=value DSN (host=h password=PW, a value in single quotes,
+//     with \' for a quote, or bare), the value of every key named like
+//     those parameters.
 //
 // Parsing is lenient and errs towards masking: the user info of a URL runs
 // to the last '@' of the URL, whatever characters the password holds; a
@@ -258,4 +259,6 @@ func dsn(s string, emit func(string, bool)) {
 	}
 }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
