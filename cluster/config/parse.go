@@ -171,7 +171,11 @@ func (o *obj) end() {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 		}
-		o.r.fail(join(o.path, cut(k, maxQuote)), "%s", msg)
+		name := cut(k, maxQuote)
+		if name == "" {
+			name = `""` // an empty key still has a path
+		}
+		o.r.fail(join(o.path, name), "%s", msg)
 	}
 }
 

@@ -131,24 +131,40 @@ func walk(s string, emit func(text string, secret bool)) {
 // one masks one URL.
 func one(s string, emit func(string, bool)) {
 	var start int // where the authority (or, opaque, what follows the scheme) begins
-	scheme := ""
+	scheme, authority := "", false
 	switch i := strings.Index(s, "://"); {
 	case i >= 0:
-		scheme, start = strings.ToLower(strings.TrimSpace(s[:i])), i+3
+		scheme, start, authority = strings.ToLower(strings.TrimSpace(s[:i])), i+3, true
 	case strings.HasPrefix(s, "//"):
-		start = 2
+		start, authority = 2, true
 	default:
-		if j := strings.IndexByte(s, ':'); j >= 0 {
+		// scheme:opaque; without a scheme (host:port, user@host:port) the
+		// whole is the authority
+		if j := strings.IndexByte(s, ':'); j >= 0 && !strings.ContainsAny(s[:j], "@/") {
 			scheme, start = strings.ToLower(s[:j]), j+1
 		}
 	}
 	rest := s[start:]
 	emit(s[:start], false)
-	if scheme == "sqlite" || scheme == "memory" {
-		emit(rest, false) // a path: no secret, and an '@' in it is no user info
-		return
+	// where the user info may end: at the last '@' of the URL, whatever
+	// the password holds; a sqlite: path is no authority (an
+	// '@' in it is a file name's), unless written //authority/path
+	at := strings.LastIndexByte(rest, '@')
+	if scheme == "sqlite" {
+		at = -1
+		if !authority && strings.HasPrefix(rest, "//") {
+			emit("//", false)
+			rest, authority = rest[2:], true
+		}
+		if authority {
+			auth := rest
+			if i := strings.IndexByte(auth, '/'); i >= 0 {
+				auth = auth[:i]
+			}
+			at = strings.LastIndexByte(auth, '@')
+		}
 	}
-	if at := strings.LastIndexByte(rest, '@'); at >= 0 {
+	if at >= 0 {
 		info := rest[:at]
 		user, pw, hasPW := strings.Cut(info, ":")
 		switch {

@@ -26,6 +26,8 @@ var forms = []struct {
 	{"postgres://u:S3cr3t@h:bad port/db", "postgres://u:xxxxx@h:bad port/db", "S3cr3t"},
 	{"//u:S3cr3t@h/db", "//u:xxxxx@h/db", "S3cr3t"},
 	{"postgres:u:S3cr3t@h", "postgres:u:xxxxx@h", "S3cr3t"},
+	{"S3cr3t@h:4222", "xxxxx@h:4222", "S3cr3t"},
+	{"u:S3cr3t@h:4222", "u:xxxxx@h:4222", "S3cr3t"},
 	{"host=db user=drover password=S3cr3t dbname=d", "host=db user=drover password=xxxxx dbname=d", "S3cr3t"},
 	{"host=db password = 'S3 cr\\'3t' dbname=d", "host=db password = 'xxxxx' dbname=d", "S3 cr\\'3t"},
 	{"host=db password=S3\\ cr3t", "host=db password=xxxxx", "S3\\ cr3t"},
