@@ -63,7 +63,10 @@ func TestSecretsNeverPrintCLI(t *testing.T) {
 			outputs := map[string]string{"check": out + errs}
 			if c.env != "" && strings.Contains(c.config, "store:") {
 				// a store URL given to dlq
-				_, o, e := runCLI(t, "dlq", "list", "--store", c.env)
+				code, o, e := runCLI(t, "dlq", "list", "--store", c.env)
+				if c.code == 2 && code != 2 {
+					t.Errorf("dlq list --store: exit %d, want 2 (bad usage)", code)
+				}
 				outputs["dlq --store"] = o + e
 			}
 			if c.code == 0 && strings.Contains(c.config, "store:") {
