@@ -3,6 +3,8 @@ package config
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"strings"
@@ -318,7 +320,9 @@ type Memory struct {
 }
 
 // Options are the outside world Parse may look at. Zero fields mean the
-// process's own: os.LookupEnv, os.ReadFile, os.Hostname.
+// process's own: os.LookupEnv, os.Hostname, and for ReadFile a read of a
+// regular file that stops after MaxFileRefBytes (more is an error). What
+// ReadFile returns beyond MaxFileRefBytes is refused too.
 type Options struct {
 	LookupEnv func(name string) (string, bool)
 	ReadFile  func(path string) ([]byte, error)
@@ -330,7 +334,7 @@ func (o Options) withDefaults() Options {
 		o.LookupEnv = os.LookupEnv
 	}
 	if o.ReadFile == nil {
-		o.ReadFile = os.ReadFile
+		o.ReadFile = readFileRef
 	}
 	if o.Hostname == nil {
 		o.Hostname = os.Hostname
@@ -339,10 +343,14 @@ func (o Options) withDefaults() Options {
 }
 
 // Load reads and parses a config file with the process's environment,
-// files and hostname.
+// files and hostname. It reads at most MaxConfigBytes: a larger file (or
+// /dev/zero) is refused without being read further.
 func Load(path string) (*Config, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
+	data, err := readLimited(path, MaxConfigBytes, false)
+	switch {
+	case errors.Is(err, errTooLarge):
+		return nil, Errors{{Path: "(file)", Msg: fmt.Sprintf("%s is larger than %d bytes (1 MiB), the most a config may be", path, MaxConfigBytes)}}
+	case err != nil:
 		return nil, Errors{{Path: "(file)", Msg: err.Error()}}
 	}
 	return Parse(data, Options{})

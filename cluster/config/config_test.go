@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -305,7 +306,7 @@ func TestErrors(t *testing.T) {
 		{"debug tls unknown", "node: {debug_tls: {cert_file: /c.pem}}\n" + src, []string{"node.debug_tls.cert_file: unknown field"}},
 		{"store scheme", "store: {url: 'mysql://x/db'}\n" + src, []string{"store.url: mysql://x/db: must start with postgres://, postgresql:// or sqlite:"}},
 		{"store sqlite path", "store: {url: 'sqlite:'}\n" + src, []string{"store.url: sqlite:: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db"}},
-		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: postgres://u:xxxxx@/db: a postgres URL needs a host: postgres://user@host:5432/db"}},
+		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: the value from ${env:PG_NOHOST}: a postgres URL needs a host: postgres://user@host:5432/db"}},
 		{"retention", "store: {dedupe_retention: 0s}\n" + src, []string{"store.dedupe_retention: must be positive, not 0s"}},
 		{"retention type", "store: {dedupe_retention: 7}\n" + src, []string{"store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
 		{"retention text", "store: {dedupe_retention: 7days}\n" + src, []string{`store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not "7days"`}},
@@ -377,7 +378,7 @@ func TestErrors(t *testing.T) {
 			"sources[0].pubsub.max_outstanding: must not be negative, not -1"}},
 		{"nats required", "sources: [{name: a, type: nats, nats: {}}]\n", []string{"sources[0].nats.url: required", "sources[0].nats.stream: required"}},
 		{"nats url and names", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_BAD}', stream: 'a.b', consumer: 'c d', mode: pull}}]\n", []string{
-			"sources[0].nats.url: entry 2 (http://u:xxxxx@h:1) must be nats://host:port (or tls://, ws://, wss://)",
+			"sources[0].nats.url: entry 2 (the value from ${env:NATS_BAD}) must be nats://host:port (or tls://, ws://, wss://)",
 			`sources[0].nats.stream: "a.b" must not contain spaces, '.', '*', '>' or path separators`,
 			`sources[0].nats.mode: must be one of queue, stream, not "pull"`,
 			`sources[0].nats.consumer: "c d" must not contain spaces, '.', '*', '>' or path separators`}},
@@ -441,7 +442,7 @@ func TestExpand(t *testing.T) {
 	}
 	// A value read from the environment is not expanded again.
 	c, err := Parse([]byte("node: {name: '${env:X}'}\n"+src), testOptions(map[string]string{"X": "${env:Y}"}, nil))
-	if err == nil || !strings.Contains(err.Error(), `node.name: "${env:Y}" must be letters`) {
+	if err == nil || !strings.Contains(err.Error(), `node.name: the value from ${env:X} must be letters`) {
 		t.Errorf("re-expansion: %v %v", c, err)
 	}
 }
@@ -543,9 +544,11 @@ func TestSecretURL(t *testing.T) {
 		{"sqlite:./drover.db", "sqlite:./drover.db"},
 		{"postgres://u@h/db", "postgres://u@h/db"},
 		{"postgres://u:p@h/db?sslmode=require&sslpassword=x", "postgres://u:xxxxx@h/db?sslmode=require&sslpassword=xxxxx"},
-		{"nats://a:1, nats://u:p@b:2", "nats://a:1,nats://u:xxxxx@b:2"},
-		{"postgres://u:p@h:bad port/db", Redacted},
-		{"weird:u:p@h", Redacted},
+		{"nats://a:1, nats://u:p@b:2", "nats://a:1, nats://u:xxxxx@b:2"},
+		{"nats://tok@b:2", "nats://xxxxx@b:2"},
+		{"host=h password='p w' dbname=d", "host=h password='xxxxx' dbname=d"},
+		{"postgres://u:p@h:bad port/db", "postgres://u:xxxxx@h:bad port/db"},
+		{"weird:u:p@h", "weird:u:xxxxx@h"},
 	}
 	for _, tt := range tests {
 		if got := SecretURL(tt.in).String(); got != tt.want {
@@ -554,13 +557,42 @@ func TestSecretURL(t *testing.T) {
 	}
 }
 
+// FuzzParse: whatever the input, Parse returns a config that validates or
+// a non-empty Errors with paths (at most MaxErrors and a count), within
+// 1 s and 100 MB, and its problems never show the text an ${env:} or
+// ${file:} reference gave, unless the input holds that text itself.
+//
+//	go test -run '^$' -fuzz FuzzParse -fuzztime 10m ./cluster/config/
 func FuzzParse(f *testing.F) {
 	data, _ := os.ReadFile("testdata/drover.yaml")
-	for _, s := range []string{string(data), fullYAML, secretYAML, src, "", "a: [", "- 1", "sources: [{name: a, type: kafka, kafka: {}}]", "node: {name: '${env:X}'}", "x: &a {p: 1}\ny: *a\n", "sources: [{name: a, type: memory, memory: {}, batch_size: ${file:/x}}]"} {
+	for _, s := range []string{string(data), fullYAML, secretYAML, src, "", "a: [", "- 1", "sources: [{name: a, type: kafka, kafka: {}}]",
+		"node: {name: '${env:X}'}", "x: &a {p: 1}\ny: *a\n", "sources: [{name: a, type: memory, memory: {}, batch_size: ${file:/x}}]",
+		string(billionLaughs("? *h\n: x")), string(billionLaughs("z: *h")), "m0: &m {a: 1}\nm1: &n {<<: [*m, *m]}\nm2: {<<: [*n, *n]}\n",
+		"\ufeffnode: {name: n}\n" + src, "\xff\xfen\x00:\x00", "\xfe\xff\x00n", strings.Repeat("[", 40) + strings.Repeat("]", 40),
+		strings.Repeat("- ", 40) + "x", strings.Repeat("{a: ", 40) + "1" + strings.Repeat("}", 40), "node: {1: x, true: y, ~: z}\n",
+		"store: {url: '${env:S}'}\n" + src, "sources: [{name: a, type: memory, memory: {}, records: {table: '${file:/s}'}}]\n",
+		"store: {url: 'host=h password=p'}\n" + src, "sources: [{name: a, type: nats, nats: {url: 'nats://${env:S}@h:1', stream: '${env:S}'}}]\n",
+		"---\na: 1\n---\n", "a: |\n  x\n  y\n", "? a\n: b\n", "a: !!binary aGVsbG8=\n", "a: &x b\n*x : c\n",
+	} {
 		f.Add([]byte(s))
 	}
+	const envSecret, fileSecret = "Zq9secretEnvVal", "Zq9secretFileVal"
+	opts := testOptions(map[string]string{"X": "v", "S": envSecret}, map[string]string{"/x": "12\n", "/s": fileSecret + "\n"})
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := Parse(data, testOptions(map[string]string{"X": "v"}, map[string]string{"/x": "12\n"}))
+		var c *Config
+		var err error
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		start := time.Now()
+		c, err = Parse(data, opts)
+		took := time.Since(start)
+		runtime.ReadMemStats(&m1)
+		if took > time.Second {
+			t.Fatalf("Parse of %d bytes took %v", len(data), took)
+		}
+		if alloc := m1.TotalAlloc - m0.TotalAlloc; alloc > 100<<20 {
+			t.Fatalf("Parse of %d bytes allocated %d MB", len(data), alloc>>20)
+		}
 		if err == nil {
 			if c == nil || len(c.Sources) == 0 {
 				t.Fatalf("no error and config %v", c)
@@ -574,9 +606,17 @@ func FuzzParse(f *testing.F) {
 		if !errors.As(err, &errs) || len(errs) == 0 {
 			t.Fatalf("error %T %v is not a non-empty Errors", err, err)
 		}
+		if len(errs) > MaxErrors+1 {
+			t.Fatalf("%d problems, more than %d", len(errs), MaxErrors+1)
+		}
 		for _, e := range errs {
 			if e.Path == "" || e.Msg == "" {
 				t.Fatalf("error without path or message: %+v", e)
+			}
+		}
+		for _, s := range []string{envSecret, fileSecret} {
+			if !bytes.Contains(data, []byte(s)) && strings.Contains(err.Error(), s) {
+				t.Fatalf("a problem shows what a reference gave (%s):\n%v", s, err)
 			}
 		}
 	})
@@ -602,6 +642,8 @@ sources:
 		"sources[0].kafka.sasl.password: a secret must come from",
 		"sources[1].sqs.secret_access_key: a secret must come from",
 		"sources[2].nats.url: the password must come from",
+		// NATS takes a user name alone in the URL for a token
+		"sources[3].nats.url: the password must come from",
 	}
 	if len(errs) != len(want) {
 		t.Fatalf("errors %v, want %d", errs, len(want))

@@ -15,13 +15,32 @@
 // newlines trimmed); they are the ways to keep a secret out of the file
 // itself. A secret field (node.debug_token, cluster.secret_key, a Kafka
 // SASL password, a NATS password, an AWS secret access key) must use one:
-// a literal written in the file is an error naming the field, and so is a
-// password written into a URL that may carry one (store.url, nats.url).
+// a literal written in the file is an error naming the field. So is a
+// secret written into a URL that may carry one (store.url, nats.url): a
+// user info password, a ?password= (or other secret-named) query
+// parameter, a key=value DSN's password=, and a user name alone in a
+// nats:// URL, which NATS reads as a token.
 // A Secret never prints its value: fmt (every verb), encoding/json, slog
 // and YAML all show "[redacted]"; Reveal gives the value to the code that
-// uses it. Those URLs are SecretURLs, printed with passwords masked.
-// Config.Redacted returns a copy safe to print by any means. Error messages
-// never quote a secret.
+// uses it. Those URLs are SecretURLs, printed as internal/redact masks
+// them (every URL and DSN form the stores and brokers take). Config.Redacted
+// returns a copy safe to print by any means. Problems never quote a
+// secret, nor any value that came through a reference: they say "the
+// value from ${file:/etc/passwd}" instead (a file read into the wrong
+// field may be anything); a value longer than 100 bytes is described by
+// its size.
+//
+// Limits. A config is at most 1 MiB (Load reads no further: /dev/zero is
+// refused), one ${file:} at most 64 KiB of a regular file, and all
+// references together at most 1 MiB; at most 1,000 sources. The YAML
+// reader refuses, before goccy/go-yaml's parser or decoder see them, the
+// shapes that library is slow on or exhausted by (see readYAML): more
+// than 200,000 tokens, nesting deeper than 32, more than 100 keys in a
+// mapping or 2,000 entries in a block list, aliases used as keys, keys
+// that are not plain strings, and aliases that stand for more than
+// 100,000 values in all. Parse reports at most 100 problems and counts the
+// rest. A leading UTF-8 byte order mark is skipped; UTF-16 is refused.
+// FuzzParse holds Parse to 1 s and 100 MB per input.
 //
 // Exposure. As node.debug_token is required when node.debug_addr is not a
 // loopback address, cluster.secret_key is required when cluster.bind or

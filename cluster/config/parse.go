@@ -4,15 +4,15 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"math"
-	"net/url"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/goccy/go-yaml"
+
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // Parse parses and validates a YAML config (DESIGN §9), fills its
@@ -26,27 +26,29 @@ import (
 // Values are expanded once: text read from a variable or a file is not
 // expanded again.
 func Parse(data []byte, opts Options) (*Config, error) {
-	r := &reader{opts: opts.withDefaults()}
-	var root any
-	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.UseOrderedMap())
-	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
-		return nil, Errors{{Path: "(root)", Msg: "invalid YAML: " + strings.TrimSpace(yaml.FormatError(err, false, false))}}
+	if len(data) > MaxConfigBytes {
+		return nil, Errors{{Path: "(root)", Msg: fmt.Sprintf("the config is %d bytes: at most %d (1 MiB) are read", len(data), MaxConfigBytes)}}
 	}
-	var more any
-	switch err := dec.Decode(&more); {
-	case err == nil:
-		return nil, Errors{{Path: "(root)", Msg: "the file must hold one YAML document, not several"}}
-	case !errors.Is(err, io.EOF):
-		return nil, Errors{{Path: "(root)", Msg: "invalid YAML: " + strings.TrimSpace(yaml.FormatError(err, false, false))}}
+	data = bytes.TrimPrefix(data, []byte("\ufeff")) // a UTF-8 byte order mark
+	if bytes.HasPrefix(data, []byte{0xFE, 0xFF}) || bytes.HasPrefix(data, []byte{0xFF, 0xFE}) {
+		return nil, Errors{{Path: "(root)", Msg: "the file is UTF-16 (it starts with a UTF-16 byte order mark): write it as UTF-8"}}
 	}
+	root, errs := readYAML(data)
+	if errs != nil {
+		return nil, errs
+	}
+	r := &reader{opts: opts.withDefaults(), files: map[string]fileRead{}, origins: map[string]origin{}}
 	c := r.config(root)
 	decodeErrs := r.errs
-	for _, fe := range c.validate() {
+	for _, fe := range c.validateShowing(r.origins) {
 		if !decodeErrs.covers(fe.Path) {
 			r.errs = append(r.errs, fe)
 		}
 	}
 	if len(r.errs) > 0 {
+		if n := len(r.errs) + r.dropped - MaxErrors; n > 0 {
+			r.errs = append(r.errs[:MaxErrors:MaxErrors], FieldError{Path: "(root)", Msg: fmt.Sprintf("and %d more problems", n)})
+		}
 		return nil, r.errs
 	}
 	return c, nil
@@ -54,13 +56,32 @@ func Parse(data []byte, opts Options) (*Config, error) {
 
 // reader turns the generic YAML tree into a Config, recording problems.
 type reader struct {
-	opts Options
-	errs Errors
-	refs int // ${env:} and ${file:} references substituted so far
+	opts     Options
+	errs     Errors
+	dropped  int // problems not kept, past MaxErrors
+	refs     int // ${env:} and ${file:} references substituted so far
+	refBytes int // the text they substituted
+	files    map[string]fileRead
+	origins  map[string]origin
+}
+
+// fileRead is what reading one ${file:} path gave.
+type fileRead struct {
+	data []byte
+	err  error
 }
 
 func (r *reader) fail(path, format string, args ...any) {
+	if len(r.errs) >= MaxErrors {
+		r.dropped++
+		return
+	}
 	r.errs = append(r.errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// quote is how a problem shows the value s read at path: see showValue.
+func (r *reader) quote(path, s string) string {
+	return showValue(r.origins, path, s)
 }
 
 // obj is one YAML mapping being read; end reports the keys nobody asked
@@ -145,10 +166,16 @@ func (o *obj) end() {
 			continue
 		}
 		msg := "unknown field"
-		if s := suggest(k, o.known); s != "" {
-			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		if len(o.r.errs) < MaxErrors { // a dropped problem needs no suggestion
+			if s := suggest(k, o.known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
 		}
-		o.r.fail(join(o.path, k), "%s", msg)
+		name := cut(k, maxQuote)
+		if name == "" {
+			name = `""` // an empty key still has a path
+		}
+		o.r.fail(join(o.path, name), "%s", msg)
 	}
 }
 
@@ -163,13 +190,14 @@ func suggest(k string, known []string) string {
 	return best
 }
 
-// distance is the Levenshtein distance of two short strings.
+// distance is the Levenshtein distance of two short strings (99 when one
+// is longer than 64 bytes).
 func distance(a, b string) int {
 	if len(a) > 64 || len(b) > 64 {
 		return 99
 	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	var rows [2][65]int
+	prev, cur := rows[0][:len(b)+1], rows[1][:len(b)+1]
 	for j := range prev {
 		prev[j] = j
 	}
@@ -235,26 +263,32 @@ func (o *obj) secret(key string, dst *Secret) {
 
 // secretURL reads a URL that may carry a password (store.url, nats.url): a
 // password written in the file itself is an error, by the same rule as
-// secrets; a URL without one, or one read through a reference, is fine.
+// secrets — in the user info, in a ?password= (or other secret) query
+// parameter, in a key=value DSN's password=, and a user name alone in a
+// nats:// URL, which NATS takes for a token (see internal/redact). A URL
+// without one, or whose secret parts are references, is fine.
 func (o *obj) secretURL(key string, dst *SecretURL) {
-	before := o.r.refs
+	v, _ := o.get(key)
+	raw, _ := v.(string)
 	var s string
 	o.str(key, &s)
 	if s == "" {
 		return
 	}
-	if o.r.refs == before {
-		for _, one := range strings.Split(s, ",") {
-			if u, err := url.Parse(strings.TrimSpace(one)); err == nil && u.User != nil {
-				if _, has := u.User.Password(); has {
-					o.r.fail(join(o.path, key), "the password must come from ${env:NAME} or ${file:PATH}, not be written in the file (e.g. url: ${env:DROVER_STORE_URL})")
-					break
-				}
-			}
+	// references become a mark without the characters URLs are cut at
+	marked := refRE.ReplaceAllString(strings.ReplaceAll(raw, "$${", "\x02{"), "\x01")
+	for _, p := range redact.Secrets(marked) {
+		if !strings.Contains(p, "\x01") {
+			o.r.fail(join(o.path, key), "the password must come from ${env:NAME} or ${file:PATH}, not be written in the file "+
+				"(e.g. url: ${env:DROVER_STORE_URL}); a user name alone in a nats:// URL is a token, a secret too")
+			break
 		}
 	}
 	*dst = SecretURL(s)
 }
+
+// refRE finds a reference in raw text whose "$${" were replaced.
+var refRE = regexp.MustCompile(`\$\{(env|file):[^}]*\}`)
 
 func (o *obj) int(key string, dst *int) {
 	v, ok := o.get(key)
@@ -284,7 +318,7 @@ func (o *obj) int(key string, dst *int) {
 		}
 		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
 		if err != nil {
-			o.r.fail(path, "must be an integer, not %q", s)
+			o.r.fail(path, "must be an integer, not %s", o.r.quote(path, s))
 			return
 		}
 		*dst = int(n)
@@ -316,7 +350,7 @@ func (o *obj) float(key string, dst *float64) {
 		}
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
 		if err != nil {
-			o.r.fail(path, "must be a number, not %q", s)
+			o.r.fail(path, "must be a number, not %s", o.r.quote(path, s))
 			return
 		}
 		*dst = f
@@ -348,7 +382,7 @@ func (o *obj) bool(key string, dst *bool) {
 			*dst = false
 			return
 		}
-		o.r.fail(path, "must be true or false, not %q", s)
+		o.r.fail(path, "must be true or false, not %s", o.r.quote(path, s))
 		return
 	}
 	o.r.fail(path, "must be true or false, not %s", kindOf(v))
@@ -374,7 +408,7 @@ func (o *obj) dur(key string, dst *time.Duration) {
 		}
 		d, err := time.ParseDuration(strings.TrimSpace(s))
 		if err != nil {
-			o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %q", s)
+			o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %s", o.r.quote(path, s))
 			return
 		}
 		*dst = d
@@ -428,12 +462,15 @@ func (o *obj) section(key string) (*obj, bool) {
 var envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // expand replaces ${env:NAME} and ${file:PATH} in s; "$${" is a literal
-// "${". Problems are reported at path, never with the values read.
+// "${". Problems are reported at path, never with the values read. A value
+// that used a reference is remembered in r.origins, so that problems found
+// later describe it by its references instead of quoting it.
 func (r *reader) expand(path, s string) (string, bool) {
 	if !strings.Contains(s, "${") {
 		return s, true
 	}
 	var b strings.Builder
+	var from []string
 	ok := true
 	for {
 		i := strings.Index(s, "${")
@@ -450,47 +487,78 @@ func (r *reader) expand(path, s string) (string, bool) {
 		b.WriteString(s[:i])
 		end := strings.IndexByte(s[i:], '}')
 		if end < 0 {
-			r.fail(path, "unterminated reference %q: want ${env:NAME} or ${file:PATH}", s[i:])
+			r.fail(path, "unterminated reference %q: want ${env:NAME} or ${file:PATH}", cut(s[i:], maxQuote))
 			return "", false
 		}
 		ref := s[i+2 : i+end]
 		s = s[i+end+1:]
 		kind, arg, _ := strings.Cut(ref, ":")
+		var v string
 		switch kind {
 		case "env":
 			if !envNameRE.MatchString(arg) {
-				r.fail(path, "${env:%s}: %q is not an environment variable name", arg, arg)
+				r.fail(path, "${env:%s}: %q is not an environment variable name", cut(arg, maxQuote), cut(arg, maxQuote))
 				ok = false
 				continue
 			}
-			v, set := r.opts.LookupEnv(arg)
+			val, set := r.opts.LookupEnv(arg)
 			if !set {
 				r.fail(path, "environment variable %s is not set (referenced as ${env:%s})", arg, arg)
 				ok = false
 				continue
 			}
-			b.WriteString(v)
-			r.refs++
+			v = val
 		case "file":
 			if arg == "" {
 				r.fail(path, "${file:}: empty path")
 				ok = false
 				continue
 			}
-			data, err := r.opts.ReadFile(arg)
+			data, err := r.readFile(arg)
 			if err != nil {
-				r.fail(path, "cannot read file %s (referenced as ${file:%s}): %v", arg, arg, err)
+				a := cut(arg, maxQuote)
+				if errors.Is(err, errTooLarge) {
+					r.fail(path, "${file:%s}: the file is larger than %d bytes (64 KiB), the most a ${file:} reference reads", a, MaxFileRefBytes)
+				} else {
+					r.fail(path, "cannot read file %s (referenced as ${file:%s}): %v", a, a, err)
+				}
 				ok = false
 				continue
 			}
-			b.WriteString(strings.TrimRight(string(data), "\r\n"))
-			r.refs++
+			v = strings.TrimRight(string(data), "\r\n")
 		default:
-			r.fail(path, "unknown reference ${%s}: want ${env:NAME} or ${file:PATH} (write $${ for a literal ${)", ref)
+			r.fail(path, "unknown reference ${%s}: want ${env:NAME} or ${file:PATH} (write $${ for a literal ${)", cut(ref, maxQuote))
 			ok = false
+			continue
 		}
+		r.refBytes += len(v)
+		if r.refBytes > MaxRefBytes {
+			r.fail(path, "references substitute more than %d bytes (1 MiB) in all: too much for a config", MaxRefBytes)
+			return "", false
+		}
+		b.WriteString(v)
+		r.refs++
+		from = append(from, "${"+cut(ref, maxQuote)+"}")
 	}
-	return b.String(), ok
+	out := b.String()
+	if len(from) > 0 {
+		r.origins[path] = origin{value: out, from: "the value from " + strings.Join(from, ", ")}
+	}
+	return out, ok
+}
+
+// readFile reads a ${file:} path once per Parse, through Options.ReadFile,
+// and refuses more than MaxFileRefBytes.
+func (r *reader) readFile(path string) ([]byte, error) {
+	if f, ok := r.files[path]; ok {
+		return f.data, f.err
+	}
+	data, err := r.opts.ReadFile(path)
+	if err == nil && len(data) > MaxFileRefBytes {
+		data, err = nil, errTooLarge
+	}
+	r.files[path] = fileRead{data, err}
+	return data, err
 }
 
 // config reads the whole document.
@@ -545,8 +613,12 @@ func (r *reader) config(root any) *Config {
 	}
 	if v, ok := top.get("sources"); ok {
 		list, isList := v.([]any)
-		if !isList {
+		switch {
+		case !isList:
 			r.fail("sources", "must be a list, not %s", kindOf(v))
+		case len(list) > MaxSources:
+			r.fail("sources", "%d sources: at most %d on one node", len(list), MaxSources)
+			list = nil
 		}
 		for i, e := range list {
 			c.Sources = append(c.Sources, r.source(fmt.Sprintf("sources[%d]", i), e))

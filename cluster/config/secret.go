@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"net/url"
-	"strings"
+
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // Redacted is what a set secret prints as.
@@ -48,54 +48,19 @@ func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 // LogValue returns the redacted form.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
 
-// SecretURL is a URL, or a comma-separated list of URLs, that may carry a
-// password (postgres://user:pw@host/db, nats://user:pw@host:4222). It
-// prints with the password of its user info, and the values of query
-// parameters whose name mentions a password, secret, token or key,
-// replaced by "xxxxx"; a URL that does not parse prints as "[redacted]".
-// Reveal returns the value.
+// SecretURL is a URL, or a comma-separated list of URLs, or a key=value
+// DSN, that may carry a secret (postgres://user:pw@host/db,
+// postgres://host/db?password=pw, host=h password=pw,
+// nats://user:pw@host:4222, nats://token@host:4222). It prints as
+// redact.URL masks it: every password, token and secret query parameter
+// replaced by "xxxxx". Reveal returns the value.
 type SecretURL string
 
 // Reveal returns the URL itself, for the code that uses it.
 func (u SecretURL) Reveal() string { return string(u) }
 
 // String returns the URL with its secrets masked.
-func (u SecretURL) String() string {
-	if u == "" {
-		return ""
-	}
-	parts := strings.Split(string(u), ",")
-	for i, p := range parts {
-		parts[i] = maskURL(strings.TrimSpace(p))
-	}
-	return strings.Join(parts, ",")
-}
-
-func maskURL(s string) string {
-	pu, err := url.Parse(s)
-	if err != nil {
-		return Redacted
-	}
-	if pu.Opaque != "" && strings.ContainsAny(pu.Opaque, "@=") {
-		return Redacted // "scheme:user:pw@host" style: cannot tell safely
-	}
-	if pu.User != nil {
-		if _, ok := pu.User.Password(); ok {
-			pu.User = url.UserPassword(pu.User.Username(), "xxxxx")
-		}
-	}
-	if pu.RawQuery != "" {
-		q := pu.Query()
-		for k := range q {
-			lk := strings.ToLower(k)
-			if strings.Contains(lk, "pass") || strings.Contains(lk, "secret") || strings.Contains(lk, "token") || strings.Contains(lk, "key") || lk == "pwd" {
-				q[k] = []string{"xxxxx"}
-			}
-		}
-		pu.RawQuery = q.Encode()
-	}
-	return pu.String()
-}
+func (u SecretURL) String() string { return redact.URL(string(u)) }
 
 // Format prints the masked form whatever the verb.
 func (u SecretURL) Format(f fmt.State, verb rune) {

@@ -63,9 +63,17 @@ func (c Cluster) warnings() []FieldError {
 		"until the others reach it; list every seed (every node's cluster address, this one's included) on every node"}}
 }
 
-type checker struct{ errs Errors }
+type checker struct {
+	errs    Errors
+	origins map[string]origin // the fields whose value came through a reference
+}
 
+// fail records a problem; its arguments are shown as showArg says (a
+// value that came through a reference, or a long one, is not quoted).
 func (v *checker) fail(path, format string, args ...any) {
+	for i, a := range args {
+		args[i] = showArg(v.origins, path, a)
+	}
 	v.errs = append(v.errs, FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
@@ -146,8 +154,12 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func (c *Config) validate() Errors {
-	v := &checker{}
+func (c *Config) validate() Errors { return c.validateShowing(nil) }
+
+// validateShowing is validate, its problems showing the values of origins'
+// fields by their references (Parse's reader knows them).
+func (c *Config) validateShowing(origins map[string]origin) Errors {
+	v := &checker{origins: origins}
 	// node
 	switch {
 	case c.Node.Name == "":

@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -16,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/brokers/pubsub"
 	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // OpenSource opens a source's broker by its type.
@@ -90,27 +92,36 @@ func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.St
 	return s.r.Resolve(ctx, partition, mode)
 }
 
-// natsConn turns the config's URL list into a connection config; user and
-// password written into a URL move to their own fields (the adapter
-// refuses URLs with credentials, so that they never show in its logs).
+// natsConn turns the config's URL list into a connection config;
+// credentials written into a URL move to their own fields (the adapter
+// refuses URLs with credentials, so that they never show in its logs):
+// user:password@ to User and Password, and a user name alone to Token, as
+// NATS itself reads nats://TOKEN@host.
 func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
 	c := nats.ConnConfig{User: n.User, Password: n.Password.Reveal(), CredsFile: n.CredentialsFile, Logger: log}
 	for i, raw := range strings.Split(n.URL.Reveal(), ",") {
 		raw = strings.TrimSpace(raw)
-		u, err := url.Parse(raw)
+		u, err := url.Parse(raw) // its error would quote the URL
 		if err != nil {
-			return c, fmt.Errorf("nats.url[%d]: not a URL", i)
+			return c, fmt.Errorf("nats.url[%d] %s: not a URL", i, redact.URL(raw))
 		}
 		if u.User != nil {
-			if c.User == "" {
-				c.User = u.User.Username()
-			}
-			if p, ok := u.User.Password(); ok && c.Password == "" {
-				c.Password = p
+			if p, ok := u.User.Password(); ok {
+				if c.User == "" {
+					c.User = u.User.Username()
+				}
+				if c.Password == "" {
+					c.Password = p
+				}
+			} else if c.Token == "" {
+				c.Token = u.User.Username()
 			}
 			u.User = nil
 		}
 		c.URLs = append(c.URLs, u.String())
+	}
+	if c.Token != "" && (c.User != "" || c.CredsFile != "") {
+		return c, errors.New("nats.url: a token (a user name alone in the URL) and user, password or credentials_file: use one")
 	}
 	return c, nil
 }

@@ -50,6 +50,9 @@ func (f *dlqFlags) open(ctx context.Context) (persistence.Store, *config.Config,
 	if url == "" {
 		return nil, nil, &exitError{2, errors.New("--config or --store: one is required")}
 	}
+	if _, err := stores.Parse(url); err != nil { // bad usage; the error shows the URL masked
+		return nil, nil, &exitError{2, fmt.Errorf("--store: %w", err)}
+	}
 	s, err := stores.Open(ctx, url, stores.Options{})
 	if err != nil {
 		return nil, nil, &exitError{1, err}

@@ -9,7 +9,11 @@
 //
 // A URL it cannot use is refused with an error that names what is wrong
 // (an unknown scheme with the accepted ones, an empty path, a host in a
-// sqlite URL, ...); a password in a postgres URL is never echoed.
+// sqlite URL, ...). Errors show the URL as internal/redact masks it
+// (passwords, ?password= and other secret parameters, DSN password=
+// values, lone user names outside postgres URLs), cut to 100 bytes, and
+// the errors of pgx are scrubbed of every secret of the URL: no error of
+// Parse, Open or Query shows one.
 //
 // A PostgreSQL URL passes through to pgx, so its parameters apply (for
 // example sslmode, or search_path to pick an existing schema, or a session

@@ -6,6 +6,8 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // Query runs a read-only SQL query on the database of a PostgreSQL or
@@ -27,29 +29,29 @@ func Query(ctx context.Context, rawURL, q string, args []any, row func(scan func
 	case Postgres:
 		conn, err := pgx.Connect(ctx, rawURL)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", redact(rawURL), err)
+			return scrub(rawURL, fmt.Errorf("query %s: %w", redact.URL(rawURL), err))
 		}
 		defer conn.Close(ctx)
 		r, err := conn.Query(ctx, q, args...)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", redact(rawURL), err)
+			return scrub(rawURL, fmt.Errorf("query %s: %w", redact.URL(rawURL), err))
 		}
 		defer r.Close()
 		rows = r
 	case SQLite:
 		db, err := sql.Open("sqlite", "file:"+t.Path+"?mode=ro&_pragma=busy_timeout(10000)")
 		if err != nil {
-			return fmt.Errorf("query %s: %w", redact(rawURL), err)
+			return scrub(rawURL, fmt.Errorf("query %s: %w", redact.URL(rawURL), err))
 		}
 		defer db.Close()
 		r, err := db.QueryContext(ctx, q, args...)
 		if err != nil {
-			return fmt.Errorf("query %s: %w", redact(rawURL), err)
+			return scrub(rawURL, fmt.Errorf("query %s: %w", redact.URL(rawURL), err))
 		}
 		defer r.Close()
 		rows = r
 	default:
-		return fmt.Errorf("query %s: only SQL stores can be queried", redact(rawURL))
+		return fmt.Errorf("query %s: only SQL stores can be queried", redact.URL(rawURL))
 	}
 	for rows.Next() {
 		if err := row(rows.Scan); err != nil {

@@ -6,10 +6,13 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/memory"
 	"github.com/drover-dev/drover/persistence/postgres"
@@ -51,14 +54,16 @@ type Target struct {
 	Path string
 }
 
-// Parse checks a store URL and says which store it names.
+// Parse checks a store URL and says which store it names. Its errors show
+// the URL as redact.URL masks it (passwords, ?password= and the like
+// replaced by xxxxx), cut to 100 bytes.
 func Parse(raw string) (Target, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Target{}, fmt.Errorf("store URL is empty: want %s", accepted)
 	}
 	scheme, rest, ok := strings.Cut(raw, ":")
-	if !ok || scheme == "" || strings.ContainsAny(scheme, "/\\. ") {
-		return Target{}, fmt.Errorf("store URL %q has no scheme: want %s", raw, accepted)
+	if !ok || !schemeRE.MatchString(scheme) {
+		return Target{}, fmt.Errorf("store URL %s has no scheme: want %s", show(raw), accepted)
 	}
 	switch strings.ToLower(scheme) {
 	case "postgres", "postgresql":
@@ -67,27 +72,38 @@ func Parse(raw string) (Target, error) {
 		return parseSQLite(raw, rest)
 	case "memory":
 		if rest != "" {
-			return Target{}, fmt.Errorf("store URL %q: memory: takes no path or options", raw)
+			return Target{}, fmt.Errorf("store URL %s: memory: takes no path or options", show(raw))
 		}
 		return Target{Kind: Memory}, nil
 	}
-	return Target{}, fmt.Errorf("store URL: unknown scheme %q: want %s", scheme, accepted)
+	return Target{}, fmt.Errorf("store URL %s: unknown scheme %q: want %s", show(raw), scheme, accepted)
+}
+
+var schemeRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+-]*$`)
+
+// show is how an error shows a store URL: masked, quoted, and cut short.
+func show(raw string) string {
+	s := redact.URL(raw)
+	if len(s) > 100 {
+		s = s[:100] + "…"
+	}
+	return strconv.Quote(s)
 }
 
 func parsePostgres(raw, rest string) (Target, error) {
 	if !strings.HasPrefix(rest, "//") {
-		return Target{}, fmt.Errorf("store URL %q: want postgres://[user[:password]@]host[:port]/database", redact(raw))
+		return Target{}, fmt.Errorf("store URL %s: want postgres://[user[:password]@]host[:port]/database", show(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
 		// url's error quotes the URL, password included.
-		return Target{}, fmt.Errorf("store URL %q: not a valid URL", redact(raw))
+		return Target{}, fmt.Errorf("store URL %s: not a valid URL", show(raw))
 	}
 	if u.Host == "" && u.Query().Get("host") == "" {
-		return Target{}, fmt.Errorf("store URL %q: no host", redact(raw))
+		return Target{}, fmt.Errorf("store URL %s: no host", show(raw))
 	}
 	if strings.Trim(u.Path, "/") == "" && u.Query().Get("dbname") == "" {
-		return Target{}, fmt.Errorf("store URL %q: no database name (postgres://host/DATABASE)", redact(raw))
+		return Target{}, fmt.Errorf("store URL %s: no database name (postgres://host/DATABASE)", show(raw))
 	}
 	return Target{Kind: Postgres, Path: raw}, nil
 }
@@ -97,44 +113,23 @@ func parseSQLite(raw, rest string) (Target, error) {
 	if strings.HasPrefix(rest, "//") {
 		// URL style: sqlite:///abs/path has an empty host.
 		if !strings.HasPrefix(rest, "///") {
-			return Target{}, fmt.Errorf("store URL %q: a sqlite URL has no host: want sqlite:///absolute/path or sqlite:relative/path", raw)
+			return Target{}, fmt.Errorf("store URL %s: a sqlite URL has no host: want sqlite:///absolute/path or sqlite:relative/path", show(raw))
 		}
 		path = rest[2:]
 	}
 	switch {
 	case path == "":
-		return Target{}, fmt.Errorf("store URL %q: empty path: want sqlite:PATH, e.g. sqlite:./drover.db", raw)
+		return Target{}, fmt.Errorf("store URL %s: empty path: want sqlite:PATH, e.g. sqlite:./drover.db", show(raw))
 	case strings.ContainsAny(path, "?#"):
-		return Target{}, fmt.Errorf("store URL %q: sqlite takes no options ('?' or '#'); drover sets them", raw)
+		return Target{}, fmt.Errorf("store URL %s: sqlite takes no options ('?' or '#'); drover sets them", show(raw))
 	case strings.HasSuffix(path, "/"):
-		return Target{}, fmt.Errorf("store URL %q: the path names a directory; want a file", raw)
+		return Target{}, fmt.Errorf("store URL %s: the path names a directory; want a file", show(raw))
 	}
 	return Target{Kind: SQLite, Path: path}, nil
 }
 
-// redact hides the password of a URL that has one.
-func redact(raw string) string {
-	u, err := url.Parse(raw)
-	if err == nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		q := u.Query()
-		if q.Has("password") {
-			q.Set("password", "xxxxx")
-			u.RawQuery = q.Encode()
-		}
-		return u.String()
-	}
-	// Unparsable: cut everything between "://" and the last "@".
-	if i, j := strings.Index(raw, "://"), strings.LastIndex(raw, "@"); i >= 0 && j > i {
-		return raw[:i+3] + "xxxxx" + raw[j:]
-	}
-	return raw
-}
-
 // Open opens the store the URL names (see Parse), migrating it when it is
-// a database.
+// a database. Its errors never show a secret of the URL.
 func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, error) {
 	t, err := Parse(rawURL)
 	if err != nil {
@@ -147,7 +142,7 @@ func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, 
 	case Postgres:
 		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger, Timeout: opts.Timeout, MaxConns: int32(opts.MaxConns)})
 		if err != nil {
-			return nil, err
+			return nil, scrub(rawURL, err)
 		}
 		return s, nil
 	case SQLite:
@@ -160,3 +155,23 @@ func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, 
 		return memory.New(memory.Config{Clock: opts.Clock}), nil
 	}
 }
+
+// scrub takes the secrets of rawURL out of err's text: pgx masks the
+// passwords it recognizes, but whatever a library quotes of the URL, no
+// secret of it shows.
+func scrub(rawURL string, err error) error {
+	if secrets := redact.Secrets(rawURL); len(secrets) > 0 && err != nil {
+		return scrubbed{err, redact.Scrub(err.Error(), secrets...)}
+	}
+	return err
+}
+
+// scrubbed is an error whose text had the URL's secrets taken out; it
+// still unwraps to the original, for errors.Is and errors.As.
+type scrubbed struct {
+	err error
+	msg string
+}
+
+func (e scrubbed) Error() string { return e.msg }
+func (e scrubbed) Unwrap() error { return e.err }

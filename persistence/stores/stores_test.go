@@ -147,12 +147,56 @@ func TestOpenFailureHidesPassword(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	// Port 1 on loopback: nothing listens.
-	_, err := Open(ctx, "postgres://drover:s3cret@127.0.0.1:1/db?sslmode=disable&connect_timeout=5", Options{})
-	if err == nil {
-		t.Fatal("opened a store on a port nobody listens on")
+	for _, u := range []string{
+		"postgres://drover:s3cret@127.0.0.1:1/db?sslmode=disable&connect_timeout=5",
+		"postgres://drover@127.0.0.1:1/db?sslmode=disable&connect_timeout=5&password=s3cret",
+		"postgres://drover:s3%63ret@127.0.0.1:1/db?sslmode=disable&connect_timeout=5",
+		// pgx refuses the parameter and quotes the URL
+		"postgres://drover:s3cret@127.0.0.1:1/db?sslmode=bogus",
+	} {
+		_, err := Open(ctx, u, Options{})
+		if err == nil {
+			t.Fatal("opened a store on a port nobody listens on")
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("the error shows the password: %v", err)
+		}
+		if q := Query(ctx, u, "SELECT 1", nil, func(func(...any) error) error { return nil }); q == nil || strings.Contains(q.Error(), "s3cret") {
+			t.Errorf("Query: %v", q)
+		}
 	}
-	if strings.Contains(err.Error(), "s3cret") {
-		t.Errorf("the error shows the password: %v", err)
+}
+
+// Issue 10, item 3: Parse echoed the raw URL in its errors (`drover dlq
+// --store '//u:pw@…'`). Every form a secret can take in a store URL is
+// refused without showing it.
+func TestParseNeverShowsASecret(t *testing.T) {
+	for _, raw := range []string{
+		"//u:s3cret@h/db",
+		"u:s3cret@h/db",
+		"s3cret@h:5432/db",
+		"host=h user=u password=s3cret dbname=d",
+		"host=h password='s3 cret' dbname=d",
+		"postgres:u:s3cret@h/db",
+		"postgres://u:s3cret@h",
+		"postgres://h?password=s3cret",
+		"postgresql://u@h:port/db?password=s3cret",
+		"mysql://u:s3cret@h/db",
+		"memory:u:s3cret@h",
+		"sqlite://u:s3cret@h/x.db",
+		"sqlite:./x.db?_auth_pass=s3cret",
+	} {
+		_, err := Parse(raw)
+		if err == nil {
+			t.Errorf("Parse(%q) accepted", raw)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") || strings.Contains(err.Error(), "s3 cret") {
+			t.Errorf("Parse(%q): the error shows the secret: %v", raw, err)
+		}
+		if !strings.Contains(err.Error(), "xxxxx") {
+			t.Errorf("Parse(%q): the error does not show the masked URL: %v", raw, err)
+		}
 	}
 }
 
