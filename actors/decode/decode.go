@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -256,7 +257,7 @@ func (c Config) dead(op persistence.Op, m brokers.Message, reason string) persis
 	op.Reason = cutReason(reason)
 	op.MsgKey = MsgKey(m.Key)
 	op.Payload = m.Value
-	if max := c.maxDeadLetterBytes(); len(m.Value) > max {
+	if max := c.maxDeadLetterBytes(); len(m.Value) > max && !mutate.On(mutate.WholeDeadLetters) {
 		op.Payload, op.PayloadBytes = m.Value[:max:max], len(m.Value)
 	}
 	return op
