@@ -12,6 +12,11 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
+// MaxValueBytes is the longest string or BLOB SQLite stores
+// (SQLITE_MAX_LENGTH of the driver's build): a longer document or payload
+// fails its statement with SQLITE_TOOBIG, a refusal that is permanent.
+const MaxValueBytes = 1_000_000_000
+
 // Apply implements persistence.Applier in one immediate transaction: it
 // checks the lease token, drops duplicates, writes the folded records, the
 // dead letters, runs b.Handle and moves the checkpoint, then commits. Any
