@@ -67,6 +67,9 @@ func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 // runtime splits it; drover check refuses a batch_bytes above it.
 const MaxBatchBytes = 512 << 20
 
+// maxBatchBytes is MaxBatchBytes, lowered by tests.
+var maxBatchBytes = MaxBatchBytes
+
 // handlerError carries Handle's error out of apply, to be returned as is.
 type handlerError struct{ err error }
 
@@ -86,9 +89,9 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 			size += op.Size()
 		}
 	}
-	if size > MaxBatchBytes {
+	if size > maxBatchBytes {
 		return persistence.Applied{}, persistence.Refused(fmt.Errorf("batch of %d ops holds %d bytes, more than the %d one statement may carry (MaxBatchBytes)",
-			len(b.Ops), size, MaxBatchBytes))
+			len(b.Ops), size, maxBatchBytes))
 	}
 	a := newApplyPlan(b)
 	if !b.Dedupe {
