@@ -238,4 +238,3 @@ func refusedOnly(t *testing.T, c *testkit.Cluster, source string, n int, prefix 
 	}
 	return nil
 }
-
