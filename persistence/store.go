@@ -191,6 +191,11 @@ type Tx interface {
 // Applier writes batches.
 type Applier interface {
 	// Apply writes the batch in one transaction fenced by b.Lease.Token.
+	// An error matching ErrPermanent says the store refuses what the batch
+	// holds and would refuse the same batch again (nothing was written);
+	// any other error may pass on a retry. Handle's error is returned as
+	// is, so a handler that returns the store's refusal of one of its
+	// writes (wrapped with %w) is permanent too.
 	Apply(ctx context.Context, b *Batch) (Applied, error)
 }
 
