@@ -230,10 +230,12 @@ type Batch struct {
 	Source string
 	Unit   string
 	// IdempotencyKey is "<unit>/<first position>..<last position>" over the
-	// messages of the batch as fetched (persistence.Batch.IdempotencyKey;
-	// the unit id is "<source>/<partition>"). A batch that failed is retried
-	// as the very same batch while its unit runs, so its retries carry the
-	// same key. After the unit restarts or moves, messages are fetched again
+	// messages of the batch (persistence.Batch.IdempotencyKey; the unit id
+	// is "<source>/<partition>"): a fetch, or each of the batches a fetch
+	// larger than SourceSpec.BatchBytes is cut into. A batch that failed is
+	// retried as the very same batch while its unit runs, so its retries
+	// carry the same key; a batch the store refused for good is split in
+	// two, each half with its own key. After the unit restarts or moves, messages are fetched again
 	// and may be batched with other bounds: a handler with outside side
 	// effects that must happen once keys them by message position (streams)
 	// or message id (queues), which never change.

@@ -69,6 +69,28 @@ func edgeBatchBytes(t *testing.T) error {
 	return nil
 }
 
+// 6a. The same for a queue: every message applied and acked.
+func edgeQueueBatchBytes(t *testing.T) error {
+	c := edgeCluster(t, testkit.Config{Seed: 47, Nodes: 1})
+	const limit = 2048
+	c.StoreFaults().LimitBatchBytes(limit)
+	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 100, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 5*time.Second))
+	must(c.Publish("q", "", upserts(150, "many")...))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := settle(c); err != nil {
+		return err
+	}
+	if n := len(records(t, c.Store(), "q")); n != 150 {
+		return fmt.Errorf("%d records, want 150", n)
+	}
+	if f := c.Log("failed"); len(f) != 0 {
+		return fmt.Errorf("applies failed: %v; want every batch within %d bytes", f, limit)
+	}
+	return nil
+}
+
 // 6b. An oversize message's dead letter keeps only its first
 // max_dead_letter_bytes and records its size, so a message larger than the
 // store's limit cannot wedge its unit (before the fix the dead letter kept

@@ -52,6 +52,7 @@ var edges = []edge{
 	{"FailuresAreLogged", "15", "", edgeLogs},
 	// issue 10 (edges_batches_test.go)
 	{"FetchSplitByBatchBytes", "10.6", mutate.NoBatchBytes, edgeBatchBytes},
+	{"QueueFetchSplitByBatchBytes", "10.6", mutate.NoBatchBytes, edgeQueueBatchBytes},
 	{"DeadLetterPayloadCut", "10.6", mutate.WholeDeadLetters, edgeDeadLetterCut},
 	{"RefusedStreamRecordsDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedStream},
 	{"RefusedQueueRecordsDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedQueue},
