@@ -9,6 +9,15 @@
 // result comes back as a message; the job's context is cancelled when the
 // actor stops or restarts.
 //
+// A fetch is applied in batches of at most SourceSpec.BatchBytes, one after
+// the other, in order, each with its checkpoint. A failed batch is retried
+// as the very same batch, unless the store refused it for what it holds
+// (persistence.ErrPermanent): then it is split in two, halves applied in
+// order, down to the single records the store refuses alone, which are
+// dead-lettered with the store's message, so that no record can block its
+// unit. Dead letters keep at most SourceSpec.MaxDeadLetterBytes of the
+// body; one cut so cannot be replayed (Replay refuses it).
+//
 // Everything that varies is injected through Env: clock, randomness, the
 // protoactor dispatcher, the executor, membership, brokers and store. The
 // package itself starts no goroutines and reads no wall clock; with the

@@ -20,8 +20,8 @@ type ReplayResult struct {
 	Reason string
 }
 
-// ErrNotReplayable is returned for a dead letter that is not pending, or of
-// another source.
+// ErrNotReplayable is returned for a dead letter that is not pending, of
+// another source, or whose payload was cut (persistence.DeadLetter.Cut).
 var ErrNotReplayable = errors.New("dead letter cannot be replayed")
 
 // Replay applies dead letter id again through its source's decode and apply
@@ -50,6 +50,10 @@ func Replay(ctx context.Context, store persistence.Store, spec SourceSpec, id in
 	if dl.Status != persistence.DeadLetterPending {
 		return ReplayResult{}, fmt.Errorf("dead letter %d is %s: %w", id, dl.Status, ErrNotReplayable)
 	}
+	if dl.Cut() {
+		return ReplayResult{}, fmt.Errorf("dead letter %d keeps only the first %d of the message's %d bytes (dead_letter_max_bytes): the message is not whole; resolve it, or publish it again from its origin: %w",
+			id, len(dl.Payload), dl.PayloadBytes, ErrNotReplayable)
+	}
 	if spec.Table == "" {
 		spec.Table = spec.Name
 	}
@@ -58,7 +62,7 @@ func Replay(ctx context.Context, store persistence.Store, spec SourceSpec, id in
 		return ReplayResult{}, fmt.Errorf("dead letter %d: %w", id, err)
 	}
 	m := brokers.Message{Position: dl.Position, Key: key, Value: dl.Payload}
-	dc := decode.Config{KeyField: spec.KeyField, MaxBytes: spec.MaxMessageBytes}
+	dc := spec.decodeConfig()
 	op := dc.Record(m)
 	if spec.Handler != nil {
 		op = dc.Raw(m)

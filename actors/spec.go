@@ -49,8 +49,14 @@ type SourceSpec struct {
 	// KeyField is the dotted path of the record key in a JSON message;
 	// empty means the message key.
 	KeyField string
-	// MaxMessageBytes dead-letters bigger bodies (default 1 MiB).
+	// MaxMessageBytes dead-letters bigger bodies (default 1 MiB). It must
+	// not exceed BatchBytes.
 	MaxMessageBytes int
+	// MaxDeadLetterBytes is the most bytes of a body a dead letter keeps
+	// (default 256 KiB): a longer one is cut, the dead letter records the
+	// body's whole size and cannot be replayed. It must not exceed
+	// BatchBytes.
+	MaxDeadLetterBytes int
 	// Handler, when set, switches the source to handler mode: it receives
 	// each batch inside the fenced transaction instead of records mode.
 	Handler Handler
@@ -58,6 +64,14 @@ type SourceSpec struct {
 	Schema string
 	// BatchSize is the most messages per fetch (default 500).
 	BatchSize int
+	// BatchBytes bounds a batch by bytes as well (default 16 MiB): the
+	// messages of a fetch are applied in batches that carry at most that
+	// many bytes (persistence.Op.Size: documents, payloads, keys,
+	// reasons), one after the other, in order, each with its own
+	// checkpoint. A message bigger than BatchBytes on its own (possible
+	// only for a dead letter's reason and keys on top of its cut payload)
+	// is a batch of its own.
+	BatchBytes int
 	// MaxWait is the longest a fetch waits for its first message (default 1 s).
 	MaxWait time.Duration
 	// MaxConsecutiveFailures fails the unit to its supervisor (default 5).
@@ -109,6 +123,18 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 	if s.BatchSize <= 0 {
 		s.BatchSize = 500
 	}
+	if s.BatchBytes <= 0 {
+		s.BatchBytes = DefaultBatchBytes
+	}
+	if s.MaxDeadLetterBytes <= 0 {
+		s.MaxDeadLetterBytes = decode.DefaultMaxDeadLetterBytes
+	}
+	if s.MaxMessageBytes > s.BatchBytes {
+		return s, fmt.Errorf("source %s: max message bytes %d exceed batch bytes %d: a message would not fit a batch", s.Name, s.MaxMessageBytes, s.BatchBytes)
+	}
+	if s.MaxDeadLetterBytes > s.BatchBytes {
+		return s, fmt.Errorf("source %s: max dead-letter bytes %d exceed batch bytes %d: a dead letter would not fit a batch", s.Name, s.MaxDeadLetterBytes, s.BatchBytes)
+	}
 	if s.MaxWait <= 0 {
 		s.MaxWait = time.Second
 	}
@@ -140,7 +166,7 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 		return s, fmt.Errorf("source %s: schema: %w", s.Name, err)
 	}
 	s.schema = sch
-	dc := decode.Config{KeyField: s.KeyField, MaxBytes: s.MaxMessageBytes}
+	dc := s.decodeConfig()
 	if err := dc.Validate(); err != nil {
 		return s, fmt.Errorf("source %s: %w", s.Name, err)
 	}
@@ -148,6 +174,14 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 }
 
 func (s *SourceSpec) isQueue() bool { return s.Queue != nil }
+
+// DefaultBatchBytes is SourceSpec.BatchBytes when it is 0: 16 MiB.
+const DefaultBatchBytes = 16 << 20
+
+// decodeConfig is how the source's messages are decoded.
+func (s *SourceSpec) decodeConfig() decode.Config {
+	return decode.Config{KeyField: s.KeyField, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.MaxDeadLetterBytes}
+}
 
 // ResetPolicy is what a stream unit does when its checkpoint is no longer a
 // position of the broker (SourceSpec.OnPositionReset).
@@ -179,8 +213,13 @@ func (p ResetPolicy) String() string {
 // writes through tx share the batch's fenced transaction: they commit with
 // the checkpoint or not at all. It returns nil (applied), an error made by
 // Permanent for a message that can never be applied (that message is
-// dead-lettered and the rest of the batch applied again), or any other error
-// (nothing is applied; the failure is counted and the batch retried).
+// dead-lettered and the rest of the batch applied again), an error the
+// store classifies permanent (persistence.ErrPermanent, such as the
+// store's refusal of a Put that violates a constraint, returned as is or
+// wrapped with %w: the batch is split and the messages it fails for alone
+// are dead-lettered with the store's message, as in records mode), or any
+// other error (nothing is applied; the failure is counted and the batch
+// retried).
 //
 // Handlers with side effects outside the store get each batch at least
 // once; Batch.IdempotencyKey identifies a retried batch.
@@ -191,10 +230,12 @@ type Batch struct {
 	Source string
 	Unit   string
 	// IdempotencyKey is "<unit>/<first position>..<last position>" over the
-	// messages of the batch as fetched (persistence.Batch.IdempotencyKey;
-	// the unit id is "<source>/<partition>"). A batch that failed is retried
-	// as the very same batch while its unit runs, so its retries carry the
-	// same key. After the unit restarts or moves, messages are fetched again
+	// messages of the batch (persistence.Batch.IdempotencyKey; the unit id
+	// is "<source>/<partition>"): a fetch, or each of the batches a fetch
+	// larger than SourceSpec.BatchBytes is cut into. A batch that failed is
+	// retried as the very same batch while its unit runs, so its retries
+	// carry the same key; a batch the store refused for good is split in
+	// two, each half with its own key. After the unit restarts or moves, messages are fetched again
 	// and may be batched with other bounds: a handler with outside side
 	// effects that must happen once keys them by message position (streams)
 	// or message id (queues), which never change.

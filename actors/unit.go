@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,11 +35,17 @@ import (
 //   - a stream unit's start is resolved once, on its first open, and
 //     recorded by a fenced checkpoint write before anything is fetched;
 //     later opens start from the checkpoint;
+//   - a fetch is applied in batches of at most spec.BatchBytes bytes, one
+//     after the other, in order, each with its own checkpoint;
 //   - a failed batch is retried as the very same batch (same messages, same
 //     idempotency key); a stream unit first reads its checkpoint again (an
 //     apply whose outcome is unknown may have committed), a queue unit
 //     relies on the dedupe table; queue messages stay invisible meanwhile
 //     (deadline extension);
+//   - a batch the store refuses for what it holds (persistence.ErrPermanent)
+//     is not retried and not counted as a failure: it is split in two,
+//     halves applied in order, down to the single records the store refuses
+//     alone, which are dead-lettered with the store's message;
 //   - a queue message is acked only after the store committed it.
 type unitActor struct {
 	ne   *nodeEnv
@@ -220,11 +227,22 @@ type resetInfo struct {
 	cause    error
 }
 
-// pendingBatch is a fetched batch on its way into the store.
+// pendingBatch is a fetch on its way into the store: the batches it was
+// cut into (batch_bytes, and splits of a batch the store refused), applied
+// one after the other in unit order.
 type pendingBatch struct {
-	msgs     []brokers.Message // all fetched (queues ack all of them)
-	batch    *persistence.Batch
-	rejected int // dead letters made by decoding
+	msgs []brokers.Message // all fetched (queues ack all of them)
+	// batch is the one being applied or retried: the first not committed.
+	batch *persistence.Batch
+	// rest are the batches after it, in unit order.
+	rest []*persistence.Batch
+	// byPos finds the message of an op (handlers get messages; a record
+	// the store refuses is dead-lettered with its body).
+	byPos map[string]brokers.Message
+	// late are the positions dead-lettered after decoding (by a handler's
+	// Permanent or a refusal of the store): they are dead letters, not
+	// rejections.
+	late map[string]bool
 	// settling is set when the batch is acked or nacked: an extension job
 	// that runs after that leaves the receiver alone.
 	settling atomic.Bool
@@ -248,7 +266,7 @@ type qualitySample struct{ stats *quality.Stats }
 func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *unitActor {
 	return &unitActor{
 		ne: ne, spec: spec, part: p, id: spec.Name + "/" + p.ID, initial: initial,
-		decoder: decode.Config{KeyField: spec.KeyField, MaxBytes: spec.MaxMessageBytes},
+		decoder: spec.decodeConfig(),
 		exit:    new(atomic.Int32),
 	}
 }
@@ -838,13 +856,23 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.apply(ctx, pb, 0)
 }
 
-// prepare decodes a fetch into a batch; nil when there is nothing to write.
+// prepare decodes a fetch into batches; nil when there is nothing to
+// write. A batch holds at most spec.BatchBytes bytes of ops (a single op
+// larger than that is a batch of its own); the fetch's messages are split
+// into as many batches as that takes, in order, each a stream batch with
+// the checkpoint of its last message, the last one Finished when the fetch
+// reached the end.
 func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
-	pb := &pendingBatch{msgs: res.Messages}
-	b := &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: u.spec.isQueue()}
-	var handled map[string]brokers.Message
+	queue := u.spec.isQueue()
+	pb := &pendingBatch{msgs: res.Messages, byPos: make(map[string]brokers.Message, len(res.Messages)), late: map[string]bool{}}
+	newBatch := func() *persistence.Batch {
+		return &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: queue}
+	}
+	b := newBatch()
+	batches := []*persistence.Batch{b}
+	size := 0
 	for _, m := range res.Messages {
-		if !u.spec.isQueue() && u.position != "" && brokers.ComparePositions(m.Position, u.position) <= 0 {
+		if !queue && u.position != "" && brokers.ComparePositions(m.Position, u.position) <= 0 {
 			continue // at or below the checkpoint: a re-read after a crash
 		}
 		var op persistence.Op
@@ -853,38 +881,38 @@ func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
 		} else {
 			op = u.decoder.Record(m)
 		}
-		if op.Kind == persistence.OpDeadLetter {
-			pb.rejected++
+		pb.byPos[m.Position] = m
+		n := op.Size()
+		if len(b.Ops) > 0 && size+n > u.spec.BatchBytes && !mutate.On(mutate.NoBatchBytes) {
+			b, size = newBatch(), 0
+			batches = append(batches, b)
 		}
-		if op.Kind == persistence.OpMessage {
-			if handled == nil {
-				handled = map[string]brokers.Message{}
-			}
-			handled[m.Position] = m
-		}
+		size += n
 		b.Ops = append(b.Ops, op)
-		if !u.spec.isQueue() {
+		if !queue {
 			b.Checkpoint = m.Position
 		}
 	}
-	if res.End && !u.spec.isQueue() {
+	if res.End && !queue {
 		b.Finished = true
 		if b.Checkpoint == "" {
 			b.Checkpoint = u.position
 		}
 	}
 	if len(b.Ops) == 0 && !b.Finished {
-		if u.spec.isQueue() && len(res.Messages) > 0 {
+		if queue && len(res.Messages) > 0 {
 			pb.batch = b // nothing to write, but the messages need acks
 			return pb
 		}
 		return nil
 	}
-	if handled != nil {
-		b.Table = ""
-		b.Handle = u.handle(b, handled)
+	if u.spec.Handler != nil {
+		for _, b := range batches {
+			b.Table = ""
+			b.Handle = u.handle(b, pb.byPos)
+		}
 	}
-	pb.batch = b
+	pb.batch, pb.rest = batches[0], batches[1:]
 	return pb
 }
 
@@ -901,6 +929,24 @@ func (u *unitActor) handle(b *persistence.Batch, msgs map[string]brokers.Message
 	}
 }
 
+// split halves a batch the store refused: the first half ends at its last
+// op's position (streams: its checkpoint), the second keeps the batch's
+// checkpoint and Finished. Each is a batch of its own, with its own
+// idempotency key.
+func (u *unitActor) split(pb *pendingBatch, b *persistence.Batch) (first, second *persistence.Batch) {
+	n := len(b.Ops) / 2
+	l, r := *b, *b
+	l.Ops, r.Ops = slices.Clone(b.Ops[:n]), slices.Clone(b.Ops[n:])
+	l.Finished = false
+	if !u.spec.isQueue() {
+		l.Checkpoint = l.Ops[n-1].Position
+	}
+	if b.Handle != nil {
+		l.Handle, r.Handle = u.handle(&l, pb.byPos), u.handle(&r, pb.byPos)
+	}
+	return &l, &r
+}
+
 func firstLast(ops []persistence.Op) string {
 	if len(ops) == 0 {
 		return ".."
@@ -914,10 +960,10 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 		u.onApply(ctx, applyResult{batch: pb, attempts: attempts})
 		return
 	}
-	store := u.ne.env.Store
-	pb.batch.Lease = u.lease
+	store, b := u.ne.env.Store, pb.batch
+	b.Lease = u.lease
 	u.run(ctx, "apply", func(c context.Context) any {
-		a, err := store.Apply(c, pb.batch)
+		a, err := store.Apply(c, b)
 		return applyResult{batch: pb, applied: a, err: err, attempts: attempts}
 	})
 }
@@ -936,18 +982,18 @@ func (u *unitActor) reapply(ctx actor.Context) {
 		u.apply(ctx, pb, 0)
 		return
 	}
-	store, unit := u.ne.env.Store, u.id
-	pb.batch.Lease = u.lease
+	store, unit, b := u.ne.env.Store, u.id, pb.batch
+	b.Lease = u.lease
 	u.run(ctx, "apply", func(c context.Context) any {
 		cp, err := store.Checkpoint(c, unit)
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
 		case err != nil:
 			return applyResult{batch: pb, err: fmt.Errorf("read checkpoint: %w", err)}
-		case committed(cp, pb.batch):
+		case committed(cp, b):
 			return applyResult{batch: pb, already: true}
 		}
-		a, err := store.Apply(c, pb.batch)
+		a, err := store.Apply(c, b)
 		return applyResult{batch: pb, applied: a, err: err}
 	})
 }
@@ -968,9 +1014,13 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		case errors.Is(r.err, persistence.ErrLeaseLost):
 			u.leaseLost(ctx, "apply")
 			return
-		case errors.As(r.err, &perm) && r.attempts < len(pb.batch.Ops) && deadLetter(pb, perm):
-			pb.rejected++
+		case errors.As(r.err, &perm) && r.attempts < len(pb.batch.Ops) && u.deadLetter(pb, perm):
 			u.apply(ctx, pb, r.attempts+1)
+			return
+		case persistence.Permanent(r.err) && !mutate.On(mutate.RetryPermanent) && u.refused(pb, r.err):
+			// Not a failure of the unit: the store refuses what the batch
+			// holds. Split it, or dead-letter its one record, and go on.
+			u.apply(ctx, pb, 0)
 			return
 		}
 		if mutate.On(mutate.NackConcurrent) && u.spec.isQueue() {
@@ -1017,9 +1067,10 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 				applied++
 			}
 		}
-		rejected = int64(pb.rejected)
-		if rejected > dead {
-			rejected = dead
+		for _, op := range b.Ops {
+			if op.Kind == persistence.OpDeadLetter && !pb.late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
+				rejected++
+			}
 		}
 		if len(b.Ops) > 0 {
 			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
@@ -1046,6 +1097,19 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 	u.succeeded(ctx)
 	if b.Checkpoint != "" && !u.spec.isQueue() {
 		u.commitToBroker(ctx, b.Checkpoint)
+	}
+	if len(pb.rest) > 0 {
+		if u.stopping {
+			// the rest of the fetch is the next owner's: a stream unit's
+			// checkpoint says where it starts, a queue's messages go back
+			u.stopWithHeld(ctx)
+			return
+		}
+		// the next batch of the fetch (batch_bytes, or the second half of
+		// a refused batch), in order
+		pb.batch, pb.rest = pb.rest[0], pb.rest[1:]
+		u.apply(ctx, pb, 0)
+		return
 	}
 	if b.Finished {
 		u.held = nil
@@ -1104,14 +1168,49 @@ func (u *unitActor) sendCommit(pos string) {
 // deadLetter turns the op a handler refused into a dead letter; false when
 // the error names no op of the batch. The message key is kept in its
 // dead-letter form (decode.MsgKey), as records mode keeps it, so that a
-// binary key survives and replays as itself.
-func deadLetter(pb *pendingBatch, perm *PermanentError) bool {
+// binary key survives and replays as itself, and the payload is cut at
+// max_dead_letter_bytes like every dead letter's.
+func (u *unitActor) deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 	for i, op := range pb.batch.Ops {
 		if op.Position == perm.Position && op.Kind == persistence.OpMessage {
-			pb.batch.Ops[i] = persistence.Op{Kind: persistence.OpDeadLetter, Position: op.Position, MessageID: op.MessageID,
-				MsgKey: decode.MsgKey([]byte(op.Key)), Payload: op.Payload, Reason: "handler: " + perm.Err.Error()}
+			m, ok := pb.byPos[op.Position]
+			if !ok {
+				return false
+			}
+			pb.batch.Ops[i] = u.decoder.Dead(m, "handler: "+perm.Err.Error())
+			pb.late[op.Position] = true
 			return true
 		}
+	}
+	return false
+}
+
+// refused handles a batch the store refused for what it holds
+// (persistence.ErrPermanent): a batch of several ops is split in two, the
+// halves applied in order; a batch of one op that is not a dead letter yet
+// dead-letters it with the store's message, the body cut as every dead
+// letter's. The rest of the fetch then applies as usual. False when there
+// is nothing to split or dead-letter (the store refuses a dead letter, or a
+// batch with no ops): the error is then counted as a failure like any
+// other.
+func (u *unitActor) refused(pb *pendingBatch, err error) bool {
+	b := pb.batch
+	switch {
+	case len(b.Ops) > 1:
+		first, second := u.split(pb, b)
+		u.ne.env.trace("refused-split", u.id, fmt.Sprintf("%s | %s", firstLast(first.Ops), firstLast(second.Ops)))
+		pb.batch, pb.rest = first, append([]*persistence.Batch{second}, pb.rest...)
+		return true
+	case len(b.Ops) == 1 && b.Ops[0].Kind != persistence.OpDeadLetter:
+		m, ok := pb.byPos[b.Ops[0].Position]
+		if !ok {
+			return false
+		}
+		b.Ops[0] = u.decoder.Dead(m, "refused by the store: "+err.Error())
+		pb.late[m.Position] = true
+		u.ne.env.trace("refused", u.id, m.Position)
+		u.ne.env.logger().Warn("the store refuses a record: dead-lettered", "unit", u.id, "position", m.Position, "error", err)
+		return true
 	}
 	return false
 }

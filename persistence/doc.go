@@ -34,6 +34,16 @@
 //     concurrent ones included, gets the first caller's list.
 //   - Lease expiry and staleness are judged by the store's clock, not the
 //     caller's.
+//   - Apply's errors say whether applying the same batch again can help:
+//     one matching ErrPermanent (Permanent) means the store refuses what
+//     the batch holds — a constraint a record violates, a value its column
+//     refuses, a document that is not JSON, a batch over what one
+//     statement carries — and wrote nothing; every other error may pass on
+//     a retry. The runtime splits a permanently refused batch and
+//     dead-letters the records refused alone; it retries the others whole.
+//   - A dead letter records the size of its message body (PayloadBytes,
+//     column payload_bytes): a Payload shorter than it was cut by the
+//     runtime (dead_letter_max_bytes) and DeadLetter.Cut reports it.
 //
 // # Goroutines and blocking
 //

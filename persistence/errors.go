@@ -25,7 +25,44 @@ var (
 	ErrBusy = errors.New("store: locked by another transaction")
 	// ErrInjected is the default error of injected faults.
 	ErrInjected = errors.New("store: injected fault")
+	// ErrPermanent: the store refused what the batch holds and will refuse
+	// it again however often it is applied — a constraint a record
+	// violates, a value of the wrong type or too large for its column, a
+	// document that is not JSON. Nothing of the batch was written. The
+	// runtime splits such a batch and dead-letters the records the store
+	// refuses alone (actors, DESIGN §7); any other error of Apply is
+	// transient: the same batch is retried and nothing is dead-lettered.
+	// The stores' errors match it with errors.Is: PostgreSQL by SQLSTATE
+	// class (22 data exception, 23 integrity constraint violation, 42
+	// syntax error or access rule violation except 42501 and 42P01, 54
+	// program limit exceeded), SQLite by result code (SQLITE_CONSTRAINT,
+	// SQLITE_MISMATCH, SQLITE_TOOBIG), and Refused errors of every store.
+	ErrPermanent = errors.New("store: refused permanently")
 )
+
+// Permanent reports whether err says the store refused a batch for what
+// it holds (errors.Is(err, ErrPermanent)): applying it again would fail
+// again.
+func Permanent(err error) bool { return errors.Is(err, ErrPermanent) }
+
+// RefusedError marks a store's own check that refuses a batch for what it
+// holds (an upsert that is not a JSON object, say) as permanent. Its text
+// is Err's.
+type RefusedError struct{ Err error }
+
+// Refused wraps err as a RefusedError; nil stays nil.
+func Refused(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &RefusedError{Err: err}
+}
+
+func (e *RefusedError) Error() string { return e.Err.Error() }
+func (e *RefusedError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrPermanent) true.
+func (e *RefusedError) Is(target error) bool { return target == ErrPermanent }
 
 // LeaseHeldError says who holds a lease Acquire could not take.
 type LeaseHeldError struct {

@@ -104,6 +104,16 @@ type Op struct {
 	MsgKey  string
 	Payload []byte
 	Reason  string
+	// PayloadBytes is the size of the message body a dead letter's Payload
+	// was cut from (dead_letter_max_bytes): Payload holds its first bytes.
+	// 0, or any value up to len(Payload), means Payload is the whole body.
+	PayloadBytes int
+}
+
+// Size is what the op carries to the store in bytes: its document,
+// payload, keys and reason. Batches are bounded by the sum (batch_bytes).
+func (o *Op) Size() int {
+	return len(o.Key) + len(o.Doc) + len(o.Position) + len(o.MessageID) + len(o.MsgKey) + len(o.Payload) + len(o.Reason)
 }
 
 // Batch is what one fenced Apply writes.
@@ -181,6 +191,11 @@ type Tx interface {
 // Applier writes batches.
 type Applier interface {
 	// Apply writes the batch in one transaction fenced by b.Lease.Token.
+	// An error matching ErrPermanent says the store refuses what the batch
+	// holds and would refuse the same batch again (nothing was written);
+	// any other error may pass on a retry. Handle's error is returned as
+	// is, so a handler that returns the store's refusal of one of its
+	// writes (wrapped with %w) is permanent too.
 	Apply(ctx context.Context, b *Batch) (Applied, error)
 }
 
@@ -232,18 +247,31 @@ const (
 
 // DeadLetter is a message that could not be applied, with its reason.
 type DeadLetter struct {
-	ID            int64
-	Source        string
-	Unit          string
-	Position      string
-	MsgKey        string
-	Payload       []byte
+	ID       int64
+	Source   string
+	Unit     string
+	Position string
+	MsgKey   string
+	// Payload is the message body, or its first bytes when the body was
+	// larger than dead_letter_max_bytes: see Cut.
+	Payload []byte
+	// PayloadBytes is the size of the message body (column payload_bytes);
+	// it is len(Payload) unless the payload was cut.
+	PayloadBytes  int64
 	Reason        string
 	Attempts      int
 	Status        DeadLetterStatus
 	FirstFailedAt time.Time
 	LastFailedAt  time.Time
 }
+
+// Cut reports whether the payload holds only the first bytes of the
+// message: such a dead letter cannot be replayed.
+func (d *DeadLetter) Cut() bool { return int64(len(d.Payload)) < d.PayloadBytes }
+
+// StoredPayloadBytes is the payload_bytes a store records for a dead-letter
+// op: the size of the body its Payload was cut from, or len(Payload).
+func StoredPayloadBytes(op *Op) int64 { return int64(max(op.PayloadBytes, len(op.Payload))) }
 
 // DeadLetterFilter selects dead letters; zero fields select all.
 type DeadLetterFilter struct {

@@ -23,6 +23,11 @@ type auditStore struct {
 	afterCommit int            // Apply calls that commit, then report an error
 	down        error
 	locks       map[string]time.Time // unit -> until when its lease row is locked (LockUnit)
+	// refuse: table -> the documents a constraint of it refuses
+	// (RefuseDocs); maxBytes: the most bytes one Apply may carry
+	// (LimitBatchBytes), 0 no limit.
+	refuse   map[string]func(doc []byte) bool
+	maxBytes int
 }
 
 // StoreFaults injects failures into the cluster's store calls.
@@ -44,6 +49,56 @@ func (f StoreFaults) SetDown(down bool) {
 	} else {
 		f.a.down = nil
 	}
+}
+
+// RefuseDocs makes the store refuse every document written to table for
+// which refuse is true, as a CHECK constraint would: an Apply that would
+// write one (the last upsert of its key in the batch) fails, before it
+// reaches the store and whatever the store is, with an error matching
+// persistence.ErrPermanent, and writes nothing. Writes of handlers through
+// their Tx are not checked (the memory store's Refuse does that). Settle
+// does not lift it (a constraint is what the store is, not a passing
+// fault); nil does.
+func (f StoreFaults) RefuseDocs(table string, refuse func(doc []byte) bool) {
+	if refuse == nil {
+		delete(f.a.refuse, table)
+		return
+	}
+	if f.a.refuse == nil {
+		f.a.refuse = map[string]func([]byte) bool{}
+	}
+	f.a.refuse[table] = refuse
+}
+
+// LimitBatchBytes makes every Apply that carries more than n bytes
+// (persistence.Op.Size summed over the ops the store writes) fail, before
+// it reaches the store, with an error that is not permanent: as
+// PostgreSQL's 1 GB limit on a message fails it, as a protocol violation
+// that ends the connection. Settle does not lift it; 0 does.
+func (f StoreFaults) LimitBatchBytes(n int) { f.a.maxBytes = max(n, 0) }
+
+// refused is the error the faults of RefuseDocs and LimitBatchBytes fail b
+// with, if any.
+func (a *auditStore) refused(b *persistence.Batch) error {
+	if a.maxBytes > 0 {
+		size := 0
+		for i := range b.Ops {
+			if b.Ops[i].Kind != persistence.OpMessage {
+				size += b.Ops[i].Size()
+			}
+		}
+		if size > a.maxBytes {
+			return fmt.Errorf("invalid message length: %d bytes over the limit of %d (simulated protocol violation, connection closed)", size, a.maxBytes)
+		}
+	}
+	if refuse := a.refuse[b.Table]; refuse != nil {
+		for _, op := range persistence.Fold(b.Ops) {
+			if op.Kind == persistence.OpUpsert && refuse(op.Doc) {
+				return persistence.Refused(fmt.Errorf("new row of %q in %s violates a check constraint (simulated)", op.Key, b.Table))
+			}
+		}
+	}
+	return nil
 }
 
 func (a *auditStore) inject(op string) error {
@@ -138,6 +193,9 @@ func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persisten
 	}
 	if err := a.waitLock(ctx, b.Unit); err != nil {
 		return persistence.Applied{}, fmt.Errorf("apply %w", err)
+	}
+	if err := a.refused(b); err != nil {
+		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
 	}
 	res, err := a.Store.Apply(ctx, b)
 	if err != nil {

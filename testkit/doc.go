@@ -26,7 +26,11 @@
 //     failover within Config.FailoverBound. Report lists what broke.
 //   - StoreFaults inject failures the same way whatever the store (the
 //     memory store or SQLite on the virtual clock), so a run gives the same
-//     digest on both.
+//     digest on both. Besides passing faults (which Settle clears) they
+//     model what a store is: RefuseDocs a CHECK constraint that refuses
+//     some documents for good (persistence.ErrPermanent), LimitBatchBytes
+//     the server's limit on one batch (a transient-looking failure); Settle
+//     keeps both.
 //
 // RandomRun draws a whole scenario from a seed; `drover sim` runs it.
 // Users test their handlers' behaviour with the same Cluster: AddStream /

@@ -21,7 +21,7 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// The edges of issue 9, one scripted scenario each. A scenario returns nil
+// The edges of issues 9 and 10, one scripted scenario each. A scenario returns nil
 // when drover behaves, or what went wrong. TestEdges runs them all; built
 // with -tags drover_mutate, TestEdgesFailWithoutTheirFix runs each with the
 // switch that undoes its fix and requires it to fail.
@@ -51,6 +51,14 @@ var edges = []edge{
 	{"HandlerDeadLetterKeepsBinaryKey", "13", "", edgeHandlerDeadLetterKey},
 	{"NonRetryableBrokerErrorFailsAtOnce", "13", "", edgeNonRetryable},
 	{"FailuresAreLogged", "15", "", edgeLogs},
+	// issue 10 (edges_batches_test.go)
+	{"FetchSplitByBatchBytes", "10.6", mutate.NoBatchBytes, edgeBatchBytes},
+	{"QueueFetchSplitByBatchBytes", "10.6", mutate.NoBatchBytes, edgeQueueBatchBytes},
+	{"DeadLetterPayloadCut", "10.6", mutate.WholeDeadLetters, edgeDeadLetterCut},
+	{"RefusedStreamRecordsDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedStream},
+	{"RefusedQueueRecordsDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedQueue},
+	{"RefusedHandlerWritesDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedHandler},
+	{"TransientStoreErrorsNeverDeadLetter", "10.7", "", edgeTransientNotDeadLettered},
 }
 
 func TestEdges(t *testing.T) {

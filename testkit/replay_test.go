@@ -2,6 +2,7 @@ package testkit_test
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -72,6 +73,47 @@ func TestReplayDeadLetter(t *testing.T) {
 	dl, _ = store.DeadLetter(ctx, junkID)
 	if dl.Status != persistence.DeadLetterPending || dl.Attempts != 2 {
 		t.Fatalf("junk after replay: status %s attempts %d", dl.Status, dl.Attempts)
+	}
+	checkReport(t, c)
+}
+
+// Issue 10 item 6: a dead letter whose payload was cut at
+// max_dead_letter_bytes holds only the first bytes of its message: replay
+// refuses it, saying why, and leaves it pending and untouched.
+func TestReplayRefusesCutDeadLetter(t *testing.T) {
+	c := newCluster(t, testkit.Config{Seed: 31, Nodes: 1})
+	spec := actors.SourceSpec{Name: "people", KeyField: "id", MaxMessageBytes: 64, MaxDeadLetterBytes: 32}
+	must(c.AddStream(spec, 1))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"id":"big","bio":"` + strings.Repeat(".", 64) + `"}`
+	must(c.Publish("people", "0", brokers.Message{Value: []byte(big)}))
+	if !c.Settle(time.Minute) {
+		t.Fatal("did not settle")
+	}
+	ctx := context.Background()
+	store := c.Store()
+	dls := deadLetters(t, store, "people")
+	if len(dls) != 1 {
+		t.Fatalf("%d dead letters, want 1", len(dls))
+	}
+	dl := dls[0]
+	if string(dl.Payload) != big[:32] || dl.PayloadBytes != int64(len(big)) || !dl.Cut() {
+		t.Fatalf("dead letter payload %q (%d bytes recorded, cut %v), want the first 32 bytes of the %d-byte message", dl.Payload, dl.PayloadBytes, dl.Cut(), len(big))
+	}
+	fixed := spec
+	fixed.MaxMessageBytes = 1 << 20
+	res, err := actors.Replay(ctx, store, fixed, dl.ID)
+	if !errors.Is(err, actors.ErrNotReplayable) || res.Applied || !strings.Contains(err.Error(), "not whole") {
+		t.Fatalf("replay of a cut dead letter: %+v %v; want ErrNotReplayable saying the message is not whole", res, err)
+	}
+	after, _ := store.DeadLetter(ctx, dl.ID)
+	if after.Status != persistence.DeadLetterPending || after.Attempts != 1 {
+		t.Fatalf("after the refused replay: status %s attempts %d, want pending, 1", after.Status, after.Attempts)
+	}
+	if got := records(t, store, "people")["big"]; got != "" {
+		t.Fatalf("the cut message was applied: %s", got)
 	}
 	checkReport(t, c)
 }

@@ -2,6 +2,7 @@ package testkit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -73,7 +74,12 @@ func (r SimResult) OK() bool {
 //     listing), partitions added, the stream or the queue deleted and
 //     created again, a long minority partition that also cuts the node off
 //     the store, a storm of supervisor crashes, and the first node
-//     restarting with an empty join list into a cluster of its own.
+//     restarting with an empty join list into a cluster of its own;
+//   - sometimes (drawn apart, so the rest of the scenario is as without
+//     them) a check constraint that refuses some records for good, and a
+//     store that takes at most 2 KiB per batch (less than the oversize
+//     messages) with the records sources' batch_bytes, max_message_bytes
+//     and dead-letter cut fitted to it.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -97,8 +103,34 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 	}
 
+	// The store faults of issue 10 are drawn from a source of their own, so
+	// that the draws below, and so the runs without them, are what they
+	// were before.
+	rng10 := rand.New(rand.NewPCG(seed^0x10a, seed+0x10b))
+	refuse := rng10.IntN(10) < 2
+	limited := rng10.IntN(10) < 2
+	// tune fits a records source to the limited store: batches within its
+	// limit, messages within a batch, dead letters cut below it.
+	tune := func(sp *actors.SourceSpec) {
+		if limited {
+			sp.BatchBytes, sp.MaxMessageBytes, sp.MaxDeadLetterBytes = simLimit, simLimit/2, simLimit/8
+		}
+	}
+	if refuse {
+		for _, src := range []string{"orders", "jobs", "extra"} {
+			c.StoreFaults().RefuseDocs(src, seqMultipleOf13)
+		}
+		step(0, "a check constraint refuses the documents whose seq is a multiple of 13")
+	}
+	if limited {
+		c.StoreFaults().LimitBatchBytes(simLimit)
+		step(0, "the store takes at most %d bytes per batch; batch_bytes %d, max_message_bytes %d, dead letters cut at %d",
+			simLimit, simLimit, simLimit/2, simLimit/8)
+	}
+
 	parts := 2 + rng.IntN(7)
 	stream := actors.SourceSpec{Name: "orders", Type: "memory", KeyField: "id", BatchSize: 20 + rng.IntN(200), MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
+	tune(&stream)
 	if rng.IntN(10) < 3 {
 		stream.Start = brokers.Latest
 	}
@@ -108,6 +140,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	hasQueue := rng.IntN(10) < 7
 	if hasQueue {
 		q := actors.SourceSpec{Name: "jobs", Type: "memory", KeyField: "id", Slots: 1 + rng.IntN(4), BatchSize: 10 + rng.IntN(50), MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
+		tune(&q)
 		jq, err := c.AddQueue(q, 2*time.Second+time.Duration(rng.IntN(3000))*time.Millisecond)
 		if err != nil {
 			return res, err
@@ -138,6 +171,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rolling := rng.IntN(10) < 2
 	if rolling {
 		x := actors.SourceSpec{Name: "extra", Type: "memory", KeyField: "id", BatchSize: 50, MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
+		tune(&x)
 		if _, err := c.AddStream(x, 2+rng.IntN(3)); err != nil {
 			return res, err
 		}
@@ -445,6 +479,24 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		res.Violations = append(res.Violations, Violation{"settle", "the cluster did not settle within 3 minutes of virtual time"})
 	}
 	return res, nil
+}
+
+// simLimit is the most bytes one batch may carry to the store in the runs
+// that limit it (StoreFaults.LimitBatchBytes): less than the workload's
+// oversize messages, more than several ordinary ones.
+const simLimit = 2048
+
+// seqMultipleOf13 is the check constraint of the runs that refuse
+// documents: a member seq that is a multiple of 13.
+func seqMultipleOf13(doc []byte) bool {
+	var d struct {
+		Seq *json.Number `json:"seq"`
+	}
+	if json.Unmarshal(doc, &d) != nil || d.Seq == nil {
+		return false
+	}
+	n, err := d.Seq.Int64()
+	return err == nil && n%13 == 0
 }
 
 // slowHandler takes d (virtual) over every third batch, longer than the

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -15,8 +16,18 @@ import (
 // Config.MaxBytes is 0: 1 MiB.
 const DefaultMaxBytes = 1 << 20
 
+// DefaultMaxDeadLetterBytes is the most bytes of a body a dead letter keeps
+// when Config.MaxDeadLetterBytes is 0: 256 KiB.
+const DefaultMaxDeadLetterBytes = 256 << 10
+
+// MaxReasonBytes is the longest dead-letter reason kept; a longer one (a
+// handler's or the store's message, which may quote the whole row) is cut
+// on a character boundary and ends in "…".
+const MaxReasonBytes = 1024
+
 // Config says how a source's messages become records. The zero value keys
-// records by the message key and accepts bodies up to 1 MiB.
+// records by the message key, accepts bodies up to 1 MiB and keeps up to
+// 256 KiB of a dead letter's body.
 type Config struct {
 	// KeyField is the dotted path of the record key inside the JSON object
 	// ("id", "customer.id"). Empty: the message key is the record key.
@@ -25,12 +36,22 @@ type Config struct {
 	// MaxBytes is the largest body accepted; larger ones are dead-lettered.
 	// 0 means DefaultMaxBytes.
 	MaxBytes int
+	// MaxDeadLetterBytes is the most bytes of a body a dead letter keeps
+	// (dead_letter_max_bytes): a longer body is cut, and the dead letter
+	// records its whole size (persistence.Op.PayloadBytes), so that an
+	// oversize message cannot make its batch too large for the store.
+	// 0 means DefaultMaxDeadLetterBytes.
+	MaxDeadLetterBytes int
 }
 
-// Validate reports a KeyField with an empty segment or a negative MaxBytes.
+// Validate reports a KeyField with an empty segment or a negative MaxBytes
+// or MaxDeadLetterBytes.
 func (c Config) Validate() error {
 	if c.MaxBytes < 0 {
 		return fmt.Errorf("decode: max bytes %d: must not be negative", c.MaxBytes)
+	}
+	if c.MaxDeadLetterBytes < 0 {
+		return fmt.Errorf("decode: max dead-letter bytes %d: must not be negative", c.MaxDeadLetterBytes)
 	}
 	if c.KeyField != "" {
 		for i, seg := range strings.Split(c.KeyField, ".") {
@@ -47,6 +68,13 @@ func (c Config) maxBytes() int {
 		return DefaultMaxBytes
 	}
 	return c.MaxBytes
+}
+
+func (c Config) maxDeadLetterBytes() int {
+	if c.MaxDeadLetterBytes <= 0 {
+		return DefaultMaxDeadLetterBytes
+	}
+	return c.MaxDeadLetterBytes
 }
 
 // MaxKeyBytes is the longest record key accepted: PostgreSQL refuses
@@ -69,8 +97,9 @@ const (
 // Record decodes one message of a records-mode source (DESIGN §7). It always
 // returns exactly one op, of kind OpUpsert, OpDelete or OpDeadLetter, with
 // Position and MessageID (= m.ID) set from the message. It never fails: what
-// cannot be applied becomes a dead letter whose Payload is the raw body,
-// whose MsgKey is MsgKey(m.Key), and whose Reason is one of:
+// cannot be applied becomes a dead letter whose Payload is the raw body
+// (its first MaxDeadLetterBytes, the whole size in PayloadBytes, when it is
+// longer), whose MsgKey is MsgKey(m.Key), and whose Reason is one of:
 //
 //	message of N bytes exceeds max_message_bytes M
 //	invalid JSON: empty body                       (no key and no body)
@@ -225,10 +254,36 @@ func (c Config) keyed(op persistence.Op, m brokers.Message, kind persistence.OpK
 
 func (c Config) dead(op persistence.Op, m brokers.Message, reason string) persistence.Op {
 	op.Kind = persistence.OpDeadLetter
-	op.Reason = reason
+	op.Reason = cutReason(reason)
 	op.MsgKey = MsgKey(m.Key)
 	op.Payload = m.Value
+	if max := c.maxDeadLetterBytes(); len(m.Value) > max && !mutate.On(mutate.WholeDeadLetters) {
+		op.Payload, op.PayloadBytes = m.Value[:max:max], len(m.Value)
+	}
 	return op
+}
+
+// Dead makes m a dead letter with reason, as Record does: Position and
+// MessageID from the message, MsgKey(m.Key), the body cut at
+// MaxDeadLetterBytes (its size in PayloadBytes), and the reason cut at
+// MaxReasonBytes. The runtime uses it for messages a handler or the store
+// refuses.
+func (c Config) Dead(m brokers.Message, reason string) persistence.Op {
+	return c.dead(persistence.Op{Position: m.Position, MessageID: m.ID}, m, reason)
+}
+
+// cutReason cuts a reason longer than MaxReasonBytes on a character
+// boundary and marks the cut.
+func cutReason(r string) string {
+	if len(r) <= MaxReasonBytes {
+		return r
+	}
+	const mark = "…"
+	n := MaxReasonBytes - len(mark)
+	for n > 0 && !utf8.RuneStart(r[n]) {
+		n--
+	}
+	return r[:n] + mark
 }
 
 // Raw decodes one message of a handler-mode source: an OpMessage whose

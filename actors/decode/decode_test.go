@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
@@ -153,8 +154,13 @@ func TestRecord(t *testing.T) {
 				if op.Reason != tt.reason {
 					t.Errorf("reason = %q, want %q", op.Reason, tt.reason)
 				}
-				if !bytes.Equal(op.Payload, tt.m.Value) || op.MsgKey != MsgKey(tt.m.Key) || op.Key != "" {
-					t.Errorf("dead letter payload %q msgkey %q key %q; want payload = body, msgkey = MsgKey(key), no key", op.Payload, op.MsgKey, op.Key)
+				want, wantBytes := tt.m.Value, 0
+				if len(want) > DefaultMaxDeadLetterBytes {
+					want, wantBytes = want[:DefaultMaxDeadLetterBytes], len(want)
+				}
+				if !bytes.Equal(op.Payload, want) || op.PayloadBytes != wantBytes || op.MsgKey != MsgKey(tt.m.Key) || op.Key != "" {
+					t.Errorf("dead letter payload of %d bytes (of %d) msgkey %q key %q; want payload = body cut at %d bytes (%d), msgkey = MsgKey(key), no key",
+						len(op.Payload), op.PayloadBytes, op.MsgKey, op.Key, DefaultMaxDeadLetterBytes, wantBytes)
 				}
 			}
 		})
@@ -220,6 +226,53 @@ func TestRaw(t *testing.T) {
 	}
 }
 
+// Issue 10 item 6: a dead letter keeps at most MaxDeadLetterBytes of its
+// body and records the whole size; its reason is cut at MaxReasonBytes.
+func TestDeadLetterCut(t *testing.T) {
+	body := strings.Repeat("x", 100)
+	tests := []struct {
+		name      string
+		cfg       Config
+		m         brokers.Message
+		raw       bool
+		payload   int // bytes kept
+		fullBytes int // PayloadBytes
+	}{
+		{name: "oversize cut", cfg: Config{MaxBytes: 50, MaxDeadLetterBytes: 10}, m: msg("k", body), payload: 10, fullBytes: 100},
+		{name: "oversize raw cut", cfg: Config{MaxBytes: 50, MaxDeadLetterBytes: 10}, m: msg("k", body), raw: true, payload: 10, fullBytes: 100},
+		{name: "bad JSON cut", cfg: Config{MaxDeadLetterBytes: 7}, m: msg("k", "not json "+body), payload: 7, fullBytes: 109},
+		{name: "at the cut: whole", cfg: Config{MaxBytes: 50, MaxDeadLetterBytes: 100}, m: msg("k", body), payload: 100},
+		{name: "below the cut: whole", cfg: Config{MaxBytes: 50}, m: msg("k", body), payload: 100},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			op := tt.cfg.Record(tt.m)
+			if tt.raw {
+				op = tt.cfg.Raw(tt.m)
+			}
+			if op.Kind != persistence.OpDeadLetter {
+				t.Fatalf("kind %v, want a dead letter", op.Kind)
+			}
+			if !bytes.Equal(op.Payload, tt.m.Value[:tt.payload]) || op.PayloadBytes != tt.fullBytes {
+				t.Errorf("payload %q (PayloadBytes %d), want the first %d bytes of the body (%d)", op.Payload, op.PayloadBytes, tt.payload, tt.fullBytes)
+			}
+		})
+	}
+	m := msg("k", body)
+	long := strings.Repeat("é", MaxReasonBytes) // 2 bytes each
+	op := Config{MaxDeadLetterBytes: 10}.Dead(m, long)
+	if len(op.Reason) > MaxReasonBytes || !strings.HasSuffix(op.Reason, "…") || !utf8.ValidString(op.Reason) {
+		t.Errorf("reason of %d bytes (valid UTF-8 %v), want at most %d ending in …", len(op.Reason), utf8.ValidString(op.Reason), MaxReasonBytes)
+	}
+	if op.Kind != persistence.OpDeadLetter || op.Position != m.Position || op.MessageID != m.ID || op.MsgKey != "k" ||
+		string(op.Payload) != body[:10] || op.PayloadBytes != 100 {
+		t.Errorf("Dead = %+v", op)
+	}
+	if short := (Config{}).Dead(m, "short"); short.Reason != "short" || short.PayloadBytes != 0 || string(short.Payload) != body {
+		t.Errorf("Dead with a short reason and a small body = %+v", short)
+	}
+}
+
 func TestValidate(t *testing.T) {
 	tests := []struct {
 		cfg  Config
@@ -228,6 +281,7 @@ func TestValidate(t *testing.T) {
 		{Config{}, ""},
 		{Config{KeyField: "a.b.c", MaxBytes: 10}, ""},
 		{Config{MaxBytes: -1}, "decode: max bytes -1: must not be negative"},
+		{Config{MaxDeadLetterBytes: -1}, "decode: max dead-letter bytes -1: must not be negative"},
 		{Config{KeyField: "a..b"}, `decode: key field "a..b": segment 2 is empty`},
 		{Config{KeyField: ".a"}, `decode: key field ".a": segment 1 is empty`},
 		{Config{KeyField: "a."}, `decode: key field "a.": segment 2 is empty`},

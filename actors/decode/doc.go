@@ -11,6 +11,11 @@
 //   - Every message gives exactly one op; nothing panics, whatever the body
 //     (the fuzz test checks it). A message that cannot be applied becomes a
 //     dead letter and never blocks its unit.
+//   - A dead letter is bounded whatever the message: its payload is the
+//     body cut at MaxDeadLetterBytes (default 256 KiB; PayloadBytes then
+//     records the whole size, and replay refuses it), its reason at
+//     MaxReasonBytes. So a batch of oversize messages stays as small as
+//     the cut allows and can always commit.
 //   - An upsert's Doc is canonical JSON (Canonical): compact, members sorted
 //     by name recursively, a duplicated name keeping its last value (as
 //     PostgreSQL's jsonb and encoding/json do), numbers exactly as written

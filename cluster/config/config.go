@@ -28,6 +28,8 @@ const (
 	DefaultMaxConsecutiveFailures = 5
 	DefaultSlots                  = 1
 	DefaultMaxMessageBytes        = 1 << 20
+	DefaultBatchBytes             = 16 << 20  // actors.DefaultBatchBytes
+	DefaultDeadLetterMaxBytes     = 256 << 10 // decode.DefaultMaxDeadLetterBytes
 	DefaultLeaseTTL               = 10 * time.Second
 	DefaultDiscoveryInterval      = 30 * time.Second
 	DefaultSQSWait                = 20 * time.Second
@@ -169,6 +171,17 @@ type Source struct {
 	LeaseTTL               time.Duration `json:"lease_ttl"`                // default 10s
 	DiscoveryInterval      time.Duration `json:"discovery_interval"`       // default 30s
 
+	// BatchBytes bounds a batch by bytes as well as by count: the
+	// messages of a fetch are applied in batches of at most that many
+	// bytes, in order. Default 16 MiB, at least max_message_bytes; at
+	// most what the store takes in one statement (512 MiB for
+	// PostgreSQL).
+	BatchBytes int `json:"batch_bytes"`
+	// DeadLetterMaxBytes is the most bytes of a body a dead letter keeps;
+	// a longer one is cut (and cannot be replayed). Default 256 KiB, at
+	// most batch_bytes.
+	DeadLetterMaxBytes int `json:"dead_letter_max_bytes"`
+
 	Kafka   *Kafka   `json:"kafka,omitempty"`
 	Kinesis *Kinesis `json:"kinesis,omitempty"`
 	SQS     *SQS     `json:"sqs,omitempty"`
@@ -201,7 +214,7 @@ func (s Source) StartMode() brokers.StartMode {
 
 // Decode is the decode configuration of the source.
 func (s Source) Decode() decode.Config {
-	return decode.Config{KeyField: s.Records.Key, MaxBytes: s.MaxMessageBytes}
+	return decode.Config{KeyField: s.Records.Key, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes}
 }
 
 // Records is the records section of a mode: records source.

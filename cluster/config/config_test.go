@@ -92,7 +92,7 @@ func TestExampleFile(t *testing.T) {
 			Name: "orders", Type: "kafka", Start: "earliest", OnPositionReset: "earliest", Mode: "records",
 			Records:   Records{Table: "orders", Key: "id", Schema: "id:int, name:text", Declared: quality.Schema{{Name: "id", Type: quality.TypeInt}, {Name: "name", Type: quality.TypeText}}},
 			BatchSize: 500, MaxWait: time.Second, MaxConsecutiveFailures: 5, Slots: 1, MaxMessageBytes: 1 << 20,
-			LeaseTTL: 10 * time.Second, DiscoveryInterval: 30 * time.Second,
+			LeaseTTL: 10 * time.Second, DiscoveryInterval: 30 * time.Second, BatchBytes: 16 << 20, DeadLetterMaxBytes: 256 << 10,
 			Kafka: &Kafka{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders"},
 		}},
 	}
@@ -105,7 +105,7 @@ func TestExampleFile(t *testing.T) {
 	if k := c.Cluster.Key(); string(k) != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("Key() = %q", k)
 	}
-	if c.Sources[0].IsQueue() || c.Sources[0].StartMode() != brokers.Earliest || c.Sources[0].Decode() != (decode.Config{KeyField: "id", MaxBytes: 1 << 20}) {
+	if c.Sources[0].IsQueue() || c.Sources[0].StartMode() != brokers.Earliest || c.Sources[0].Decode() != (decode.Config{KeyField: "id", MaxBytes: 1 << 20, MaxDeadLetterBytes: 256 << 10}) {
 		t.Errorf("source helpers: queue %v start %v decode %+v", c.Sources[0].IsQueue(), c.Sources[0].StartMode(), c.Sources[0].Decode())
 	}
 }

@@ -633,6 +633,7 @@ func (r *reader) source(path string, v any) Source {
 		Start: "earliest", OnPositionReset: "earliest", Mode: "records", BatchSize: DefaultBatchSize, MaxWait: DefaultMaxWait,
 		MaxConsecutiveFailures: DefaultMaxConsecutiveFailures, Slots: DefaultSlots,
 		MaxMessageBytes: DefaultMaxMessageBytes, LeaseTTL: DefaultLeaseTTL, DiscoveryInterval: DefaultDiscoveryInterval,
+		BatchBytes: DefaultBatchBytes, DeadLetterMaxBytes: DefaultDeadLetterMaxBytes,
 	}
 	o := r.object(path, v)
 	o.str("name", &s.Name)
@@ -653,6 +654,8 @@ func (r *reader) source(path string, v any) Source {
 	o.int("max_consecutive_failures", &s.MaxConsecutiveFailures)
 	o.int("slots", &s.Slots)
 	o.int("max_message_bytes", &s.MaxMessageBytes)
+	o.int("batch_bytes", &s.BatchBytes)
+	o.int("dead_letter_max_bytes", &s.DeadLetterMaxBytes)
 	o.dur("lease_ttl", &s.LeaseTTL)
 	o.dur("discovery_interval", &s.DiscoveryInterval)
 

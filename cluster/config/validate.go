@@ -14,6 +14,8 @@ import (
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/postgres"
+	"github.com/drover-dev/drover/persistence/sqlite"
 )
 
 var (
@@ -249,6 +251,7 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 			}
 		}
 		v.source(p, s)
+		v.storeLimits(p, s, u)
 	}
 	return v.errs
 }
@@ -329,6 +332,7 @@ func (v *checker) source(p string, s *Source) {
 	v.durBetween(p+".max_wait", s.MaxWait, time.Millisecond, time.Hour)
 	v.between(p+".max_consecutive_failures", s.MaxConsecutiveFailures, 1, 1000)
 	v.between(p+".max_message_bytes", s.MaxMessageBytes, 1, 1<<30)
+	v.batchBytes(p, s)
 	v.durBetween(p+".lease_ttl", s.LeaseTTL, time.Second, time.Hour)
 	if s.LeaseTTL <= s.MaxWait && s.MaxWait >= time.Millisecond && s.LeaseTTL >= time.Second {
 		v.fail(p+".lease_ttl", "must be longer than max_wait (%v), or the lease lapses while a fetch waits", s.MaxWait)
@@ -497,5 +501,43 @@ func (v *checker) nats(p string, n *NATS) {
 		v.fail(p+".password", "required with user")
 	case n.User == "" && n.Password != "":
 		v.fail(p+".user", "required with password")
+	}
+}
+
+// batchBytes checks that a source's messages and dead letters fit its
+// batches: a message or dead letter larger than batch_bytes would be a
+// batch on its own, larger than the bound the store was sized for.
+func (v *checker) batchBytes(p string, s *Source) {
+	v.between(p+".batch_bytes", s.BatchBytes, 1<<10, 1<<30)
+	v.between(p+".dead_letter_max_bytes", s.DeadLetterMaxBytes, 1, 1<<30)
+	if s.BatchBytes < 1<<10 || s.BatchBytes > 1<<30 {
+		return
+	}
+	if s.MaxMessageBytes > s.BatchBytes && s.MaxMessageBytes <= 1<<30 {
+		v.fail(p+".max_message_bytes", "must not exceed batch_bytes (%d), not %d: a message that size could never fit a batch", s.BatchBytes, s.MaxMessageBytes)
+	}
+	if s.DeadLetterMaxBytes > s.BatchBytes && s.DeadLetterMaxBytes <= 1<<30 {
+		v.fail(p+".dead_letter_max_bytes", "must not exceed batch_bytes (%d), not %d: a dead letter that size could never fit a batch", s.BatchBytes, s.DeadLetterMaxBytes)
+	}
+}
+
+// storeLimits refuses batches the store named by url could never commit.
+// PostgreSQL takes each kind of write of a batch as one statement's array
+// parameters and refuses a message or a value over 1 GB (as a protocol
+// violation that looks transient: the unit would retry for ever); SQLite
+// refuses a value over SQLITE_MAX_LENGTH, so a dead letter's payload must
+// stay below it.
+func (v *checker) storeLimits(p string, s *Source, url string) {
+	switch {
+	case strings.HasPrefix(url, "postgres://") || strings.HasPrefix(url, "postgresql://"):
+		if s.BatchBytes > postgres.MaxBatchBytes && s.BatchBytes <= 1<<30 {
+			v.fail(p+".batch_bytes", "must be at most %d with a PostgreSQL store, not %d: a batch travels in one statement, and the server refuses one over 1 GB",
+				postgres.MaxBatchBytes, s.BatchBytes)
+		}
+	case strings.HasPrefix(url, "sqlite:"):
+		if s.DeadLetterMaxBytes > sqlite.MaxValueBytes && s.DeadLetterMaxBytes <= 1<<30 {
+			v.fail(p+".dead_letter_max_bytes", "must be at most %d with a SQLite store, not %d: SQLite refuses a longer value",
+				sqlite.MaxValueBytes, s.DeadLetterMaxBytes)
+		}
 	}
 }

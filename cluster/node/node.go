@@ -184,6 +184,7 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 		Table: s.Records.Table, KeyField: s.Records.Key, MaxMessageBytes: s.MaxMessageBytes, Schema: s.Records.Schema,
 		BatchSize: s.BatchSize, MaxWait: s.MaxWait, MaxConsecutiveFailures: s.MaxConsecutiveFailures,
 		LeaseTTL: s.LeaseTTL, Discovery: s.DiscoveryInterval,
+		BatchBytes: s.BatchBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes,
 	}
 	if s.Mode == "handler" {
 		h, ok := opt.Handlers[s.HandlerName]

@@ -1,7 +1,7 @@
 // Package mutate switches deliberate bugs on, for tests that show the
 // simulator catches them.
 //
-// Each fix of issue 9 left a named switch at the place it fixed: when the
+// Each fix of issues 9 and 10 left a named switch at the place it fixed: when the
 // switch is on, the code behaves as it did before the fix. Production
 // builds cannot turn a switch on: without the build tag drover_mutate, On
 // is a constant false and the compiler drops the guarded code. The tests
@@ -53,6 +53,18 @@ const (
 	// that vanished mid-apply keeps its row locks for hours (item 7; the
 	// testkit's lock model).
 	NoStoreDeadline = "no-store-deadline"
+
+	// The switches of issue 10.
+
+	// NoBatchBytes: a fetch is applied as one batch whatever its bytes
+	// (item 6).
+	NoBatchBytes = "no-batch-bytes"
+	// WholeDeadLetters: a dead letter keeps the whole body, however large
+	// (item 6).
+	WholeDeadLetters = "whole-dead-letters"
+	// RetryPermanent: a batch the store refuses for what it holds is
+	// retried as the same whole batch, like any failure (item 7).
+	RetryPermanent = "retry-permanent"
 )
 
 // All lists every switch.
@@ -60,4 +72,5 @@ var All = []string{
 	ResolveEveryOpen, LatestForNewUnits, WaitForUnlistedParents, KeepInvalidCheckpoint, ReusedQueueIDs,
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
+	NoBatchBytes, WholeDeadLetters, RetryPermanent,
 }

@@ -65,7 +65,7 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 		switch op.Kind {
 		case persistence.OpUpsert:
 			if err := persistence.CheckJSON(op.Doc); err != nil {
-				return nil, applied, fmt.Errorf("apply %s: upsert %q: %w", b.Unit, op.Key, err)
+				return nil, applied, fmt.Errorf("apply %s: upsert %q: %w", b.Unit, op.Key, persistence.Refused(err))
 			}
 			hasRecords = true
 		case persistence.OpDelete:
@@ -112,6 +112,9 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 		if same {
 			applied.Unchanged++
 			continue
+		}
+		if err := s.faults.refuse(b.Table, op.Doc); err != nil {
+			return nil, applied, fmt.Errorf("apply %s: upsert into %s %q: %w", b.Unit, b.Table, op.Key, err)
 		}
 		applied.Upserted++
 		t.stage(b.Table, op.Key, write{doc: slices.Clone(op.Doc), position: op.Position})
@@ -206,6 +209,7 @@ func (s *Store) commit(t *tx) {
 			d.LastFailedAt = t.now
 			d.MsgKey = op.MsgKey
 			d.Payload = slices.Clone(op.Payload)
+			d.PayloadBytes = persistence.StoredPayloadBytes(&op)
 			d.Reason = op.Reason
 			d.Status = persistence.DeadLetterPending
 			continue
@@ -218,6 +222,7 @@ func (s *Store) commit(t *tx) {
 			Position:      op.Position,
 			MsgKey:        op.MsgKey,
 			Payload:       slices.Clone(op.Payload),
+			PayloadBytes:  persistence.StoredPayloadBytes(&op),
 			Reason:        op.Reason,
 			Attempts:      1,
 			Status:        persistence.DeadLetterPending,
@@ -314,13 +319,16 @@ func (t *tx) Put(ctx context.Context, table, key string, doc []byte) error {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if err := persistence.CheckJSON(doc); err != nil {
-		return fmt.Errorf("put %s/%s: %w", table, key, err)
+		return fmt.Errorf("put %s/%s: %w", table, key, persistence.Refused(err))
 	}
 	same, err := t.sameAsStored(table, key, doc)
 	if err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if !same {
+		if err := t.s.faults.refuse(table, doc); err != nil {
+			return fmt.Errorf("put %s/%s: %w", table, key, err)
+		}
 		t.stage(table, key, write{doc: slices.Clone(doc), position: t.position})
 	}
 	return nil

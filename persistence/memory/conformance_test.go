@@ -17,5 +17,8 @@ func TestConformance(t *testing.T) {
 			t.Cleanup(func() { _ = s.Close() })
 			return s
 		},
+		Refuse: func(t *testing.T, s persistence.Store, table string) {
+			s.(*memory.Store).Refuse(table, "bad")
+		},
 	})
 }

@@ -38,7 +38,9 @@
 //     second time. Ops without a MessageID are never deduplicated.
 //   - A repeated dead letter (same source, unit, position) keeps its id and
 //     FirstFailedAt, increments Attempts, sets LastFailedAt, takes the new
-//     reason, key and payload, and is pending again.
+//     reason, key, payload and payload size, and is pending again.
+//   - An upsert or Put of a document that is not JSON fails with an error
+//     matching persistence.ErrPermanent.
 //   - Handle is called only when the batch has fresh OpMessage ops; a batch
 //     with OpMessage ops and no Handle fails. Records written through the
 //     Tx carry the batch's source, unit and last position.
@@ -53,7 +55,11 @@
 // # Fault injection
 //
 // FailNext, FailAfterCommit, SetDown and BreakFencing change what the next
-// calls do; see each. They never start goroutines or sleep.
+// calls do; see each. Refuse makes a records table refuse documents with a
+// given member, as a CHECK constraint would: upserts and handler Puts of
+// such a document fail with an error matching persistence.ErrPermanent (an
+// unchanged document is not written, so not refused, as in SQLite). They
+// never start goroutines or sleep.
 //
 // # Goroutines and locking
 //

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"encoding/json"
 	"fmt"
 
 	"github.com/drover-dev/drover/persistence"
@@ -38,10 +39,11 @@ type failRule struct {
 
 // faults holds the injected faults. It is guarded by Store.mu.
 type faults struct {
-	rules       []failRule // in FailNext order
-	afterCommit int        // Apply calls that commit and then fail
-	down        error      // every call fails with it while set
-	noFencing   bool       // Apply skips the token check
+	rules       []failRule        // in FailNext order
+	afterCommit int               // Apply calls that commit and then fail
+	down        error             // every call fails with it while set
+	noFencing   bool              // Apply skips the token check
+	refused     map[string]string // table -> the top-level member its documents must not have
 }
 
 // FailNext makes the next n calls of op fail with err before they do
@@ -87,6 +89,42 @@ func (s *Store) BreakFencing(broken bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults.noFencing = broken
+}
+
+// Refuse makes the store refuse every document written to table (upserts
+// and handler Puts) that has a top-level member named field, as a CHECK
+// constraint (doc->>'field' IS NULL) would: the batch fails with an error
+// matching persistence.ErrPermanent and writes nothing. An unchanged
+// document is not written, so it is not refused. Refuse(table, "") lifts
+// it.
+func (s *Store) Refuse(table, field string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if field == "" {
+		delete(s.faults.refused, table)
+		return
+	}
+	if s.faults.refused == nil {
+		s.faults.refused = map[string]string{}
+	}
+	s.faults.refused[table] = field
+}
+
+// refuse returns the error a write of doc to table fails with under
+// Refuse. The caller holds s.mu.
+func (f *faults) refuse(table string, doc []byte) error {
+	field, ok := f.refused[table]
+	if !ok {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(doc, &obj) != nil {
+		return nil
+	}
+	if v, has := obj[field]; has && string(v) != "null" {
+		return persistence.Refused(fmt.Errorf("document violates the check constraint of %s: member %q not allowed", table, field))
+	}
+	return nil
 }
 
 // inject returns the error a call of op must fail with, if any, using up one

@@ -57,6 +57,19 @@ func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 	return applied, nil
 }
 
+// MaxBatchBytes is the most bytes (persistence.Op.Size summed over its
+// ops) a batch may carry to PostgreSQL. Each kind of write of a batch
+// travels as array parameters of one statement, and the server refuses a
+// protocol message or an array value over 1 GB — as a protocol violation
+// that closes the connection, which would look transient and be retried
+// forever. Half of that leaves room for the arrays' own overhead. Apply
+// refuses a larger batch as permanent (persistence.ErrPermanent), so the
+// runtime splits it; drover check refuses a batch_bytes above it.
+const MaxBatchBytes = 512 << 20
+
+// maxBatchBytes is MaxBatchBytes, lowered by tests.
+var maxBatchBytes = MaxBatchBytes
+
 // handlerError carries Handle's error out of apply, to be returned as is.
 type handlerError struct{ err error }
 
@@ -66,10 +79,19 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 	if b.Reset && b.Checkpoint == "" {
 		return persistence.Applied{}, errors.New("reset to an empty checkpoint")
 	}
-	for i, op := range b.Ops {
+	size := 0
+	for i := range b.Ops {
+		op := &b.Ops[i]
 		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
 			return persistence.Applied{}, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
 		}
+		if op.Kind != persistence.OpMessage { // a handler's message is not sent
+			size += op.Size()
+		}
+	}
+	if size > maxBatchBytes {
+		return persistence.Applied{}, persistence.Refused(fmt.Errorf("batch of %d ops holds %d bytes, more than the %d one statement may carry (MaxBatchBytes)",
+			len(b.Ops), size, maxBatchBytes))
 	}
 	a := newApplyPlan(b)
 	if !b.Dedupe {
@@ -267,6 +289,7 @@ type applyPlan struct {
 	dlPayloads          [][]byte
 	dlReasons           []string
 	dlCounts            []int32
+	dlSizes             []int64
 
 	applied persistence.Applied
 }
@@ -346,6 +369,7 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 			a.applied.DeadLettered++
 			if i, ok := at[op.Position]; ok {
 				a.dlKeys[i], a.dlPayloads[i], a.dlReasons[i] = pgText(op.MsgKey), op.Payload, pgText(op.Reason)
+				a.dlSizes[i] = persistence.StoredPayloadBytes(&op)
 				a.dlCounts[i]++
 				continue
 			}
@@ -355,6 +379,7 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 			a.dlPayloads = append(a.dlPayloads, op.Payload)
 			a.dlReasons = append(a.dlReasons, pgText(op.Reason))
 			a.dlCounts = append(a.dlCounts, 1)
+			a.dlSizes = append(a.dlSizes, persistence.StoredPayloadBytes(&op))
 		case persistence.OpMessage:
 			a.msgs = append(a.msgs, op)
 		}
@@ -394,7 +419,7 @@ func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 		q.Queue(rec.deletes, a.delKeys)
 	}
 	if len(a.dlPositions) > 0 {
-		q.Queue(s.sql.deadLetters, b.Source, b.Unit, a.dlPositions, a.dlKeys, a.dlPayloads, a.dlReasons, a.dlCounts)
+		q.Queue(s.sql.deadLetters, b.Source, b.Unit, a.dlPositions, a.dlKeys, a.dlPayloads, a.dlReasons, a.dlCounts, a.dlSizes)
 	}
 	switch {
 	case b.Reset:

@@ -86,7 +86,7 @@
 //
 // DESIGN §6, in Config.Schema (default: the connection's current schema):
 // drover_leases (plus renewed_at), drover_checkpoints (plus finished),
-// drover_dead_letters, drover_dedupe, drover_quality (plus node),
+// drover_dead_letters (plus payload_bytes), drover_dedupe, drover_quality (plus node),
 // drover_sources (source, units jsonb, created_at), drover_migrations
 // (the schema version), and one records table per source, created on
 // first use by the transaction that first writes it, its name validated
@@ -99,6 +99,28 @@
 // its SQLSTATE), any other driver error its text, still matching
 // context.Canceled and context.DeadlineExceeded. Decisions callers make
 // are sentinels of package persistence. Handle's error is returned as is.
+//
+// An *Error matches persistence.ErrPermanent when the server refused what
+// the batch writes (Error.Permanent): SQLSTATE classes 22 (data
+// exception), 23 (integrity constraint violation), 42 (syntax error or
+// access rule violation, except 42501 insufficient_privilege, which a
+// GRANT fixes, and 42P01 undefined_table, which the store repairs by
+// creating the records table again) and 54 (program limit exceeded). The
+// others — 08 connection, 40 rollback (serialization, deadlock), 53
+// resources, 55 lock not available, 57 operator intervention — and every
+// driver error are transient.
+//
+// # Limits
+//
+// Each kind of write of a batch travels as the array parameters of one
+// statement, and the server refuses a message or array over 1 GB (a
+// protocol violation that ends the connection: it would look transient).
+// Apply therefore refuses, as permanent and before sending anything, a
+// batch whose ops carry more than MaxBatchBytes (512 MiB); drover check
+// refuses a batch_bytes above it. Migration 3 adds
+// drover_dead_letters.payload_bytes, the size of the message body a
+// dead letter's payload may have been cut from (rows of before get the
+// length of their payload).
 //
 // # Goroutines
 //

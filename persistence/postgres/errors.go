@@ -20,9 +20,44 @@ type Error struct {
 }
 
 // Is makes a lock timeout (55P03, lock_not_available) match
-// persistence.ErrBusy.
+// persistence.ErrBusy, and the errors Permanent names match
+// persistence.ErrPermanent.
 func (e *Error) Is(target error) bool {
-	return target == persistence.ErrBusy && e.Code == codeLockNotAvailable
+	switch target {
+	case persistence.ErrBusy:
+		return e.Code == codeLockNotAvailable
+	case persistence.ErrPermanent:
+		return e.Permanent()
+	}
+	return false
+}
+
+// Permanent reports whether the server refused what the statement writes,
+// so that the same batch fails again however often it is applied. By
+// SQLSTATE class:
+//
+//	22 data exception                     (a value the column's type refuses: bad jsonb, out of range)
+//	23 integrity constraint violation     (CHECK, NOT NULL, UNIQUE, FOREIGN KEY, EXCLUDE)
+//	42 syntax error or access rule violation, except 42501 insufficient_privilege
+//	   (an operator's GRANT fixes it) and 42P01 undefined_table (the store
+//	   creates a records table again at the next apply)
+//	54 program limit exceeded             (a jsonb or index entry too large)
+//
+// Every other class is transient — among them 08 connection exception, 40
+// transaction rollback (serialization failure, deadlock), 53 insufficient
+// resources, 55 lock not available, 57 operator intervention (statement
+// timeout, shutdown) — and so are errors that are not the server's.
+func (e *Error) Permanent() bool {
+	if len(e.Code) != 5 {
+		return false
+	}
+	switch e.Code[:2] {
+	case "22", "23", "54":
+		return true
+	case "42":
+		return e.Code != codeInsufficientPrivilege && e.Code != codeUndefinedTable
+	}
+	return false
 }
 
 func (e *Error) Error() string {
@@ -35,9 +70,10 @@ func (e *Error) Error() string {
 
 // SQLSTATE codes this package acts on.
 const (
-	codeUndefinedTable   = "42P01"
-	codeLockNotAvailable = "55P03" // lock_timeout
-	codeLeaseLost        = "DR001" // raised by drover_fence
+	codeUndefinedTable        = "42P01"
+	codeInsufficientPrivilege = "42501"
+	codeLockNotAvailable      = "55P03" // lock_timeout
+	codeLeaseLost             = "DR001" // raised by drover_fence
 )
 
 // driverError is any other driver failure (connection refused, broken

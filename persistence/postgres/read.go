@@ -53,7 +53,7 @@ func scanDeadLetter(row pgx.Row) (persistence.DeadLetter, error) {
 	var d persistence.DeadLetter
 	var status string
 	err := row.Scan(&d.ID, &d.Source, &d.Unit, &d.Position, &d.MsgKey, &d.Payload, &d.Reason,
-		&d.Attempts, &status, &d.FirstFailedAt, &d.LastFailedAt)
+		&d.Attempts, &status, &d.FirstFailedAt, &d.LastFailedAt, &d.PayloadBytes)
 	d.Status = persistence.DeadLetterStatus(status)
 	d.FirstFailedAt, d.LastFailedAt = d.FirstFailedAt.UTC(), d.LastFailedAt.UTC()
 	return d, err

@@ -97,15 +97,16 @@ func newStatements(name func(string) string) statements {
 			ON CONFLICT DO NOTHING
 			RETURNING message_id`,
 		deadLetters: `INSERT INTO ` + deadLetters + ` AS d (source, unit, position, msg_key, payload, reason,
-				attempts, status, first_failed_at, last_failed_at)
-			SELECT $1, $2, u.position, u.msg_key, u.payload, u.reason, u.n, 'pending', now(), now()
-			FROM unnest($3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[])
-				AS u(position, msg_key, payload, reason, n)
+				attempts, status, first_failed_at, last_failed_at, payload_bytes)
+			SELECT $1, $2, u.position, u.msg_key, u.payload, u.reason, u.n, 'pending', now(), now(), u.size
+			FROM unnest($3::text[], $4::text[], $5::bytea[], $6::text[], $7::int[], $8::bigint[])
+				AS u(position, msg_key, payload, reason, n, size)
 			ON CONFLICT (source, unit, position) DO UPDATE SET
 				attempts = d.attempts + excluded.attempts,
 				last_failed_at = excluded.last_failed_at,
 				msg_key = excluded.msg_key,
 				payload = excluded.payload,
+				payload_bytes = excluded.payload_bytes,
 				reason = excluded.reason,
 				status = 'pending'`,
 		// A checkpoint moves only forward, in the order of
@@ -154,7 +155,7 @@ func newStatements(name func(string) string) statements {
 }
 
 const deadLetterCols = `id, source, unit, position, msg_key, payload, reason, attempts, status,
-	first_failed_at, last_failed_at`
+	first_failed_at, last_failed_at, payload_bytes`
 
 // positionAfter is SQL true when position a is after position b in the
 // order of brokers.ComparePositions: the empty position first, then start

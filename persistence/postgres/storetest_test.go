@@ -80,6 +80,18 @@ func harness(cfg Config) storetest.Harness {
 			},
 		},
 		FailMidTx: failMidTx,
+		Refuse:    refuseBad,
+	}
+}
+
+// refuseBad adds the CHECK constraint (doc->>'bad' IS NULL) to a records
+// table.
+func refuseBad(t *testing.T, s persistence.Store, table string) {
+	t.Helper()
+	ps := s.(*Store)
+	if _, err := ps.pool.Exec(context.Background(), `ALTER TABLE `+ps.name(table)+
+		` ADD CONSTRAINT no_bad CHECK (doc->>'bad' IS NULL)`); err != nil {
+		t.Fatalf("add the check constraint to %s: %v", table, err)
 	}
 }
 

@@ -12,6 +12,11 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
+// MaxValueBytes is the longest string or BLOB SQLite stores
+// (SQLITE_MAX_LENGTH of the driver's build): a longer document or payload
+// fails its statement with SQLITE_TOOBIG, a refusal that is permanent.
+const MaxValueBytes = 1_000_000_000
+
 // Apply implements persistence.Applier in one immediate transaction: it
 // checks the lease token, drops duplicates, writes the folded records, the
 // dead letters, runs b.Handle and moves the checkpoint, then commits. Any
@@ -48,7 +53,7 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 			// The decoder only passes JSON; this keeps SQLite's json()
 			// from accepting JSON5 and makes the error the same as memory's.
 			if !json.Valid(op.Doc) {
-				return applied, fmt.Errorf("upsert %q: invalid JSON document", op.Key)
+				return applied, persistence.Refused(fmt.Errorf("upsert %q: invalid JSON document", op.Key))
 			}
 			hasRecords = true
 		case persistence.OpDelete:
@@ -101,7 +106,8 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 	for _, op := range fresh {
 		switch op.Kind {
 		case persistence.OpDeadLetter:
-			if _, err = dl.ExecContext(ctx, b.Source, b.Unit, op.Position, op.MsgKey, op.Payload, op.Reason, now, now); err != nil {
+			if _, err = dl.ExecContext(ctx, b.Source, b.Unit, op.Position, op.MsgKey, op.Payload, op.Reason, now, now,
+				persistence.StoredPayloadBytes(&op)); err != nil {
 				return applied, fmt.Errorf("dead letter at %s: %w", op.Position, dbErr(err))
 			}
 			if err = s.wrote(); err != nil {
@@ -390,7 +396,7 @@ func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) erro
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if !json.Valid(doc) {
-		return fmt.Errorf("put %s/%s: invalid JSON document", table, key)
+		return fmt.Errorf("put %s/%s: %w", table, key, persistence.Refused(errors.New("invalid JSON document")))
 	}
 	if err := t.ensure(ctx, table); err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)

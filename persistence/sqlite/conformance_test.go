@@ -45,6 +45,7 @@ func TestConformance(t *testing.T) {
 		FailMidTx: func(t *testing.T, s persistence.Store) {
 			sqlite.FailAfterWrites(s.(*sqlite.Store), 3)
 		},
+		Refuse: refuseBad,
 		Schema: &storetest.Schema{
 			Version: sqlite.SchemaVersion(),
 			Reopen: func(t *testing.T, s persistence.Store) (persistence.Store, error) {
@@ -64,4 +65,19 @@ func TestConformance(t *testing.T) {
 			},
 		},
 	})
+}
+
+// refuseBad makes the records table refuse documents with a member "bad".
+// SQLite cannot add a CHECK constraint to a table that exists: triggers
+// raise the same SQLITE_CONSTRAINT error for inserts and updates.
+func refuseBad(t *testing.T, s persistence.Store, table string) {
+	t.Helper()
+	for _, when := range []string{"INSERT", "UPDATE"} {
+		q := `CREATE TRIGGER "refuse_bad_` + when + `" BEFORE ` + when + ` ON "` + table + `"
+WHEN NEW.doc->>'bad' IS NOT NULL
+BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: doc->>''bad'' IS NULL'); END`
+		if _, err := rawDB(t, s).Exec(q); err != nil {
+			t.Fatalf("refuse documents with a member bad in %s: %v", table, err)
+		}
+	}
 }

@@ -47,7 +47,11 @@
 //     of numbers ignored), as PostgreSQL's jsonb equality would.
 //   - Errors from the driver are translated at this boundary: no
 //     modernc.org/sqlite type reaches callers. Callers branch on the
-//     persistence sentinels.
+//     persistence sentinels: SQLITE_BUSY and SQLITE_LOCKED match ErrBusy
+//     (transient); SQLITE_CONSTRAINT (CHECK, NOT NULL, UNIQUE, triggers'
+//     RAISE(ABORT)), SQLITE_MISMATCH and SQLITE_TOOBIG (a value over
+//     MaxValueBytes) match ErrPermanent, as does a document that is not
+//     JSON; everything else is transient.
 //
 // # Schema
 //
@@ -55,7 +59,10 @@
 // immediate transaction, recording the version in drover_schema; running
 // them again is a no-op. Version 2 adds drover_leases.renewed_at (existing
 // rows get their acquired_at; see migrate.go) and drover_sources (source,
-// units as a JSON array, created_at). A file whose version is newer than
+// units as a JSON array, created_at); version 3 adds
+// drover_dead_letters.payload_bytes, the size of the message body a dead
+// letter's payload may have been cut from (existing rows: the length of
+// their payload). A file whose version is newer than
 // this build's is refused with an error wrapping persistence.ErrSchemaTooNew
 // that names both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
 // position, updated_at) are created on first use, outside the batch's

@@ -94,6 +94,17 @@ CREATE TABLE drover_sources (
 	created_at INTEGER NOT NULL
 );
 `,
+	}, {
+		version: 3,
+		name:    "the size of a dead letter's message",
+		// Dead-letter payloads are cut at dead_letter_max_bytes:
+		// payload_bytes is the size of the message body, so a row whose
+		// payload is shorter holds only its first bytes (replay refuses
+		// it). Rows written before this step hold their whole body.
+		sql: `
+ALTER TABLE drover_dead_letters ADD COLUMN payload_bytes INTEGER NOT NULL DEFAULT 0;
+UPDATE drover_dead_letters SET payload_bytes = coalesce(length(CAST(payload AS BLOB)), 0);
+`,
 	}}
 }
 

@@ -101,13 +101,13 @@ func (s *Store) Records(ctx context.Context, table, afterKey string, limit int) 
 	return out, nil
 }
 
-const deadLetterColumns = `id, source, unit, position, msg_key, payload, reason, attempts, status, first_failed_at, last_failed_at`
+const deadLetterColumns = `id, source, unit, position, msg_key, payload, reason, attempts, status, first_failed_at, last_failed_at, payload_bytes`
 
 func scanDeadLetter(row interface{ Scan(...any) error }) (persistence.DeadLetter, error) {
 	var d persistence.DeadLetter
 	var first, last int64
 	var status string
-	err := row.Scan(&d.ID, &d.Source, &d.Unit, &d.Position, &d.MsgKey, &d.Payload, &d.Reason, &d.Attempts, &status, &first, &last)
+	err := row.Scan(&d.ID, &d.Source, &d.Unit, &d.Position, &d.MsgKey, &d.Payload, &d.Reason, &d.Attempts, &status, &first, &last, &d.PayloadBytes)
 	d.Status = persistence.DeadLetterStatus(status)
 	d.FirstFailedAt, d.LastFailedAt = fromNanos(first), fromNanos(last)
 	return d, err

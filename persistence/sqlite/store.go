@@ -209,8 +209,31 @@ type dbError struct {
 func (e *dbError) Error() string { return "sqlite: " + e.msg }
 
 // Is makes SQLITE_BUSY and SQLITE_LOCKED (after busy_timeout) match
-// persistence.ErrBusy.
-func (e *dbError) Is(target error) bool { return target == persistence.ErrBusy && e.Temporary() }
+// persistence.ErrBusy, and the refusals of what a statement writes
+// (Permanent) match persistence.ErrPermanent.
+func (e *dbError) Is(target error) bool {
+	switch target {
+	case persistence.ErrBusy:
+		return e.Temporary()
+	case persistence.ErrPermanent:
+		return e.Permanent()
+	}
+	return false
+}
+
+// Permanent reports whether SQLite refused the values a statement writes,
+// so that the same statement fails again however often it runs: a
+// constraint (CHECK, NOT NULL, UNIQUE, FOREIGN KEY: SQLITE_CONSTRAINT, any
+// extended code), a datatype mismatch (SQLITE_MISMATCH) or a value over
+// SQLITE_MAX_LENGTH (SQLITE_TOOBIG). Everything else — BUSY and LOCKED
+// above all — may succeed later.
+func (e *dbError) Permanent() bool {
+	switch e.code & 0xff {
+	case sqlite3.SQLITE_CONSTRAINT, sqlite3.SQLITE_MISMATCH, sqlite3.SQLITE_TOOBIG:
+		return true
+	}
+	return false
+}
 
 // Temporary reports whether the same call may succeed later: the database
 // was locked by another process for longer than busy_timeout.
@@ -287,11 +310,11 @@ WHERE source = ? AND message_id IN (SELECT value FROM json_each(?))`},
 		{&st.dedupePut, `INSERT INTO drover_dedupe (source, message_id, applied_at)
 SELECT ?, value, ? FROM json_each(?)`},
 		{&st.deadLetterPut, `INSERT INTO drover_dead_letters
-	(source, unit, position, msg_key, payload, reason, attempts, status, first_failed_at, last_failed_at)
-VALUES (?, ?, ?, ?, ?, ?, 1, 'pending', ?, ?)
+	(source, unit, position, msg_key, payload, reason, attempts, status, first_failed_at, last_failed_at, payload_bytes)
+VALUES (?, ?, ?, ?, ?, ?, 1, 'pending', ?, ?, ?)
 ON CONFLICT (source, unit, position) DO UPDATE SET
 	attempts = attempts + 1, last_failed_at = excluded.last_failed_at, msg_key = excluded.msg_key,
-	payload = excluded.payload, reason = excluded.reason, status = 'pending'`},
+	payload = excluded.payload, payload_bytes = excluded.payload_bytes, reason = excluded.reason, status = 'pending'`},
 		{&st.checkpointGet, `SELECT position, finished FROM drover_checkpoints WHERE unit = ?`},
 		{&st.checkpointPut, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at)
 VALUES (?, ?, ?, ?, ?, ?)

@@ -22,6 +22,10 @@
 //     persistence.ErrSchemaTooNew naming both versions.
 //   - FailMidTx: a fault injected inside Apply's transaction, after part of
 //     the batch was written, leaves nothing behind.
+//   - Refuse: the store refuses documents with a member "bad" (a CHECK
+//     constraint): such a batch, or a handler's Put of such a document,
+//     fails with an error matching persistence.ErrPermanent and writes
+//     nothing; the batch without it commits.
 //
 // Every store must also let two slots apply overlapping message ids in
 // opposite orders concurrently without failing (no lock-order deadlock),
@@ -54,8 +58,12 @@
 //     without MessageID never are; ids are per source; without Dedupe ids
 //     are neither checked nor recorded.
 //   - A repeated dead letter keeps its id and FirstFailedAt, increments
-//     Attempts, moves LastFailedAt, takes the new reason and is pending
-//     again.
+//     Attempts, moves LastFailedAt, takes the new reason (and payload with
+//     its size) and is pending again.
+//   - A dead letter's PayloadBytes is the op's PayloadBytes when it is
+//     larger than its Payload (a cut payload), len(Payload) otherwise.
+//   - An upsert of a document that is not JSON fails with an error
+//     matching persistence.ErrPermanent.
 //   - Handle runs only when a batch has fresh OpMessage ops; message ops
 //     without a Handle fail the batch. Handler writes carry the batch's
 //     source and unit.

@@ -36,6 +36,12 @@ type Harness struct {
 	// its transaction after it has written part of the batch, as a dropped
 	// connection or a full disk would.
 	FailMidTx func(t *testing.T, s persistence.Store)
+
+	// Refuse, when set, makes s refuse every document written to table
+	// that has a top-level member "bad", as the CHECK constraint
+	// (doc->>'bad' IS NULL) would: the write fails with an error matching
+	// persistence.ErrPermanent. The table may already hold rows.
+	Refuse func(t *testing.T, s persistence.Store, table string)
 }
 
 // Schema is the migration capability of a SQL store.
@@ -84,6 +90,7 @@ func Run(t *testing.T, h Harness) {
 	defs = append(defs, otherDefinitions()...)
 	defs = append(defs, overlapDefinitions()...)
 	defs = append(defs, schemaDefinitions()...)
+	defs = append(defs, refuseDefinitions()...)
 	for _, d := range defs {
 		if !d.needs(h) {
 			continue

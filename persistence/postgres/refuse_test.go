@@ -1,0 +1,168 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/testkit"
+)
+
+// Issue 10 item 7, on PostgreSQL: the test adds the CHECK constraint
+// (doc->>'bad' IS NULL) to a records table drover made; the records of a
+// batch that violate it are dead-lettered with the server's message
+// (SQLSTATE 23514), alone, the rest of the batch applied, the checkpoint
+// at the last message. In handler mode a Put the constraint refuses,
+// returned by the handler, is handled the same way.
+func TestRefusedRecordsDeadLettered(t *testing.T) {
+	for _, handler := range []bool{false, true} {
+		name := map[bool]string{false: "records", true: "handler"}[handler]
+		t.Run(name, func(t *testing.T) {
+			url := pg.URL(t)
+			var store *Store
+			c, err := testkit.New(testkit.Config{Seed: 52, Nodes: 1, Store: func(*testkit.Clock) (persistence.Store, error) {
+				s, err := Open(context.Background(), url, Config{})
+				store = s
+				return s, err
+			}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			spec := actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 100}
+			if handler {
+				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: putAll("orders")}
+			}
+			if _, err := c.AddStream(spec, 1); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Start(); err != nil {
+				t.Fatal(err)
+			}
+			// a first message makes the table; then the constraint
+			if _, err := c.Publish("orders", "0", checked(1, "first", nil)...); err != nil {
+				t.Fatal(err)
+			}
+			if !c.Settle(time.Minute) {
+				t.Fatal("the first message did not settle")
+			}
+			if _, err := store.pool.Exec(context.Background(), `ALTER TABLE `+store.name("orders")+
+				` ADD CONSTRAINT no_bad CHECK (doc->>'bad' IS NULL)`); err != nil {
+				t.Fatalf("add the constraint: %v", err)
+			}
+			bad := []int{3, 4, 20}
+			pos, err := c.Publish("orders", "0", checked(30, "k", bad)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !c.Settle(time.Minute) {
+				t.Fatalf("did not settle: %v", c.Report().Violations)
+			}
+			if r := c.Report(); r.Lost != 0 || r.Duplicated != 0 || len(r.Violations) != 0 {
+				t.Fatalf("lost=%d duplicated=%d %v", r.Lost, r.Duplicated, r.Violations)
+			}
+			ctx := context.Background()
+			recs, err := store.Records(ctx, "orders", "", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(recs) != 28 {
+				t.Errorf("%d records, want the first and the 27 the constraint lets through", len(recs))
+			}
+			for _, r := range recs {
+				if strings.Contains(string(r.Doc), `"bad"`) {
+					t.Errorf("record %s violates the constraint: %s", r.Key, r.Doc)
+				}
+			}
+			dls, err := store.DeadLetters(ctx, persistence.DeadLetterFilter{Source: "orders"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(dls) != 3 {
+				t.Fatalf("%d dead letters, want 3: %+v", len(dls), dls)
+			}
+			for i, d := range dls {
+				want := pos[bad[i]]
+				if d.Position != want || !strings.HasPrefix(d.Reason, "refused by the store: ") ||
+					!strings.Contains(d.Reason, `violates check constraint "no_bad" (SQLSTATE 23514)`) || !strings.Contains(string(d.Payload), `"bad":true`) {
+					t.Errorf("dead letter at %s (want %s): reason %q payload %s; want the server's message and the body", d.Position, want, d.Reason, d.Payload)
+				}
+			}
+			cp, err := store.Checkpoint(ctx, "orders/0")
+			if err != nil || cp.Position != pos[29] {
+				t.Errorf("checkpoint %q (%v), want %s", cp.Position, err, pos[29])
+			}
+		})
+	}
+}
+
+// checked makes n upserts keyed by id prefix<i>; those in bad carry
+// "bad": true.
+func checked(n int, prefix string, bad []int) []brokers.Message {
+	out := make([]brokers.Message, n)
+	for i := range out {
+		extra := ""
+		for _, b := range bad {
+			if b == i {
+				extra = `,"bad":true`
+			}
+		}
+		out[i] = brokers.Message{Key: fmt.Appendf(nil, "%s%d", prefix, i), Value: fmt.Appendf(nil, `{"id":"%s%d","n":%d%s}`, prefix, i, i, extra)}
+	}
+	return out
+}
+
+// putAll is a handler that writes every message's body under its key.
+func putAll(table string) actors.Handler {
+	return func(ctx context.Context, tx persistence.Tx, b actors.Batch) error {
+		for _, m := range b.Messages {
+			if err := tx.Put(ctx, table, string(m.Key), m.Value); err != nil {
+				return fmt.Errorf("write %s: %w", m.Key, err)
+			}
+		}
+		return nil
+	}
+}
+
+// Issue 10 item 6: a batch larger than one statement may carry is refused
+// before it is sent, as permanent (the server's own refusal, a protocol
+// violation that closes the connection, would look transient), and writes
+// nothing.
+func TestBatchOverMaxBatchBytesRefused(t *testing.T) {
+	old := maxBatchBytes
+	maxBatchBytes = 1000
+	t.Cleanup(func() { maxBatchBytes = old })
+	s, err := Open(context.Background(), pg.URL(t), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "n", TTL: time.Minute, Live: []string{"n"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := `{"blob":"` + strings.Repeat("x", 400) + `"}`
+	ops := []persistence.Op{
+		{Kind: persistence.OpUpsert, Key: "a", Doc: []byte(doc), Position: "1"},
+		{Kind: persistence.OpUpsert, Key: "b", Doc: []byte(doc), Position: "2"},
+		{Kind: persistence.OpDeadLetter, Position: "3", Payload: []byte(doc), Reason: "x"},
+	}
+	b := &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Table: "orders", Ops: ops, Checkpoint: "3"}
+	_, err = s.Apply(ctx, b)
+	if !persistence.Permanent(err) || !strings.Contains(err.Error(), "MaxBatchBytes") {
+		t.Fatalf("apply of %d bytes over a limit of 1000: err = %v, want a permanent refusal naming MaxBatchBytes", len(doc)*3, err)
+	}
+	if _, err := s.Checkpoint(ctx, "orders/0"); err == nil {
+		t.Error("the refused batch wrote its checkpoint")
+	}
+	b.Ops, b.Checkpoint = ops[:2], "2"
+	if _, err := s.Apply(ctx, b); err != nil {
+		t.Fatalf("apply within the limit: %v", err)
+	}
+}
