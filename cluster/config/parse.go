@@ -26,6 +26,7 @@ import (
 // Values are expanded once: text read from a variable or a file is not
 // expanded again.
 func Parse(data []byte, opts Options) (*Config, error) {
+	data = bytes.TrimPrefix(data, []byte("\xef\xbb\xbf")) // a UTF-8 byte order mark is not part of the first key
 	r := &reader{opts: opts.withDefaults()}
 	var root any
 	dec := yaml.NewDecoder(bytes.NewReader(data), yaml.UseOrderedMap())
