@@ -7,6 +7,11 @@
 // It is a harness, not part of the runtime: it talks to Kafka, SQLite and
 // PostgreSQL directly to produce and to verify.
 //
+// Its directory (Config.Dir, `drover demo --dir`) must be new, empty or a
+// previous demo's, marked by the file .drover-demo that ClaimDir writes:
+// the demo replaces drover.db*, node-*.yaml, node-*.log and nats/ there,
+// and refuses any other directory before it removes anything.
+//
 // Goroutines: Start launches the node processes and, while Sample runs, a
 // sampler; Close stops them all and waits.
 package demo

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
@@ -11,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/cluster/demo"
+	"github.com/drover-dev/drover/persistence/stores"
 )
 
 func newDemo() *cobra.Command {
@@ -46,7 +48,12 @@ for the cluster to drain and, with --verify, compares the store with what was
 produced; its last line is
   verified: produced=<n> applied=<n> dead_lettered=<n> lost=<n> duplicated=<n> moved=<n> failover=<seconds>
 and it exits 1 unless lost=0 duplicated=0. Without --duration it runs until
-Ctrl-C.`,
+Ctrl-C.
+
+--dir must be new, empty or a previous demo's (it holds the file
+.drover-demo the demo writes): the demo replaces drover.db*, node-*.yaml,
+node-*.log and nats/ in it, and refuses any other directory (exit 2)
+before it removes anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -64,9 +71,20 @@ Ctrl-C.`,
 			if verify && duration <= 0 {
 				return &exitError{2, fmt.Errorf("--verify needs --duration")}
 			}
+			if storeURL != "" {
+				if _, err := stores.Parse(storeURL); err != nil {
+					return &exitError{2, fmt.Errorf("--store: %w", err)}
+				}
+			}
 			bin, err := os.Executable()
 			if err != nil {
 				return &exitError{1, err}
+			}
+			// before anything in it is removed
+			if err := demo.ClaimDir(dir); errors.Is(err, demo.ErrNotDemoDir) {
+				return &exitError{2, fmt.Errorf("--dir: %w", err)}
+			} else if err != nil {
+				return &exitError{1, fmt.Errorf("--dir: %w", err)}
 			}
 			if !keep {
 				for _, pat := range []string{"drover.db*", "node-*.yaml", "node-*.log"} {
@@ -124,7 +142,7 @@ Ctrl-C.`,
 	f.BoolVar(&restart, "restart", false, "restart killed nodes after --restart-after")
 	f.DurationVar(&restartIn, "restart-after", 5*time.Second, "how long after a kill --restart brings the node back")
 	f.BoolVar(&verify, "verify", false, "compare the store with what was produced; exit 1 unless nothing was lost or doubled")
-	f.StringVar(&dir, "dir", "drover-demo", "directory for configs, logs and the SQLite store")
+	f.StringVar(&dir, "dir", "drover-demo", "directory for configs, logs and the SQLite store: new, empty or a previous demo's (marked by "+demo.Marker+")")
 	f.Uint64Var(&seed, "seed", 1, "seed of the produced workload")
 	f.StringVar(&storeURL, "store", "", "store URL (default sqlite:<dir>/drover.db)")
 	f.BoolVar(&keep, "keep", false, "keep the previous run's store instead of starting fresh")
