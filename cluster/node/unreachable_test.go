@@ -109,7 +109,9 @@ func TestSourcesStartWhileTheirBrokerIsUnreachable(t *testing.T) {
 		if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(1)}); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _, _ = c.DeleteStream(context.Background(), &awskinesis.DeleteStreamInput{StreamName: aws.String(name)}) })
+		t.Cleanup(func() {
+			_, _ = c.DeleteStream(context.Background(), &awskinesis.DeleteStreamInput{StreamName: aws.String(name)})
+		})
 		if err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
 			out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
 			if err != nil {
