@@ -348,10 +348,8 @@ func jsonDeadLetters(dls []persistence.DeadLetter, payload bool) []deadLetterJSO
 	return out
 }
 
-// writeJSON writes v as indented JSON. encoding/json escapes the C0
-// controls but writes DEL, the C1 controls and the bidirectional
-// overrides as they are: those are escaped too (\u009b), which JSON
-// allows anywhere in a string and which can only be in a string.
+// writeJSON writes v as indented JSON, with the runes a terminal acts on
+// escaped (escapeJSON).
 func writeJSON(w io.Writer, v any) error {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -359,19 +357,7 @@ func writeJSON(w io.Writer, v any) error {
 	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	b := buf.Bytes()
-	var out bytes.Buffer
-	out.Grow(len(b))
-	for i := 0; i < len(b); {
-		r, n := utf8.DecodeRune(b[i:])
-		if r >= 0x7f && unsafeRune(r, true) {
-			fmt.Fprintf(&out, `\u%04x`, r)
-		} else {
-			out.Write(b[i : i+n])
-		}
-		i += n
-	}
-	_, err := w.Write(out.Bytes())
+	_, err := w.Write(escapeJSON(buf.Bytes()))
 	return err
 }
 

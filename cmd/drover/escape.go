@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -85,4 +86,64 @@ func escapeRune(r rune) string {
 		return fmt.Sprintf(`\x%02x`, r)
 	}
 	return fmt.Sprintf(`\u%04x`, r)
+}
+
+// escapeJSON writes each rune of JSON text (the encoder's output, or a
+// debug endpoint's body) that a terminal acts on as a \u escape, and each
+// byte that is not UTF-8 as \ufffd. Inside a string every such rune is
+// escaped (JSON allows \u escapes there, and a raw control is not valid
+// JSON); outside strings the whitespace between tokens (space, newline,
+// tab, carriage return) stays and anything else unsafe is escaped (not
+// valid JSON either). encoding/json escapes the C0 controls itself but
+// writes DEL, the C1 controls and the bidirectional overrides as they are.
+func escapeJSON(b []byte) []byte {
+	var out []byte
+	inString, escaped := false, false
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		bad := r == utf8.RuneError && n == 1
+		keep := !bad && !unsafeRune(r, false)
+		switch {
+		case bad:
+		case inString && escaped:
+			escaped = false
+		case inString && r == '\\':
+			escaped = true
+		case r == '"':
+			inString = !inString
+		case !inString && (r == '\n' || r == '\r' || r == '\t'):
+			keep = true
+		}
+		if keep {
+			if out != nil {
+				out = append(out, b[i:i+n]...)
+			}
+			i += n
+			continue
+		}
+		if out == nil {
+			out = append(make([]byte, 0, len(b)+16), b[:i]...)
+		}
+		if bad {
+			r = utf8.RuneError
+		}
+		out = fmt.Appendf(out, `\u%04x`, r)
+		i += n
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// terminalWriter escapes what is written through it for the terminal
+// (escapeTerminal, newlines and tabs kept). Each Write must hold whole
+// runes, as fmt's do.
+type terminalWriter struct{ w io.Writer }
+
+func (t terminalWriter) Write(p []byte) (int, error) {
+	if _, err := io.WriteString(t.w, escapeTerminal(string(p), true)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }
