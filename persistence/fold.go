@@ -3,6 +3,7 @@ package persistence
 import (
 	"fmt"
 	"regexp"
+	"strings"
 )
 
 // Fold applies last-op-wins per key to a batch's upserts and deletes, in
@@ -27,15 +28,26 @@ func Fold(ops []Op) []Op {
 
 var tableRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)
 
+// ReservedTablePrefixes are the prefixes no records table may start with,
+// in any mix of case: drover's own tables (drover_leases,
+// drover_checkpoints, drover_dead_letters, drover_dedupe, drover_quality,
+// drover_sources, drover_schema, drover_migrations, drover_audit, ...) and
+// SQLite's internal objects (sqlite_master, sqlite_sequence, ...). Case
+// does not matter because SQLite folds it: "Drover_leases" is the table
+// drover_leases there.
+var ReservedTablePrefixes = []string{"drover_", "sqlite_"}
+
 // ValidTable checks a records table name: a letter or underscore, then
 // letters, digits or underscores, at most 63 characters, not starting with
-// "drover_" (drover's own tables).
+// a reserved prefix (ReservedTablePrefixes, compared case-insensitively).
 func ValidTable(name string) error {
 	if !tableRE.MatchString(name) {
 		return fmt.Errorf("table name %q: must match %s", name, tableRE)
 	}
-	if len(name) >= 7 && (name[:7] == "drover_" || name[:7] == "DROVER_") {
-		return fmt.Errorf("table name %q: the drover_ prefix is reserved", name)
+	for _, p := range ReservedTablePrefixes {
+		if len(name) >= len(p) && strings.EqualFold(name[:len(p)], p) {
+			return fmt.Errorf("table name %q: the %s prefix is reserved", name, p)
+		}
 	}
 	return nil
 }

@@ -253,7 +253,30 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 		v.source(p, s)
 		v.storeLimits(p, s, u)
 	}
+	v.tablesDifferInCase(c.Sources)
 	return v.errs
+}
+
+// tablesDifferInCase refuses two sources whose records tables differ only
+// in case: SQLite folds case (one table for both), PostgreSQL does not (two
+// tables), so the same config would mean different things per store.
+func (v *checker) tablesDifferInCase(srcs []Source) {
+	first := map[string]int{} // lower-case table -> index of its first source
+	for i, s := range srcs {
+		if s.Mode != "records" || s.Records.Table == "" {
+			continue
+		}
+		low := strings.ToLower(s.Records.Table)
+		j, seen := first[low]
+		if !seen {
+			first[low] = i
+			continue
+		}
+		if other := srcs[j].Records.Table; other != s.Records.Table {
+			v.fail(fmt.Sprintf("sources[%d].records.table", i), "%q and sources[%d].records.table %q differ only in case: "+
+				"SQLite keeps them in one table, PostgreSQL in two; spell them alike", s.Records.Table, j, other)
+		}
+	}
 }
 
 var sections = []string{TypeKafka, TypeKinesis, TypeSQS, TypePubSub, TypeNATS, TypeMemory}

@@ -28,7 +28,8 @@ import (
 
 // Config describes a demo cluster.
 type Config struct {
-	// Dir holds the node configs, logs and the SQLite file.
+	// Dir holds the node configs, logs and the SQLite file. It must be
+	// new, empty or a previous demo's (ClaimDir).
 	Dir string
 	// Binary is the drover executable started for each node.
 	Binary string
@@ -123,7 +124,7 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 	cfg.Dir = dir
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := ClaimDir(dir); err != nil { // before startQueues empties nats/
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if cfg.StoreURL == "" {

@@ -31,6 +31,11 @@
 // the verifier, whose verdict then counts the actions. A node process that
 // ends without being told to is reported in Verdict.Problems.
 //
+// Its directory (Config.Dir, `drover demo --dir`) must be new, empty or a
+// previous demo's, marked by the file .drover-demo that ClaimDir writes:
+// the demo replaces drover.db*, node-*.yaml, node-*.log and nats/ there,
+// and refuses any other directory before it removes anything.
+//
 // Goroutines: Start launches the node processes and, while Sample runs, a
 // sampler; Run runs the producer, the kills and the chaos (and the
 // SIGTERMs and cuts in flight) and waits for them all before it returns;

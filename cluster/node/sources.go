@@ -20,7 +20,12 @@ import (
 	"github.com/drover-dev/drover/internal/redact"
 )
 
-// OpenSource opens a source's broker by its type.
+// OpenSource opens a source's broker by its type. NATS, Pub/Sub, SQS and
+// Kinesis sources are opened on first use (see lazy.go), as the Kafka
+// client connects on first use: a broker that is down when the node starts
+// leaves the node up, its source or units retrying with the broker's
+// error. Their configuration is validated here, so that a config error
+// fails Start.
 func OpenSource(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
 	switch s.Type {
 	case config.TypeMemory:
@@ -137,18 +142,22 @@ func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, e
 		subjects = []string{n.Subject}
 	}
 	if n.Mode == config.NATSStream {
-		st, err := nats.NewStream(ctx, nats.StreamConfig{Conn: conn, Stream: n.Stream, Subjects: subjects})
-		if err != nil {
+		cfg := nats.StreamConfig{Conn: conn, Stream: n.Stream, Subjects: subjects}
+		if err := cfg.Validate(); err != nil {
 			return Source{}, err
 		}
-		return Source{Stream: st}, nil
+		return lazyOpenStream("nats stream "+n.Stream, log, func(ctx context.Context) (*nats.Stream, error) {
+			return nats.NewStream(ctx, cfg)
+		}), nil
 	}
-	q, err := nats.NewQueue(ctx, nats.QueueConfig{Conn: conn, Stream: n.Stream, Durable: n.Consumer, FilterSubjects: subjects,
-		AckWait: n.AckWait, MaxAckPending: n.MaxAckPending, Start: s.StartMode()})
-	if err != nil {
+	cfg := nats.QueueConfig{Conn: conn, Stream: n.Stream, Durable: n.Consumer, FilterSubjects: subjects,
+		AckWait: n.AckWait, MaxAckPending: n.MaxAckPending, Start: s.StartMode()}
+	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return Source{Queue: q}, nil
+	return lazyOpenQueue("nats consumer "+n.Stream+"/"+cfg.Durable, log, func(ctx context.Context) (*nats.Queue, error) {
+		return nats.NewQueue(ctx, cfg)
+	}), nil
 }
 
 func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
@@ -160,30 +169,35 @@ func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source,
 	}
 	// an endpoint is an emulator: plain text, no credentials
 	cfg.Insecure = cfg.Endpoint != "" && cfg.CredentialsFile == ""
-	q, err := pubsub.NewQueue(ctx, cfg)
-	if err != nil {
+	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return Source{Queue: q}, nil
+	return lazyOpenQueue("pubsub subscription "+p.Subscription, log, func(ctx context.Context) (*pubsub.Queue, error) {
+		return pubsub.NewQueue(ctx, cfg)
+	}), nil
 }
 
 func openSQS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
 	q := s.SQS
-	sq, err := sqs.NewQueue(ctx, sqs.Config{QueueURL: q.QueueURL, Region: q.Region, Endpoint: q.Endpoint,
+	cfg := sqs.Config{QueueURL: q.QueueURL, Region: q.Region, Endpoint: q.Endpoint,
 		AccessKeyID: q.AccessKeyID, SecretAccessKey: q.SecretAccessKey.Reveal(), WaitTime: q.Wait,
-		VisibilityTimeout: q.VisibilityTimeout, Logger: log})
-	if err != nil {
+		VisibilityTimeout: q.VisibilityTimeout, Logger: log}
+	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return Source{Queue: sq}, nil
+	return lazyOpenQueue("sqs queue "+q.QueueURL, log, func(ctx context.Context) (*sqs.Queue, error) {
+		return sqs.NewQueue(ctx, cfg)
+	}), nil
 }
 
 func openKinesis(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
 	k := s.Kinesis
-	st, err := kinesis.NewStream(ctx, kinesis.Config{StreamName: k.Stream, Region: k.Region, Endpoint: k.Endpoint,
-		AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey.Reveal(), Logger: log})
-	if err != nil {
+	cfg := kinesis.Config{StreamName: k.Stream, Region: k.Region, Endpoint: k.Endpoint,
+		AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey.Reveal(), Logger: log}
+	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return Source{Stream: st}, nil
+	return lazyOpenStream("kinesis stream "+k.Stream, log, func(ctx context.Context) (*kinesis.Stream, error) {
+		return kinesis.NewStream(ctx, cfg)
+	}), nil
 }

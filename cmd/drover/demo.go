@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/cluster/demo"
+	"github.com/drover-dev/drover/persistence/stores"
 )
 
 func newDemo() *cobra.Command {
@@ -62,7 +64,13 @@ node reaches it through its own TCP proxy in the demo process. It prints one
 node, restores every proxy, drains and, with --verify, verifies; the verdict
 ends with kills=<n> terms=<n> restarts=<n> cuts=<n>. The randomness comes from
 --seed (with --chaos the default is time-based and printed), so a run can be
-repeated as far as OS timing allows.`,
+repeated as far as OS timing allows.
+
+
+--dir must be new, empty or a previous demo's (it holds the file
+.drover-demo the demo writes): the demo replaces drover.db*, node-*.yaml,
+node-*.log and nats/ in it, and refuses any other directory (exit 2)
+before it removes anything.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			out := cmd.OutOrStdout()
@@ -97,9 +105,20 @@ repeated as far as OS timing allows.`,
 			if verify && duration <= 0 && chaos <= 0 {
 				return &exitError{2, fmt.Errorf("--verify needs --duration")}
 			}
+			if storeURL != "" {
+				if _, err := stores.Parse(storeURL); err != nil {
+					return &exitError{2, fmt.Errorf("--store: %w", err)}
+				}
+			}
 			bin, err := os.Executable()
 			if err != nil {
 				return &exitError{1, err}
+			}
+			// before anything in it is removed
+			if err := demo.ClaimDir(dir); errors.Is(err, demo.ErrNotDemoDir) {
+				return &exitError{2, fmt.Errorf("--dir: %w", err)}
+			} else if err != nil {
+				return &exitError{1, fmt.Errorf("--dir: %w", err)}
 			}
 			if !keep {
 				for _, pat := range []string{"drover.db*", "node-*.yaml", "node-*.log"} {
@@ -178,7 +197,7 @@ repeated as far as OS timing allows.`,
 	f.BoolVar(&restart, "restart", false, "restart killed nodes after --restart-after")
 	f.DurationVar(&restartIn, "restart-after", 5*time.Second, "how long after a kill --restart brings the node back")
 	f.BoolVar(&verify, "verify", false, "compare the store with what was produced; exit 1 unless nothing was lost or doubled")
-	f.StringVar(&dir, "dir", "drover-demo", "directory for configs, logs and the SQLite store")
+	f.StringVar(&dir, "dir", "drover-demo", "directory for configs, logs and the SQLite store: new, empty or a previous demo's (marked by "+demo.Marker+")")
 	f.Uint64Var(&seed, "seed", 1, "seed of the produced workload and of the chaos (with --chaos the default is time-based)")
 	f.StringVar(&storeURL, "store", "", "store URL (default sqlite:<dir>/drover.db; with --chaos a throwaway PostgreSQL)")
 	f.DurationVar(&chaos, "chaos", 0, "produce this long while kill -9s, SIGTERMs, restarts and store cuts hit random nodes every 2–8 s")

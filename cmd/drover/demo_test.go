@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -25,6 +27,29 @@ func TestDemoChaosRefusesWhatItCannotDo(t *testing.T) {
 	}
 }
 
+// Issue 10, item 9: `drover demo --dir X` deleted X/drover.db*, its
+// node-*.yaml and node-*.log before validating anything. A directory that
+// is not empty and not a previous demo's is refused with exit 2, and its
+// files stay.
+func TestDemoRefusesADirectoryThatIsNotADemos(t *testing.T) {
+	dir := t.TempDir()
+	files := []string{"drover.db", "drover.db-wal", "node-1.yaml", "node-1.log", "notes.txt"}
+	for _, f := range files {
+		if err := os.WriteFile(filepath.Join(dir, f), []byte("mine"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	code, _, errs := runCLI(t, "demo", "--dir", dir, "--duration", "1s")
+	if code != 2 || !strings.Contains(errs, dir) || !strings.Contains(errs, "not a previous demo's") {
+		t.Fatalf("exit %d, stderr %q; want 2 naming %s", code, errs, dir)
+	}
+	for _, f := range files {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
 func TestRedactURL(t *testing.T) {
 	for in, want := range map[string]string{
 		"postgres://u:s3cret@h:5432/d?sslmode=disable": "postgres://u:xxxxx@h:5432/d?sslmode=disable",
@@ -34,5 +59,18 @@ func TestRedactURL(t *testing.T) {
 		if got := redactURL(in); got != want {
 			t.Errorf("redactURL(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// A bad --store URL is bad usage (exit 2), found before the directory is
+// touched.
+func TestDemoBadStoreURLExitsTwo(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "demo")
+	code, _, errs := runCLI(t, "demo", "--dir", dir, "--store", "mysql://h/db", "--duration", "1s")
+	if code != 2 || !strings.Contains(errs, "--store") {
+		t.Fatalf("exit %d, stderr %q", code, errs)
+	}
+	if _, err := os.Stat(dir); err == nil {
+		t.Error("the directory was created although the store URL is bad")
 	}
 }

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -26,6 +28,10 @@ type dlqFlags struct {
 	config string
 	store  string
 	json   bool
+	// readOnly: the command only reads (list, show). Every dlq command
+	// refuses a SQLite file that does not exist; the read commands also
+	// open it read-only (no migration, no write).
+	readOnly bool
 }
 
 func (f *dlqFlags) add(cmd *cobra.Command) {
@@ -34,6 +40,8 @@ func (f *dlqFlags) add(cmd *cobra.Command) {
 }
 
 // open returns the store and, when --config was given, the configuration.
+// A store URL that is not valid, or names a file that does not exist, is
+// bad usage (exit 2); a store that cannot be opened is a failure (exit 1).
 func (f *dlqFlags) open(ctx context.Context) (persistence.Store, *config.Config, error) {
 	var cfg *config.Config
 	url := f.store
@@ -53,7 +61,10 @@ func (f *dlqFlags) open(ctx context.Context) (persistence.Store, *config.Config,
 	if _, err := stores.Parse(url); err != nil { // bad usage; the error shows the URL masked
 		return nil, nil, &exitError{2, fmt.Errorf("--store: %w", err)}
 	}
-	s, err := stores.Open(ctx, url, stores.Options{})
+	s, err := stores.Open(ctx, url, stores.Options{MustExist: true, ReadOnly: f.readOnly})
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, &exitError{2, err}
+	}
 	if err != nil {
 		return nil, nil, &exitError{1, err}
 	}
@@ -78,14 +89,24 @@ func newDLQ() *cobra.Command {
 their reason in drover_dead_letters.
 
   dlq list    [--source S] [--status pending|replayed|resolved] [--limit N] [--json]
-  dlq show    ID [--json]
+  dlq show    ID [--json | --raw > FILE]
   dlq replay  ID... --config drover.yaml     apply again through the source's decode
                                               and apply path as configured now
   dlq resolve ID...                           mark handled by hand
 
 replay is fenced like any apply: it runs under the unit's current lease token
 and does not move the checkpoint. A dead letter that still cannot be applied
-stays pending with one more attempt and the new reason.`,
+stays pending with one more attempt and the new reason.
+
+The store must exist: a SQLite path that names no file is refused (exit
+2), never created. list and show open it read-only.
+
+Keys, payloads, positions and reasons come from producers. The text output
+writes every control character (ESC, CR, C1 controls, ...) and every
+bidirectional override as an escape (\x1b, \r, \u202e), to a terminal, a
+pipe or a file alike, so that a payload cannot drive the terminal. --json
+escapes them as JSON does. show --raw writes only the payload's bytes, as
+they are, and refuses to write them to a terminal.`,
 	}
 	cmd.AddCommand(newDLQList(), newDLQShow(), newDLQReplay(), newDLQResolve())
 	return cmd
@@ -109,6 +130,7 @@ func newDLQList() *cobra.Command {
 			default:
 				return &exitError{2, fmt.Errorf("--status %q: must be pending, replayed or resolved", status)}
 			}
+			f.readOnly = true
 			s, _, err := f.open(cmd.Context())
 			if err != nil {
 				return err
@@ -130,8 +152,8 @@ func newDLQList() *cobra.Command {
 			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(w, "ID\tSOURCE\tUNIT\tPOSITION\tSTATUS\tATTEMPTS\tLAST FAILED\tREASON")
 			for _, d := range dls {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, d.Source, d.Unit, d.Position, d.Status,
-					d.Attempts, d.LastFailedAt.UTC().Format(time.RFC3339), clipLine(d.Reason, 80))
+				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position),
+					oneLine(string(d.Status)), d.Attempts, d.LastFailedAt.UTC().Format(time.RFC3339), clipLine(d.Reason, 80))
 			}
 			return w.Flush()
 		},
@@ -146,12 +168,24 @@ func newDLQList() *cobra.Command {
 }
 
 func newDLQShow() *cobra.Command {
-	var f dlqFlags
+	var (
+		f   dlqFlags
+		raw bool
+	)
 	cmd := &cobra.Command{
 		Use:   "show ID",
 		Short: "show one dead letter with its payload",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			out := cmd.OutOrStdout()
+			if raw && f.json {
+				return &exitError{2, errors.New("--raw and --json: choose one")}
+			}
+			if raw && isTerminal(out) {
+				return &exitError{2, errors.New("--raw writes the payload's bytes as they are, terminal escape sequences included, " +
+					"and stdout is a terminal: redirect it (drover dlq show ID --raw > payload.bin), or leave out --raw to see the payload escaped")}
+			}
+			f.readOnly = true
 			ids, s, _, err := f.openIDs(cmd.Context(), args)
 			if err != nil {
 				return err
@@ -161,19 +195,23 @@ func newDLQShow() *cobra.Command {
 			if err != nil {
 				return &exitError{1, err}
 			}
-			out := cmd.OutOrStdout()
+			if raw {
+				_, err := out.Write(d.Payload)
+				return err
+			}
 			if f.json {
 				return writeJSON(out, jsonDeadLetters([]persistence.DeadLetter{d}, true)[0])
 			}
 			fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%d bytes):\n%s\n",
-				d.ID, d.Source, d.Unit, d.Position, d.MsgKey, d.Status, d.Attempts,
+				d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position), oneLine(d.MsgKey), oneLine(string(d.Status)), d.Attempts,
 				d.FirstFailedAt.UTC().Format(time.RFC3339Nano), d.LastFailedAt.UTC().Format(time.RFC3339Nano),
-				d.Reason, len(d.Payload), printable(d.Payload))
+				escapeTerminal(d.Reason, true), len(d.Payload), printable(d.Payload))
 			return nil
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
+	cmd.Flags().BoolVar(&raw, "raw", false, "write only the payload's bytes, unescaped (refused when stdout is a terminal)")
 	return cmd
 }
 
@@ -198,7 +236,7 @@ func newDLQReplay() *cobra.Command {
 				msg, err := replayOne(cmd.Context(), s, cfg, id)
 				if err != nil {
 					failed++
-					fmt.Fprintf(out, "%d: %v\n", id, err)
+					fmt.Fprintf(out, "%d: %s\n", id, escapeTerminal(err.Error(), false))
 					continue
 				}
 				fmt.Fprintf(out, "%d: %s\n", id, msg)
@@ -310,27 +348,49 @@ func jsonDeadLetters(dls []persistence.DeadLetter, payload bool) []deadLetterJSO
 	return out
 }
 
+// writeJSON writes v as indented JSON, with the runes a terminal acts on
+// escaped (escapeJSON).
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
 	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	if err := enc.Encode(v); err != nil {
+		return err
+	}
+	_, err := w.Write(escapeJSON(buf.Bytes()))
+	return err
 }
 
+// oneLine is a producer's text for one line of output: escaped for the
+// terminal (escapeTerminal), newlines and tabs included.
+func oneLine(s string) string { return escapeTerminal(s, false) }
+
+// clipLine is s on one line, at most n bytes of it (cut at a rune), escaped
+// for the terminal.
 func clipLine(s string, n int) string {
 	s = strings.ReplaceAll(s, "\n", " ")
 	if len(s) > n {
-		return s[:n] + "…"
+		return escapeTerminal(s[:runeCut(s, n)], false) + "…"
 	}
-	return s
+	return escapeTerminal(s, false)
 }
 
-// printable shows a payload as text when it is UTF-8, else as a hex dump.
+// runeCut is the largest index <= n that does not cut a UTF-8 rune of s.
+func runeCut[T string | []byte](s T, n int) int {
+	for n > 0 && n < len(s) && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return n
+}
+
+// printable shows a payload as text when it is UTF-8, escaped for the
+// terminal (newlines and tabs kept), else as a hex dump.
 func printable(b []byte) string {
 	if utf8.Valid(b) {
 		if len(b) > 64<<10 {
-			return string(b[:64<<10]) + "\n… (truncated)"
+			return escapeTerminal(string(b[:runeCut(b, 64<<10)]), true) + "\n… (truncated)"
 		}
-		return string(b)
+		return escapeTerminal(string(b), true)
 	}
 	return fmt.Sprintf("% x", b[:min(len(b), 4096)])
 }

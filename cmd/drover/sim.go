@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -13,6 +14,13 @@ import (
 	"github.com/drover-dev/drover/persistence/sqlite"
 	"github.com/drover-dev/drover/testkit"
 )
+
+// maxSimRuns bounds --runs: far more than any use (a million runs take
+// hours), and a bound on what is allocated for them.
+const maxSimRuns = 1_000_000
+
+// simChunk is how many runs per core sim runs before it prints them.
+var simChunk = 16
 
 func newSim() *cobra.Command {
 	var (
@@ -38,8 +46,11 @@ The same seed always prints the same line. The exit status is 1 when an
 invariant broke; the broken invariant and a replay hint are printed above.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if runs < 1 {
-				return &exitError{2, fmt.Errorf("--runs %d: must be at least 1", runs)}
+			if runs < 1 || runs > maxSimRuns {
+				return &exitError{2, fmt.Errorf("--runs %d: must be between 1 and %d", runs, maxSimRuns)}
+			}
+			if last := seed + uint64(runs-1); last < seed {
+				return &exitError{2, fmt.Errorf("--seed %d --runs %d: the last seed would pass %d (seeds are unsigned 64-bit)", seed, runs, uint64(math.MaxUint64))}
 			}
 			var tmp string
 			switch store {
@@ -58,43 +69,56 @@ invariant broke; the broken invariant and a replay hint are printed above.`,
 				return &exitError{2, fmt.Errorf("--break-fencing needs --store memory")}
 			}
 			out := cmd.OutOrStdout()
-			results := make([]testkit.SimResult, runs)
-			errs := make([]error, runs)
-			var wg sync.WaitGroup
-			sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-			for i := 0; i < runs; i++ {
-				wg.Add(1)
-				sem <- struct{}{}
-				go func(i int) {
-					defer wg.Done()
-					defer func() { <-sem }()
-					s := seed + uint64(i)
-					opt := testkit.SimOptions{BreakFencing: breakFencing}
-					if tmp != "" {
-						path := filepath.Join(tmp, fmt.Sprintf("seed-%d.db", s))
-						opt.Store = func(c *testkit.Clock) (persistence.Store, error) {
-							return sqlite.Open(cmd.Context(), path, sqlite.Config{Clock: c})
+			// Runs go in chunks, each printed in seed order once it is done,
+			// so that memory does not grow with --runs.
+			par := runtime.GOMAXPROCS(0)
+			chunk := min(runs, simChunk*par)
+			results := make([]testkit.SimResult, chunk)
+			errs := make([]error, chunk)
+			failed := 0
+			for first := 0; first < runs; first += chunk {
+				n := min(chunk, runs-first)
+				var wg sync.WaitGroup
+				sem := make(chan struct{}, par)
+				for i := 0; i < n; i++ {
+					wg.Add(1)
+					sem <- struct{}{}
+					go func(i int) {
+						defer wg.Done()
+						defer func() { <-sem }()
+						s := seed + uint64(first+i)
+						opt := testkit.SimOptions{BreakFencing: breakFencing}
+						if tmp != "" {
+							path := filepath.Join(tmp, fmt.Sprintf("seed-%d.db", s))
+							opt.Store = func(c *testkit.Clock) (persistence.Store, error) {
+								return sqlite.Open(cmd.Context(), path, sqlite.Config{Clock: c})
+							}
+							defer func() {
+								for _, suffix := range []string{"", "-wal", "-shm"} {
+									_ = os.Remove(path + suffix)
+								}
+							}()
+						}
+						results[i], errs[i] = testkit.RandomRun(s, opt)
+					}(i)
+				}
+				wg.Wait()
+				for i, r := range results[:n] {
+					if errs[i] != nil {
+						return &exitError{1, fmt.Errorf("seed %d: %w", seed+uint64(first+i), errs[i])}
+					}
+					if verbose {
+						for _, s := range r.Steps {
+							fmt.Fprintln(out, "  "+s)
 						}
 					}
-					results[i], errs[i] = testkit.RandomRun(s, opt)
-				}(i)
-			}
-			wg.Wait()
-			failed := 0
-			for i, r := range results {
-				if errs[i] != nil {
-					return &exitError{1, fmt.Errorf("seed %d: %w", seed+uint64(i), errs[i])}
-				}
-				if verbose {
-					for _, s := range r.Steps {
-						fmt.Fprintln(out, "  "+s)
+					if !r.OK() {
+						failed++
+						fmt.Fprint(out, r.Explain())
 					}
+					fmt.Fprintln(out, r.Line())
 				}
-				if !r.OK() {
-					failed++
-					fmt.Fprint(out, r.Explain())
-				}
-				fmt.Fprintln(out, r.Line())
+				clear(results)
 			}
 			if failed > 0 {
 				return &exitError{1, fmt.Errorf("%d of %d runs broke an invariant", failed, runs)}

@@ -39,7 +39,8 @@ each unit with its state, lease token, position, lag, counters, restarts,
 last error and next retry. --cluster asks for every live member's tree
 (GET /debug/tree?scope=cluster): one block per node, a node that does not
 answer shows its error instead of its sources. --json prints the JSON the
-endpoint returned, unchanged.
+endpoint returned. Terminal controls in either (ESC, C1 controls,
+bidirectional overrides) are written as escapes (\x1b, \u202e).
 
 --addr takes a URL or host:port (http:// is assumed). The token is --token
 or the environment variable DROVER_DEBUG_TOKEN.
@@ -66,9 +67,12 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 			if err != nil {
 				return &exitError{1, err}
 			}
+			// Names, positions and errors come from the nodes (and, through
+			// the cluster view, from every member): terminal controls in
+			// them are escaped, in the text tree and in the JSON alike.
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if _, err := out.Write(body); err != nil {
+				if _, err := out.Write(escapeJSON(body)); err != nil {
 					return &exitError{1, err}
 				}
 				if len(body) > 0 && body[len(body)-1] != '\n' {
@@ -81,14 +85,14 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 				if err := json.Unmarshal(body, &ct); err != nil {
 					return &exitError{1, fmt.Errorf("%s did not answer with a cluster tree: %w", u, err)}
 				}
-				writeClusterTree(out, ct, time.Local)
+				writeClusterTree(terminalWriter{out}, ct, time.Local)
 				return nil
 			}
 			var t actors.Tree
 			if err := json.Unmarshal(body, &t); err != nil {
 				return &exitError{1, fmt.Errorf("%s did not answer with a tree: %w", u, err)}
 			}
-			writeNodeTree(out, debug.NodeTree{Tree: t}, time.Local)
+			writeNodeTree(terminalWriter{out}, debug.NodeTree{Tree: t}, time.Local)
 			return nil
 		},
 	}

@@ -67,6 +67,16 @@
 // that names both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
 // position, updated_at) are created on first use, outside the batch's
 // transaction, with the name checked by persistence.ValidTable and quoted.
+// SQLite folds the case of names, so ValidTable refuses the drover_ and
+// sqlite_ prefixes in any case ("Drover_leases" is drover_leases here).
+//
+// # Read-only and must-exist opens
+//
+// Config.MustExist opens a file only if it exists (SQLite's mode=rw: never
+// created); Config.ReadOnly (mode=ro) also migrates and writes nothing,
+// and accepts only a file at this build's schema version. Tools that
+// inspect a store (drover dlq list/show) open it read-only, so a mistyped
+// path is an error instead of a new, empty database.
 //
 // # Goroutines and blocking
 //

@@ -159,3 +159,30 @@ ON CONFLICT (id) DO UPDATE SET version = excluded.version`, latest); err != nil 
 	}
 	return from, latest, nil
 }
+
+// readSchema checks, without writing, that a database holds drover's
+// schema at this build's version (a read-only Store cannot migrate).
+func readSchema(ctx context.Context, db *sql.DB) (int, error) {
+	var n int
+	if err := db.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'drover_schema'`).Scan(&n); err != nil {
+		return 0, dbErr(err)
+	}
+	if n == 0 {
+		return 0, errors.New("not a drover store: it has no drover_schema table")
+	}
+	var v int
+	if err := db.QueryRowContext(ctx, `SELECT version FROM drover_schema WHERE id = 1`).Scan(&v); err != nil {
+		if errors.Is(err, sql.ErrNoRows) {
+			return 0, errors.New("not a drover store: drover_schema holds no version")
+		}
+		return 0, dbErr(err)
+	}
+	latest := schemaVersion()
+	switch {
+	case v > latest:
+		return v, fmt.Errorf("database schema version %d, this drover knows up to %d: %w", v, latest, persistence.ErrSchemaTooNew)
+	case v < latest:
+		return v, fmt.Errorf("database schema version %d, this drover's is %d: a read-only open cannot migrate it (a node, or any read-write open, does)", v, latest)
+	}
+	return v, nil
+}

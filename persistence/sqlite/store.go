@@ -5,7 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,16 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives migration notices. nil discards them.
 	Logger *slog.Logger
+	// MustExist refuses a file that does not exist instead of creating
+	// one (SQLite's mode=rw): a tool given a mistyped path must not create
+	// and migrate a new, empty store there. The error wraps fs.ErrNotExist.
+	MustExist bool
+	// ReadOnly opens an existing file read-only (SQLite's mode=ro, and
+	// MustExist): nothing is created or migrated, and every write fails.
+	// The file must hold drover's schema at this build's version: an older
+	// one is refused (a read-write Open migrates it), a newer one with
+	// persistence.ErrSchemaTooNew.
+	ReadOnly bool
 }
 
 // DefaultTimeout is the default of Config.Timeout: the busy_timeout of
@@ -59,6 +71,8 @@ func (c Config) timeout() time.Duration {
 type Store struct {
 	db      *sql.DB
 	path    string
+	ro      bool // Config.ReadOnly
+	mustEx  bool // Config.MustExist or ReadOnly
 	clock   clock.Clock
 	log     *slog.Logger
 	timeout time.Duration // bounds every call (Config.Timeout)
@@ -74,8 +88,8 @@ type Store struct {
 
 var _ persistence.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the database file at path and migrates
-// it. path is a file path or a store URL of the form sqlite:PATH or
+// Open opens (creating if needed, unless Config.MustExist or ReadOnly) the
+// database file at path and migrates it (unless ReadOnly). path is a file path or a store URL of the form sqlite:PATH or
 // sqlite://PATH. It fails with an error wrapping
 // persistence.ErrSchemaTooNew when the file was migrated by a newer drover.
 //
@@ -95,6 +109,8 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	}
 	s := &Store{
 		path:    path,
+		ro:      cfg.ReadOnly,
+		mustEx:  cfg.MustExist || cfg.ReadOnly,
 		clock:   cfg.Clock,
 		log:     cfg.Logger,
 		timeout: cfg.timeout(),
@@ -105,6 +121,11 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.mustEx {
+		if err := mustExist(path); err != nil {
+			return nil, err
+		}
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -138,6 +159,15 @@ func (s *Store) open(ctx context.Context) error {
 	// with SQLITE_BUSY whatever the timeout when another process wrote).
 	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate",
 		s.path, max(s.timeout.Milliseconds(), 1))
+	switch {
+	case s.ro:
+		// No journal_mode (a write) and no immediate transactions (they
+		// take the write lock): a read-only connection reads the WAL the
+		// writers keep.
+		dsn = fmt.Sprintf("file:%s?mode=ro&_pragma=busy_timeout(%d)", s.path, max(s.timeout.Milliseconds(), 1))
+	case s.mustEx:
+		dsn += "&mode=rw" // open read-write, never create
+	}
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return dbErr(err)
@@ -152,7 +182,13 @@ func (s *Store) open(ctx context.Context) error {
 		_ = db.Close()
 		return fmt.Errorf("connect: %w", dbErr(err))
 	}
-	from, to, err := migrate(ctx, db)
+	var from, to int
+	if s.ro {
+		from, err = readSchema(ctx, db)
+		to = from
+	} else {
+		from, to, err = migrate(ctx, db)
+	}
 	if err != nil {
 		_ = db.Close()
 		return err
@@ -166,6 +202,21 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	s.db = db
+	return nil
+}
+
+// mustExist fails, wrapping fs.ErrNotExist, unless path is an existing
+// file.
+func mustExist(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("open sqlite store %s: no such file (an existing store was asked for; none is created): %w", path, fs.ErrNotExist)
+	case err != nil:
+		return fmt.Errorf("open sqlite store %s: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("open sqlite store %s: a directory, not a database file", path)
+	}
 	return nil
 }
 

@@ -34,6 +34,15 @@ type Options struct {
 	// MaxConns caps the PostgreSQL pool (postgres.Config.MaxConns); 0: the
 	// pool's default. SQLite uses one connection; memory none.
 	MaxConns int
+	// MustExist refuses a SQLite file that does not exist instead of
+	// creating it (the error wraps fs.ErrNotExist): tools that inspect or
+	// change a store (drover dlq) must not create one at a mistyped path.
+	// A PostgreSQL database must exist anyway.
+	MustExist bool
+	// ReadOnly opens a SQLite file read-only (sqlite.Config.ReadOnly, and
+	// MustExist): nothing is created, migrated or written. PostgreSQL
+	// ignores it and migrates as always.
+	ReadOnly bool
 }
 
 // Kind is the store a URL names.
@@ -146,7 +155,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, 
 		}
 		return s, nil
 	case SQLite:
-		s, err := sqlite.Open(ctx, t.Path, sqlite.Config{Clock: opts.Clock, Logger: opts.Logger, Timeout: opts.Timeout})
+		s, err := sqlite.Open(ctx, t.Path, sqlite.Config{Clock: opts.Clock, Logger: opts.Logger, Timeout: opts.Timeout,
+			MustExist: opts.MustExist, ReadOnly: opts.ReadOnly})
 		if err != nil {
 			return nil, err
 		}
