@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // Defaults of the zero values of the configs.
@@ -68,7 +69,7 @@ type ConnConfig struct {
 func (c ConnConfig) Validate() error {
 	for i, u := range c.URLs {
 		if err := validateURL(u); err != nil {
-			return fmt.Errorf("URLs[%d] %q: %w", i, redactURL(u), err)
+			return fmt.Errorf("URLs[%d] %q: %w", i, redact.URL(u), err)
 		}
 	}
 	if c.Password != "" && c.User == "" {
@@ -125,8 +126,8 @@ func (c ConnConfig) LogValue() slog.Value {
 		slog.Any("urls", c.URLs),
 		slog.String("name", c.Name),
 		slog.String("user", c.User),
-		slog.String("password", redact(c.Password)),
-		slog.String("token", redact(c.Token)),
+		slog.String("password", mask(c.Password)),
+		slog.String("token", mask(c.Token)),
 		slog.String("creds_file", c.CredsFile),
 	)
 }
@@ -134,10 +135,11 @@ func (c ConnConfig) LogValue() slog.Value {
 // String shows the config with its secrets redacted.
 func (c ConnConfig) String() string {
 	return fmt.Sprintf("nats.ConnConfig{URLs:%v Name:%q User:%q Password:%s Token:%s CredsFile:%q}",
-		c.URLs, c.Name, c.User, redact(c.Password), redact(c.Token), c.CredsFile)
+		c.URLs, c.Name, c.User, mask(c.Password), mask(c.Token), c.CredsFile)
 }
 
-func redact(s string) string {
+// mask shows that a secret is set, never what it is.
+func mask(s string) string {
 	if s == "" {
 		return ""
 	}
@@ -175,20 +177,6 @@ func validateURL(raw string) error {
 		return fmt.Errorf("port %q: want 1-65535", port)
 	}
 	return nil
-}
-
-// redactURL hides a password someone put in a URL, so that the error that
-// refuses it does not repeat it.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil || u.User == nil {
-		if i := strings.LastIndex(raw, "@"); i >= 0 {
-			return "[redacted]@" + raw[i+1:]
-		}
-		return raw
-	}
-	u.User = url.User("[redacted]")
-	return u.String()
 }
 
 // KeyConfig says where a message key comes from.

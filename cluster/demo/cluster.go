@@ -285,7 +285,7 @@ cluster:
   join: [%s]
   profile: %s
 store:
-  url: %q
+  url: ${env:DROVER_DEMO_STORE}   # set by the demo: a URL with a password is a secret
 sources:
   - name: orders
     type: kafka
@@ -312,7 +312,7 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile, n.StoreURL,
+`, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait) +
 		c.queueConfig() + c.addedConfig(n) + c.cfg.Extra
 }
@@ -422,6 +422,7 @@ func (c *Cluster) StartNode(n *Node) error {
 		return fmt.Errorf("demo: %w", err)
 	}
 	cmd := exec.Command(c.cfg.Binary, "node", "--config", n.ConfigPath, "--grace", "20s")
+	cmd.Env = append(os.Environ(), "DROVER_DEMO_STORE="+n.StoreURL)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {

@@ -3,7 +3,6 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -14,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/cluster/demo"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence/stores"
 )
 
@@ -148,10 +148,10 @@ before it removes anything.`,
 			}
 			defer c.Close()
 			fmt.Fprintf(out, "Kafka (kfake) on %s, topic %s; NATS JetStream on %s, stream JOBS; Pub/Sub (pstest) on %s, topic events; store %s\n",
-				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), redactURL(c.StoreURL()))
+				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), redact.URL(c.StoreURL()))
 			if chaos > 0 {
 				for _, n := range c.Nodes() {
-					fmt.Fprintf(out, "%s reaches the store through its proxy: %s\n", n.Name, redactURL(n.StoreURL))
+					fmt.Fprintf(out, "%s reaches the store through its proxy: %s\n", n.Name, redact.URL(n.StoreURL))
 				}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
@@ -203,20 +203,4 @@ before it removes anything.`,
 	f.DurationVar(&chaos, "chaos", 0, "produce this long while kill -9s, SIGTERMs, restarts and store cuts hit random nodes every 2–8 s")
 	f.BoolVar(&keep, "keep", false, "keep the previous run's store instead of starting fresh")
 	return cmd
-}
-
-// redactURL hides a URL's password, for printing.
-func redactURL(raw string) string {
-	u, err := url.Parse(raw)
-	if err != nil {
-		return "(unparsable URL)"
-	}
-	if _, has := u.User.Password(); has {
-		u.User = url.UserPassword(u.User.Username(), "xxxxx")
-	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
-		u.RawQuery = q.Encode()
-	}
-	return u.String()
 }

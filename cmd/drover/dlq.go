@@ -202,10 +202,14 @@ func newDLQShow() *cobra.Command {
 			if f.json {
 				return writeJSON(out, jsonDeadLetters([]persistence.DeadLetter{d}, true)[0])
 			}
-			fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%d bytes):\n%s\n",
+			size := fmt.Sprintf("%d bytes", len(d.Payload))
+			if d.Cut() {
+				size = fmt.Sprintf("%d of %d bytes: cut at dead_letter_max_bytes", len(d.Payload), d.PayloadBytes)
+			}
+			fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%s):\n%s\n",
 				d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position), oneLine(d.MsgKey), oneLine(string(d.Status)), d.Attempts,
 				d.FirstFailedAt.UTC().Format(time.RFC3339Nano), d.LastFailedAt.UTC().Format(time.RFC3339Nano),
-				escapeTerminal(d.Reason, true), len(d.Payload), printable(d.Payload))
+				escapeTerminal(d.Reason, true), size, printable(d.Payload))
 			return nil
 		},
 	}
@@ -265,7 +269,8 @@ func replayOne(ctx context.Context, s persistence.Store, cfg *config.Config, id 
 	if src == nil {
 		return "", fmt.Errorf("source %q is not in the configuration", d.Source)
 	}
-	spec := actors.SourceSpec{Name: src.Name, Table: src.Records.Table, KeyField: src.Records.Key, MaxMessageBytes: src.MaxMessageBytes}
+	spec := actors.SourceSpec{Name: src.Name, Table: src.Records.Table, KeyField: src.Records.Key, MaxMessageBytes: src.MaxMessageBytes,
+		MaxDeadLetterBytes: src.DeadLetterMaxBytes}
 	if src.Mode == "handler" {
 		h, ok := builtinHandlers()[src.HandlerName]
 		if !ok {

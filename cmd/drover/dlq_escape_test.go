@@ -259,3 +259,32 @@ func TestDLQReadCommandsDoNotMigrate(t *testing.T) {
 		t.Errorf("resolve left version %d", v)
 	}
 }
+
+// dlq show says when a dead letter's payload was cut, and how long the
+// message was.
+func TestDLQShowSaysThePayloadWasCut(t *testing.T) {
+	url := "sqlite:" + filepath.Join(t.TempDir(), "d.db")
+	ctx := context.Background()
+	s, err := stores.Open(ctx, url, stores.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "people/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Apply(ctx, &persistence.Batch{Source: "people", Unit: "people/0", Lease: l, Table: "people", Checkpoint: "3",
+		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "3", Payload: []byte("0123456789"), PayloadBytes: 5000,
+			Reason: "message of 5000 bytes exceeds max_message_bytes 4096"}}}); err != nil {
+		t.Fatal(err)
+	}
+	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{})
+	s.Close()
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("seeded: %v %v", dls, err)
+	}
+	code, out, errs := runCLI(t, "dlq", "show", "--store", url, itoa(dls[0].ID))
+	if code != 0 || !strings.Contains(out, "payload (10 of 5000 bytes: cut at dead_letter_max_bytes)") {
+		t.Fatalf("exit %d, out %q, err %q", code, out, errs)
+	}
+}
