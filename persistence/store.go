@@ -2,6 +2,7 @@ package persistence
 
 import (
 	"context"
+	"fmt"
 	"time"
 )
 
@@ -60,6 +61,19 @@ type Leases interface {
 	Release(ctx context.Context, l Lease) error
 	// List returns every lease, released ones included, ordered by unit.
 	List(ctx context.Context) ([]Lease, error)
+}
+
+// CheckRenewLeases is the argument check every store's RenewLeases makes
+// first: an empty owner or a TTL that is not positive is refused, naming
+// how many leases were asked for.
+func CheckRenewLeases(owner string, n int, ttl time.Duration) error {
+	switch {
+	case owner == "":
+		return fmt.Errorf("renew %d leases: empty owner", n)
+	case ttl <= 0:
+		return fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", n, owner, ttl)
+	}
+	return nil
 }
 
 // OpKind is what an Op does.

@@ -175,11 +175,8 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	if err := s.enter(ctx, OpRenew); err != nil {
 		return nil, nil, fmt.Errorf("renew %d leases: %w", len(ls), err)
 	}
-	switch {
-	case owner == "":
-		return nil, nil, fmt.Errorf("renew %d leases: empty owner", len(ls))
-	case ttl <= 0:
-		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
+	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+		return nil, nil, err
 	}
 	now := s.now()
 	var renewed []persistence.Lease

@@ -118,11 +118,10 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 // lease is ever skipped: each is renewed or lost. renewed and lost follow
 // the order of ls.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
+	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+		return nil, nil, err
+	}
 	switch {
-	case owner == "":
-		return nil, nil, fmt.Errorf("renew %d leases: empty owner", len(ls))
-	case ttl <= 0:
-		return nil, nil, fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", len(ls), owner, ttl)
 	case len(ls) == 0:
 		// a ping: the runtime asks with no leases to learn the store answers
 		ctx, cancel := s.bound(ctx)
