@@ -246,6 +246,9 @@ type pendingBatch struct {
 	// settling is set when the batch is acked or nacked: an extension job
 	// that runs after that leaves the receiver alone.
 	settling atomic.Bool
+	// refusedOnce is the position of the one op the store refused alone
+	// once: it is applied alone again before it is dead-lettered.
+	refusedOnce string
 }
 
 // events the unit sends its supervisor
@@ -1188,11 +1191,17 @@ func (u *unitActor) deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 // refused handles a batch the store refused for what it holds
 // (persistence.ErrPermanent): a batch of several ops is split in two, the
 // halves applied in order; a batch of one op that is not a dead letter yet
-// dead-letters it with the store's message, the body cut as every dead
-// letter's. The rest of the fetch then applies as usual. False when there
-// is nothing to split or dead-letter (the store refuses a dead letter, or a
-// batch with no ops): the error is then counted as a failure like any
-// other.
+// is applied alone once more, and refused again, dead-letters it with the
+// store's message, the body cut as every dead letter's. The rest of the
+// fetch then applies as usual. False when there is nothing to split or
+// dead-letter (the store refuses a dead letter, or a batch with no ops):
+// the error is then counted as a failure like any other.
+//
+// The second try is there because an error of a permanent class can come
+// of a race that is over once it is reported: concurrent transactions
+// that each run CREATE TABLE IF NOT EXISTS on PostgreSQL, for one, fail
+// all but the first with a unique violation (23505) on the catalog. A
+// record the store really refuses is refused the second time too.
 func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 	b := pb.batch
 	switch {
@@ -1205,6 +1214,11 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 		m, ok := pb.byPos[b.Ops[0].Position]
 		if !ok {
 			return false
+		}
+		if pb.refusedOnce != m.Position && !mutate.On(mutate.RefuseAtOnce) {
+			pb.refusedOnce = m.Position
+			u.ne.env.trace("refused-once", u.id, m.Position)
+			return true
 		}
 		b.Ops[0] = u.decoder.Dead(m, "refused by the store: "+err.Error())
 		pb.late[m.Position] = true

@@ -28,6 +28,14 @@ type auditStore struct {
 	// (LimitBatchBytes), 0 no limit.
 	refuse   map[string]func(doc []byte) bool
 	maxBytes int
+	// raceNext: Apply calls left to refuse as a race would (RaceNext);
+	// raced: the units whose last Apply it refused (their next passes);
+	// split: unit#token whose last Apply was refused (RaceNext or
+	// RefuseDocs), so the runtime splits the batch: its next batch has
+	// other bounds
+	raceNext int
+	raced    map[string]bool
+	split    map[string]bool
 }
 
 // StoreFaults injects failures into the cluster's store calls.
@@ -69,6 +77,19 @@ func (f StoreFaults) RefuseDocs(table string, refuse func(doc []byte) bool) {
 	}
 	f.a.refuse[table] = refuse
 }
+
+// raceMark is in the message of the refusals of RaceNext, so that a dead
+// letter they caused can be told from the others.
+const raceMark = "concurrent CREATE TABLE IF NOT EXISTS (simulated race)"
+
+// RaceNext makes the next n Apply calls fail, before they reach the store,
+// with an error matching persistence.ErrPermanent that the same batch would
+// not meet again: as PostgreSQL fails all but the first of concurrent
+// transactions that each run CREATE TABLE IF NOT EXISTS, with a unique
+// violation on its catalog. A unit's Apply after a refused one passes (the
+// race is over once reported). A record must never be dead-lettered for it
+// (the "refused" invariant).
+func (f StoreFaults) RaceNext(n int) { f.a.raceNext += max(n, 0) }
 
 // LimitBatchBytes makes every Apply that carries more than n bytes
 // (persistence.Op.Size summed over the ops the store writes) fail, before
@@ -195,7 +216,18 @@ func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persisten
 		return persistence.Applied{}, fmt.Errorf("apply %w", err)
 	}
 	if err := a.refused(b); err != nil {
+		a.split[tokenKey(b.Unit, b.Lease.Token)] = true
 		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
+	}
+	switch {
+	case a.raced[b.Unit]:
+		delete(a.raced, b.Unit)
+	case a.raceNext > 0:
+		a.raceNext--
+		a.raced[b.Unit] = true
+		a.split[tokenKey(b.Unit, b.Lease.Token)] = true
+		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, persistence.Refused(fmt.Errorf(
+			`duplicate key value violates unique constraint "pg_type_typname_nsp_index": %s`, raceMark)))
 	}
 	res, err := a.Store.Apply(ctx, b)
 	if err != nil {
@@ -453,6 +485,9 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 	}
 	n := 0
 	for _, op := range b.Ops {
+		if op.Kind == persistence.OpDeadLetter && strings.Contains(op.Reason, raceMark) {
+			c.violate("refused", fmt.Sprintf("%s position %s dead-lettered for a refusal the store would not repeat: %s", b.Unit, op.Position, op.Reason))
+		}
 		var key string
 		if b.Dedupe {
 			if dup[op.MessageID] {

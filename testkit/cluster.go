@@ -181,7 +181,8 @@ func New(cfg Config) (*Cluster, error) {
 		c.mem = memstore.New(memstore.Config{Clock: c.clock})
 		c.inner = c.mem
 	}
-	c.store = &auditStore{Store: c.inner, c: c, failNext: map[string]int{}, locks: map[string]time.Time{}}
+	c.store = &auditStore{Store: c.inner, c: c, failNext: map[string]int{}, locks: map[string]time.Time{},
+		raced: map[string]bool{}, split: map[string]bool{}}
 	for i := 1; i <= cfg.Nodes; i++ {
 		name := "node-" + strconv.Itoa(i)
 		c.nodes[name] = &simNode{name: name, state: "new"}
@@ -786,6 +787,8 @@ func (c *Cluster) Settle(limit time.Duration) bool {
 	}
 	c.store.failNext = map[string]int{}
 	c.store.afterCommit = 0
+	c.store.raceNext = 0
+	clear(c.store.raced)
 	c.store.down = nil
 	clear(c.store.locks)
 	clear(c.cut)

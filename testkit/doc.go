@@ -23,14 +23,17 @@
 //   - Invariants are checked on what the store committed (an audit wrapper
 //     around it records every commit and lease acquisition): nothing lost,
 //     nothing applied twice, order per unit, one applier per lease token,
-//     failover within Config.FailoverBound. Report lists what broke.
+//     failover within Config.FailoverBound, no record dead-lettered for a
+//     refusal the store would not repeat (RaceNext). Report lists what
+//     broke.
 //   - StoreFaults inject failures the same way whatever the store (the
 //     memory store or SQLite on the virtual clock), so a run gives the same
 //     digest on both. Besides passing faults (which Settle clears) they
 //     model what a store is: RefuseDocs a CHECK constraint that refuses
 //     some documents for good (persistence.ErrPermanent), LimitBatchBytes
 //     the server's limit on one batch (a transient-looking failure); Settle
-//     keeps both.
+//     keeps both. RaceNext is a passing refusal of a permanent class (a
+//     race of concurrent DDL).
 //
 // RandomRun draws a whole scenario from a seed; `drover sim` runs it.
 // Users test their handlers' behaviour with the same Cluster: AddStream /

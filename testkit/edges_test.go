@@ -59,6 +59,7 @@ var edges = []edge{
 	{"RefusedQueueRecordsDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedQueue},
 	{"RefusedHandlerWritesDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedHandler},
 	{"TransientStoreErrorsNeverDeadLetter", "10.7", "", edgeTransientNotDeadLettered},
+	{"RefusalRaceNotDeadLettered", "10.7", mutate.RefuseAtOnce, edgeRefusalRace},
 }
 
 func TestEdges(t *testing.T) {

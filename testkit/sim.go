@@ -321,7 +321,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			})
 			c.At(at+10*time.Second, func() { c.Undisturb("broker") })
 		case 6: // store fault
-			switch rng.IntN(3) {
+			switch rng.IntN(4) {
 			case 0:
 				n := 1 + rng.IntN(6)
 				step(at, "store apply fails %d times", n)
@@ -333,6 +333,11 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				c.At(at, func() { c.Disturb("store"); c.StoreFaults().SetDown(true) })
 				c.At(at+d, func() { c.StoreFaults().SetDown(false) })
 				c.At(at+d+10*time.Second, func() { c.Undisturb("store") })
+			case 2:
+				n := 1 + rng.IntN(8)
+				step(at, "store refuses %d applies as a race of concurrent DDL would (a permanent class, not repeated)", n)
+				c.At(at, func() { c.Disturb("store"); c.StoreFaults().RaceNext(n) })
+				c.At(at+10*time.Second, func() { c.Undisturb("store") })
 			default:
 				n := 1 + rng.IntN(3)
 				step(at, "store commits then fails %d times", n)
@@ -518,6 +523,12 @@ func flakyHandler(c *Cluster) actors.Handler {
 	failed := map[string]bool{}
 	return func(_ context.Context, _ persistence.Tx, b actors.Batch) error {
 		tok := tokenKey(b.Unit, b.Token)
+		if c.store.split[tok] {
+			// the store refused the batch for what it holds: the unit
+			// splits it, and the halves have keys of their own
+			delete(c.store.split, tok)
+			delete(pending, tok)
+		}
 		if want, ok := pending[tok]; ok && want != b.IdempotencyKey {
 			c.check("idempotency", fmt.Sprintf("%s retried batch %s as %s (token %d)", b.Unit, want, b.IdempotencyKey, b.Token))
 		}

@@ -106,9 +106,13 @@ func (c *Cluster) WaitDrained(ctx context.Context, prod Produced) error {
 		if ok {
 			return nil
 		}
-		if err != nil {
+		switch {
+		case err != nil && ctx.Err() != nil && why != "":
+			// the deadline cut the last query short: keep why it was not
+			// drained before
+		case err != nil:
 			why = err.Error()
-		} else {
+		default:
 			why = w
 		}
 		select {

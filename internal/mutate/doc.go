@@ -65,6 +65,11 @@ const (
 	// RetryPermanent: a batch the store refuses for what it holds is
 	// retried as the same whole batch, like any failure (item 7).
 	RetryPermanent = "retry-permanent"
+	// RefuseAtOnce: a record the store refuses alone is dead-lettered at
+	// the first refusal, not tried alone a second time (item 7: a race
+	// that reports a permanent class, such as concurrent CREATE TABLE IF
+	// NOT EXISTS on PostgreSQL, dead-letters a good record).
+	RefuseAtOnce = "refuse-at-once"
 )
 
 // All lists every switch.
@@ -72,5 +77,5 @@ var All = []string{
 	ResolveEveryOpen, LatestForNewUnits, WaitForUnlistedParents, KeepInvalidCheckpoint, ReusedQueueIDs,
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
-	NoBatchBytes, WholeDeadLetters, RetryPermanent,
+	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 }
