@@ -115,6 +115,10 @@ sources:
 		natsB            string
 		secrets          []string
 		wantStartFailure string // "" the node runs
+		// wantRetrying names the source whose broker refuses the
+		// credentials: the node runs, that source (or its unit) shows
+		// retrying with the broker's error, the other source applies.
+		wantRetrying string
 	}{
 		{
 			name:    "userinfo password, NATS user:password list and token",
@@ -131,20 +135,20 @@ sources:
 			secrets: []string{"pg-qp-secret-2", "nats-pw-secret-3", "nats-tok-secret-4"},
 		},
 		{
-			name:             "a wrong NATS password",
-			store:            "userinfo pg-pw-secret-1",
-			natsA:            "nats://drover:nats-wrong-secret-5@" + pwNATS,
-			natsB:            "nats://nats-tok-secret-4@" + tokNATS,
-			secrets:          []string{"pg-pw-secret-1", "nats-wrong-secret-5", "nats-tok-secret-4"},
-			wantStartFailure: "sources[0] (by-password)",
+			name:         "a wrong NATS password",
+			store:        "userinfo pg-pw-secret-1",
+			natsA:        "nats://drover:nats-wrong-secret-5@" + pwNATS,
+			natsB:        "nats://nats-tok-secret-4@" + tokNATS,
+			secrets:      []string{"pg-pw-secret-1", "nats-wrong-secret-5", "nats-tok-secret-4"},
+			wantRetrying: "by-password",
 		},
 		{
-			name:             "a wrong NATS token",
-			store:            "userinfo pg-pw-secret-1",
-			natsA:            "nats://drover:nats-pw-secret-3@" + pwNATS,
-			natsB:            "nats://nats-wrong-secret-6@" + tokNATS,
-			secrets:          []string{"pg-pw-secret-1", "nats-pw-secret-3", "nats-wrong-secret-6"},
-			wantStartFailure: "sources[1] (by-token)",
+			name:         "a wrong NATS token",
+			store:        "userinfo pg-pw-secret-1",
+			natsA:        "nats://drover:nats-pw-secret-3@" + pwNATS,
+			natsB:        "nats://nats-wrong-secret-6@" + tokNATS,
+			secrets:      []string{"pg-pw-secret-1", "nats-pw-secret-3", "nats-wrong-secret-6"},
+			wantRetrying: "by-token",
 		},
 		{
 			name:             "a store nobody listens on",
@@ -196,11 +200,40 @@ sources:
 				t.Fatalf("start: %v", err)
 			}
 			defer n.Close()
-			// both sources read the three messages: the credentials work
-			err = e2eWaitFor(ctx, 20*time.Millisecond, 30*time.Second, func() (bool, string) {
-				applied := e2eApplied(n.Tree(), map[string]int{"by-password": 3, "by-token": 3})
-				return applied == 6, fmt.Sprintf("%d of 6 applied", applied)
-			})
+			if run.wantRetrying == "" {
+				// both sources read the three messages: the credentials work
+				err = e2eWaitFor(ctx, 20*time.Millisecond, 30*time.Second, func() (bool, string) {
+					applied := e2eApplied(n.Tree(), map[string]int{"by-password": 3, "by-token": 3})
+					return applied == 6, fmt.Sprintf("%d of 6 applied", applied)
+				})
+			} else {
+				// the refused source retries with the broker's error while
+				// the other one applies its three messages
+				other := "by-password"
+				if run.wantRetrying == other {
+					other = "by-token"
+				}
+				err = e2eWaitFor(ctx, 20*time.Millisecond, 30*time.Second, func() (bool, string) {
+					tr := n.Tree()
+					applied := e2eApplied(tr, map[string]int{other: 3})
+					shown := ""
+					for _, s := range tr.Sources {
+						if s.Name != run.wantRetrying {
+							continue
+						}
+						if s.State == actors.StateRetrying {
+							shown = s.Error
+						}
+						for _, u := range s.Units {
+							if u.State == actors.StateRetrying {
+								shown = u.LastError
+							}
+						}
+					}
+					ok := applied == 3 && strings.Contains(strings.ToLower(shown), "authorization")
+					return ok, fmt.Sprintf("%s applied %d of 3; %s shows %q", other, applied, run.wantRetrying, shown)
+				})
+			}
 			if err != nil {
 				tree, _ := json.MarshalIndent(n.Tree(), "", "  ")
 				t.Fatalf("%v\ntree: %s\nlogs: %s", err, tree, res.Logs)
