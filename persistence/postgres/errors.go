@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -17,6 +18,9 @@ type Error struct {
 	Code    string // SQLSTATE, e.g. "23505" for a unique violation
 	Message string
 	Detail  string
+	// Constraint names the constraint (or unique index) a class 23 error
+	// violated, when the server says.
+	Constraint string
 }
 
 // Is makes a lock timeout (55P03, lock_not_available) match
@@ -38,10 +42,25 @@ func (e *Error) Is(target error) bool {
 //
 //	22 data exception                     (a value the column's type refuses: bad jsonb, out of range)
 //	23 integrity constraint violation     (CHECK, NOT NULL, UNIQUE, FOREIGN KEY, EXCLUDE)
-//	42 syntax error or access rule violation, except 42501 insufficient_privilege
-//	   (an operator's GRANT fixes it) and 42P01 undefined_table (the store
-//	   creates a records table again at the next apply)
+//	42 syntax error or access rule violation (a statement no record can make valid)
 //	54 program limit exceeded             (a jsonb or index entry too large)
+//
+// except where the refusal is of the schema's state rather than of the
+// data, which an operator or a concurrent transaction changes and the
+// next try may not meet:
+//
+//   - 42501 insufficient_privilege (a GRANT fixes it), 42P01
+//     undefined_table (the store creates a records table again at the next
+//     apply), 42703 undefined_column, 42704 undefined_object, 42883
+//     undefined_function, 42804 datatype_mismatch, 42809
+//     wrong_object_type, 428C9 generated_always (an ALTER TABLE made the
+//     table other than the statement expects: every record would be
+//     refused alone and the whole stream dead-lettered), and the
+//     duplicate_* objects 42701, 42710, 42723, 42P06, 42P07 (concurrent
+//     CREATE … IF NOT EXISTS);
+//   - a class 23 violation of a system catalog's index (a constraint named
+//     pg_…): concurrent CREATE TABLE IF NOT EXISTS fails all but the first
+//     transaction with a unique violation on pg_type_typname_nsp_index.
 //
 // Every other class is transient — among them 08 connection exception, 40
 // transaction rollback (serialization failure, deadlock), 53 insufficient
@@ -52,12 +71,32 @@ func (e *Error) Permanent() bool {
 		return false
 	}
 	switch e.Code[:2] {
-	case "22", "23", "54":
+	case "22", "54":
 		return true
+	case "23":
+		return !strings.HasPrefix(e.Constraint, "pg_")
 	case "42":
-		return e.Code != codeInsufficientPrivilege && e.Code != codeUndefinedTable
+		return !schemaState[e.Code]
 	}
 	return false
+}
+
+// schemaState are the class 42 codes that refuse the schema's state, not
+// the data (see Permanent).
+var schemaState = map[string]bool{
+	codeInsufficientPrivilege: true,
+	codeUndefinedTable:        true,
+	"42703":                   true, // undefined_column
+	"42704":                   true, // undefined_object
+	"42883":                   true, // undefined_function
+	"42804":                   true, // datatype_mismatch
+	"42809":                   true, // wrong_object_type
+	"428C9":                   true, // generated_always
+	"42701":                   true, // duplicate_column
+	"42710":                   true, // duplicate_object
+	"42723":                   true, // duplicate_function
+	"42P06":                   true, // duplicate_schema
+	"42P07":                   true, // duplicate_table
 }
 
 func (e *Error) Error() string {
@@ -96,7 +135,7 @@ func dbErr(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return &Error{Code: pe.Code, Message: pe.Message, Detail: pe.Detail}
+		return &Error{Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Constraint: pe.ConstraintName}
 	}
 	for _, ce := range []error{context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, ce) {

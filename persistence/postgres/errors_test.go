@@ -1,9 +1,13 @@
 package postgres
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-dev/drover/persistence"
 )
@@ -23,8 +27,12 @@ func TestErrorClasses(t *testing.T) {
 		{"23502", true},  // not_null_violation
 		{"23503", true},  // foreign_key_violation
 		{"42601", true},  // syntax_error
-		{"42703", true},  // undefined_column
-		{"42804", true},  // datatype_mismatch
+		{"42602", true},  // invalid_name
+		{"42703", false}, // undefined_column: an ALTER TABLE; the operator fixes it
+		{"42804", false}, // datatype_mismatch: likewise
+		{"42883", false}, // undefined_function
+		{"42P07", false}, // duplicate_table: concurrent CREATE TABLE
+		{"42710", false}, // duplicate_object
 		{"54000", true},  // program_limit_exceeded
 		{"42501", false}, // insufficient_privilege: a GRANT fixes it
 		{"42P01", false}, // undefined_table: the store creates it again
@@ -54,7 +62,99 @@ func TestErrorClasses(t *testing.T) {
 			t.Errorf("SQLSTATE %q: busy %v", tt.code, busy)
 		}
 	}
+	// a unique violation on a catalog's index is a race of concurrent DDL
+	for constraint, permanent := range map[string]bool{"pg_type_typname_nsp_index": false, "pg_class_relname_nsp_index": false, "orders_pkey": true, "": true} {
+		err := fmt.Errorf("apply: %w", &Error{Code: "23505", Message: "duplicate key value violates unique constraint", Constraint: constraint})
+		if got := persistence.Permanent(err); got != permanent {
+			t.Errorf("23505 on %q: permanent %v, want %v", constraint, got, permanent)
+		}
+	}
 	if persistence.Permanent(&driverError{msg: "connection refused"}) {
 		t.Error("a driver error (connection refused) is permanent")
+	}
+}
+
+// The refusal the chaos run met: transactions that each run CREATE TABLE
+// IF NOT EXISTS on a table none of them sees yet all wait for the first;
+// when it commits, the others fail (a unique violation on pg_type's index,
+// or duplicate_table). That refusal is gone on the next try, so it must
+// not count as permanent, or the records of those batches would be
+// dead-lettered. On the real server.
+func TestConcurrentCreateTableIsNotPermanent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	const others = 4
+	pcfg, err := pgxpool.ParseConfig(pg.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pcfg.MaxConns = others + 2 // the first, the others and the watcher
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	const ddl = `CREATE TABLE IF NOT EXISTS race_audit (source text NOT NULL, position text NOT NULL)`
+	first, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = first.Rollback(context.Background()) }() // a no-op once committed
+	if _, err := first.Exec(ctx, ddl); err != nil {
+		t.Fatal(err)
+	}
+	errs := make(chan error, others)
+	for range others {
+		go func() {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer func() { _ = tx.Rollback(context.Background()) }()
+			_, err = tx.Exec(ctx, ddl) // waits for first
+			if err == nil {
+				err = tx.Commit(ctx)
+			}
+			errs <- err
+		}()
+	}
+	// every other transaction waits on the first one's catalog rows
+	for {
+		var waiting int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS race_audit%'`).Scan(&waiting); err != nil {
+			t.Fatal(err)
+		}
+		if waiting == others {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("%d of %d transactions wait for the first: %v", waiting, others, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err := first.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	refused := 0
+	for range others {
+		err := dbErr(<-errs)
+		if err == nil {
+			continue
+		}
+		refused++
+		var pe *Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("not a server error: %v", err)
+		}
+		if persistence.Permanent(err) {
+			t.Errorf("concurrent CREATE TABLE IF NOT EXISTS refused as permanent: %v (constraint %q)", err, pe.Constraint)
+		} else {
+			t.Logf("refused, not permanent: %v (constraint %q)", err, pe.Constraint)
+		}
+	}
+	if refused == 0 {
+		t.Fatal("no transaction was refused: the race was not reproduced")
 	}
 }
