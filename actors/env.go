@@ -86,7 +86,8 @@ type Tuning struct {
 	// source that gossip triggers (another member saw other units)
 	// (default 2 s).
 	DiscoverySpacing time.Duration
-	// RetryLogEvery rate-limits a unit's WARN lines about retrying: after
+	// RetryLogEvery rate-limits a unit's WARN lines about retrying, and
+	// those about records the store refuses (dead-lettered): after
 	// one, the next comes at most that much later, counting the ones left
 	// out (default 30 s).
 	RetryLogEvery time.Duration

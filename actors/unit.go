@@ -1172,7 +1172,7 @@ func (u *unitActor) sendCommit(pos string) {
 // the error names no op of the batch. The message key is kept in its
 // dead-letter form (decode.MsgKey), as records mode keeps it, so that a
 // binary key survives and replays as itself, and the payload is cut at
-// max_dead_letter_bytes like every dead letter's.
+// dead_letter_max_bytes like every dead letter's.
 func (u *unitActor) deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 	for i, op := range pb.batch.Ops {
 		if op.Position == perm.Position && op.Kind == persistence.OpMessage {
@@ -1223,7 +1223,7 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 		b.Ops[0] = u.decoder.Dead(m, "refused by the store: "+err.Error())
 		pb.late[m.Position] = true
 		u.ne.env.trace("refused", u.id, m.Position)
-		u.ne.env.logger().Warn("the store refuses a record: dead-lettered", "unit", u.id, "position", m.Position, "error", err)
+		u.logRefused(m.Position, err)
 		return true
 	}
 	return false
@@ -1341,10 +1341,14 @@ func (u *unitActor) extend(ctx actor.Context) {
 	msgs, d := pb.msgs, u.spec.AckDeadline
 	u.ne.env.trace("extend", u.id, fmt.Sprintf("n=%d", len(msgs)))
 	u.runSide(ctx, "extend", func(c context.Context) any {
-		if pb.settling.Load() {
-			return extendResult{} // acked or nacked meanwhile
-		}
-		return extendResult{err: res.use(func() error { return ext.Extend(c, msgs, d) })}
+		// settling is read under the resource's lock, which the ack or
+		// nack that sets it takes too: an extension never follows them.
+		return extendResult{err: res.use(func() error {
+			if pb.settling.Load() {
+				return nil // acked or nacked meanwhile
+			}
+			return ext.Extend(c, msgs, d)
+		})}
 	})
 	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
 }
@@ -1400,6 +1404,23 @@ func (u *unitActor) logRetry(err error, d time.Duration) {
 		args = append(args, "not_logged", skipped)
 	}
 	u.ne.env.logger().Warn("unit retrying", args...)
+}
+
+// logRefused writes a WARN line when the store refuses a record and it is
+// dead-lettered, at most one per RetryLogEvery per unit, counting the ones
+// left out: a constraint every record of a stream violates would otherwise
+// write a line per record. Each refusal is in the dead letter table with
+// its reason, and counted in the metrics.
+func (u *unitActor) logRefused(position string, err error) {
+	ok, skipped := u.ne.reg.retryLog("refused "+u.id, u.now(), u.ne.tuning.RetryLogEvery)
+	if !ok {
+		return
+	}
+	args := []any{"unit", u.id, "position", position, "error", err}
+	if skipped > 0 {
+		args = append(args, "not_logged", skipped)
+	}
+	u.ne.env.logger().Warn("the store refuses a record: dead-lettered", args...)
 }
 
 // failNow fails the unit to its supervisor: at the failure limit, or at

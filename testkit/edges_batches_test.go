@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -298,4 +299,33 @@ func edgeRefusalRace(t *testing.T) error {
 		return fmt.Errorf("applies failed: %v; a refusal is no failure", f)
 	}
 	return nil
+}
+
+// A stream whose records the store refuses one after another writes one
+// WARN line per RetryLogEvery per unit, counting the ones left out, not a
+// line per record; every refused record is still dead-lettered.
+func TestRefusalWarningsRateLimited(t *testing.T) {
+	var logs syncBuffer
+	c := edgeCluster(t, testkit.Config{Seed: 46, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
+		Tuning: actors.Tuning{RetryLogEvery: time.Hour}})
+	c.StoreFaults().RefuseDocs("s", hasBad)
+	bad := make([]int, 0, 30)
+	for i := 0; i < 60; i += 2 {
+		bad = append(bad, i)
+	}
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
+	must(c.Publish("s", "0", docs(60, "w", bad...)...))
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if err := settle(c); err != nil {
+		t.Fatal(err)
+	}
+	if err := refusedOnly(t, c, "s", 60, "w", bad...); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Count(logs.String(), "the store refuses a record")
+	if lines != 1 {
+		t.Fatalf("%d WARN lines for %d refused records within RetryLogEvery, want 1:\n%s", lines, len(bad), logs.String())
+	}
 }
