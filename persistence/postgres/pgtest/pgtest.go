@@ -1,24 +1,17 @@
 package pgtest
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"os"
-	"os/exec"
-	"os/user"
-	"path/filepath"
-	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/pglocal"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -45,11 +38,8 @@ type Server struct {
 	err      error  // a server should exist but could not be started
 	adminURL string // URL of the maintenance database
 	external bool
-	local    bool   // never use EnvURL
-	bin      string // directory of initdb and pg_ctl
-	dir      string // the throwaway cluster's directory
-	port     int
-	runAs    bool // run the binaries as the postgres user (we are root)
+	local    bool             // never use EnvURL
+	cluster  *pglocal.Cluster // the throwaway cluster
 
 	seq atomic.Int64
 
@@ -142,8 +132,8 @@ func (s *Server) Stop() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if out, err := s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop"); err != nil {
-		return fmt.Errorf("pgtest: stop: %v: %s", err, out)
+	if err := s.cluster.Stop(ctx); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
 	}
 	s.running = false
 	return nil
@@ -168,6 +158,17 @@ func (s *Server) Start() error {
 	return s.startLocked()
 }
 
+// startLocked starts the cluster; s.mu is held.
+func (s *Server) startLocked() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := s.cluster.Start(ctx); err != nil {
+		return err
+	}
+	s.running = true
+	return nil
+}
+
 // Close stops and removes a throwaway server; it does nothing to an
 // external one. It may be called more than once.
 func (s *Server) Close() error {
@@ -177,22 +178,14 @@ func (s *Server) Close() error {
 		return nil
 	}
 	s.closed = true
-	if s.dir == "" {
+	if s.cluster == nil {
 		return nil
 	}
-	var errs []error
-	if s.running {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-		defer cancel()
-		if out, err := s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-m", "immediate", "-w", "stop"); err != nil {
-			errs = append(errs, fmt.Errorf("pgtest: stop: %v: %s", err, out))
-		}
-		s.running = false
+	s.running = false
+	if err := s.cluster.Remove(); err != nil {
+		return fmt.Errorf("pgtest: %w", err)
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
-		errs = append(errs, fmt.Errorf("pgtest: remove %s: %w", s.dir, err))
-	}
-	return errors.Join(errs...)
+	return nil
 }
 
 func (s *Server) usable() error {
@@ -224,160 +217,29 @@ func (s *Server) setup() {
 		s.adminURL = u
 		return
 	}
-	bin, looked := findBin()
+	bin, looked := pglocal.FindBin(os.Getenv(EnvBin))
 	if bin == "" {
 		s.skip = fmt.Sprintf("%s is not set and no PostgreSQL binaries were found (looked in %s)", EnvURL, looked)
 		return
 	}
-	s.bin = bin
-	if os.Geteuid() == 0 {
-		// initdb refuses to run as root.
-		s.runAs = true
-		if _, err := exec.LookPath("runuser"); err != nil {
-			s.skip = "running as root, and runuser is not available to run initdb as the postgres user"
-			return
-		}
-	}
-	s.err = s.initCluster()
-}
-
-// findBin returns the directory holding initdb and pg_ctl, or "" and where
-// it looked.
-func findBin() (dir, looked string) {
-	has := func(d string) bool {
-		for _, f := range []string{"initdb", "pg_ctl"} {
-			if st, err := os.Stat(filepath.Join(d, f)); err != nil || st.IsDir() {
-				return false
-			}
-		}
-		return true
-	}
-	if d := os.Getenv(EnvBin); d != "" {
-		if has(d) {
-			return d, ""
-		}
-		return "", EnvBin + "=" + d
-	}
-	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
-	// Newest major version first.
-	sort.Slice(dirs, func(i, j int) bool { return majorOf(dirs[i]) > majorOf(dirs[j]) })
-	for _, d := range dirs {
-		if has(d) {
-			return d, ""
-		}
-	}
-	if p, err := exec.LookPath("initdb"); err == nil && has(filepath.Dir(p)) {
-		return filepath.Dir(p), ""
-	}
-	return "", "/usr/lib/postgresql/*/bin and PATH"
-}
-
-func majorOf(binDir string) int {
-	n, _ := strconv.Atoi(filepath.Base(filepath.Dir(binDir)))
-	return n
-}
-
-func (s *Server) dataDir() string { return filepath.Join(s.dir, "data") }
-
-func (s *Server) initCluster() error {
-	dir, err := os.MkdirTemp("", "drover-pgtest-")
-	if err != nil {
-		return fmt.Errorf("temp dir: %w", err)
-	}
-	s.dir = dir
-	if s.runAs {
-		u, err := user.Lookup("postgres")
-		if err != nil {
-			s.skip = "running as root and there is no postgres user to run initdb as"
-			return nil
-		}
-		uid, _ := strconv.Atoi(u.Uid)
-		gid, _ := strconv.Atoi(u.Gid)
-		if err := os.Chown(dir, uid, gid); err != nil {
-			return fmt.Errorf("chown %s to postgres: %w", dir, err)
-		}
-		// The postgres user must be able to reach the directory.
-		for p := filepath.Dir(dir); ; p = filepath.Dir(p) {
-			st, err := os.Stat(p)
-			if err != nil {
-				return fmt.Errorf("stat %s: %w", p, err)
-			}
-			if st.Mode().Perm()&0o001 == 0 {
-				return fmt.Errorf("%s is not traversable by the postgres user; point TMPDIR elsewhere", p)
-			}
-			if p == filepath.Dir(p) {
-				break
-			}
-		}
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	if out, err := s.run(ctx, "initdb", "-D", s.dataDir(), "-U", "postgres", "-A", "trust",
-		"-E", "UTF8", "--no-locale", "--no-sync"); err != nil {
-		return fmt.Errorf("initdb: %v: %s", err, out)
+	c, err := pglocal.Init(ctx, bin, "drover-pgtest-")
+	if errors.Is(err, pglocal.ErrUnavailable) {
+		s.skip = err.Error()
+		return
 	}
+	if err != nil {
+		s.err = err
+		return
+	}
+	c.MaxConnections = 300
+	s.cluster = c
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	// A free port can be taken between choosing and binding it: try again.
-	var lastErr error
-	for range 3 {
-		port, err := freePort()
-		if err != nil {
-			return err
-		}
-		s.port = port
-		s.adminURL = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
-		if lastErr = s.startLocked(); lastErr == nil {
-			return nil
-		}
-		if !strings.Contains(lastErr.Error(), "already in use") {
-			break
-		}
+	if s.err = s.startLocked(); s.err == nil {
+		s.adminURL = c.URL()
 	}
-	return lastErr
-}
-
-// startLocked runs pg_ctl start; s.mu is held.
-func (s *Server) startLocked() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	opts := fmt.Sprintf("-h 127.0.0.1 -p %d -k %s -c fsync=off -c full_page_writes=off -c max_connections=300", s.port, s.dir)
-	logFile := filepath.Join(s.dir, "pg.log")
-	if out, err := s.run(ctx, "pg_ctl", "-D", s.dataDir(), "-l", logFile, "-w", "-t", "60", "-o", opts, "start"); err != nil {
-		log, _ := os.ReadFile(logFile)
-		return fmt.Errorf("pg_ctl start on port %d: %v: %s\n%s", s.port, err, out, tail(log, 2000))
-	}
-	s.running = true
-	return nil
-}
-
-// run runs one of the PostgreSQL binaries, as the postgres user when we
-// are root, and returns its combined output.
-func (s *Server) run(ctx context.Context, name string, args ...string) ([]byte, error) {
-	path := filepath.Join(s.bin, name)
-	var cmd *exec.Cmd
-	if s.runAs {
-		cmd = exec.CommandContext(ctx, "runuser", append([]string{"-u", "postgres", "--", path}, args...)...)
-	} else {
-		cmd = exec.CommandContext(ctx, path, args...)
-	}
-	cmd.Dir = s.dir
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	// pg_ctl leaves a server behind; should it ever hold our pipe, do not
-	// wait for it past this.
-	cmd.WaitDelay = 10 * time.Second
-	err := cmd.Run()
-	return bytes.TrimSpace(out.Bytes()), err
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // withDatabase returns base with its database replaced by name.
@@ -392,11 +254,4 @@ func withDatabase(base, name string) (string, error) {
 	u.Path = "/" + name
 	u.RawPath = ""
 	return u.String(), nil
-}
-
-func tail(b []byte, n int) []byte {
-	if len(b) > n {
-		return b[len(b)-n:]
-	}
-	return b
 }
