@@ -537,6 +537,7 @@ func edgeSupervisorRestarts(t *testing.T) error {
 		t.Fatal(err)
 	}
 	c.Run(2 * time.Second)
+	jobs := c.PendingJobs("node-1")
 	for range 10 {
 		if err := c.CrashSupervisor("node-1", "s"); err != nil {
 			t.Fatal(err)
@@ -547,6 +548,11 @@ func edgeSupervisorRestarts(t *testing.T) error {
 		c.RunUntil(func() bool { return state() == actors.StateRunning }, 2*time.Minute)
 	}
 	c.Run(time.Minute)
+	// the calls in flight (goroutines on a real node) do not pile up
+	t.Logf("calls in flight: %d before the restarts, %d after", jobs, c.PendingJobs("node-1"))
+	if n := c.PendingJobs("node-1"); n > jobs {
+		return fmt.Errorf("%d store and broker calls in flight after 10 restarts, %d before", n, jobs)
+	}
 	for _, kind := range []string{"quality", "discover"} {
 		if n := c.PendingTimers("node-1", kind); n != 1 {
 			return fmt.Errorf("%d pending %s timers after 10 restarts, want 1", n, kind)

@@ -419,6 +419,17 @@ func (c *Cluster) PendingTimers(node, kind string) int {
 	return c.s.count(n.sid, "timer:"+kind)
 }
 
+// PendingJobs counts node's broker and store calls (executor jobs) queued,
+// running or waiting, not yet delivered: what would be goroutines on a
+// real node.
+func (c *Cluster) PendingJobs(node string) int {
+	n, err := c.node(node)
+	if err != nil || n.sid == 0 {
+		return 0
+	}
+	return c.s.countPrefix(n.sid, "job")
+}
+
 // errLockTimeout is what a call blocked by LockUnit fails with.
 var errLockTimeout = fmt.Errorf("canceling statement due to lock timeout (simulated): %w", persistence.ErrBusy)
 

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/actors/clock"
@@ -174,8 +175,18 @@ func (s *scheduler) has(n int, label string) bool {
 
 // count counts node n's tasks with label not yet run.
 func (s *scheduler) count(n int, label string) int {
+	return s.countMatch(n, func(l string) bool { return l == label })
+}
+
+// countPrefix counts node n's tasks not yet run whose label starts with
+// prefix.
+func (s *scheduler) countPrefix(n int, prefix string) int {
+	return s.countMatch(n, func(l string) bool { return strings.HasPrefix(l, prefix) })
+}
+
+func (s *scheduler) countMatch(n int, is func(label string) bool) int {
 	k := 0
-	match := func(tk *task) bool { return tk.node == n && !tk.stopped && tk.label == label }
+	match := func(tk *task) bool { return tk.node == n && !tk.stopped && is(tk.label) }
 	for _, tk := range s.pending {
 		if match(tk) {
 			k++
