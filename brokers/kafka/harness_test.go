@@ -14,6 +14,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/brokertest"
@@ -113,6 +114,19 @@ func (h streamHarness) NewStream(t *testing.T, partitions int) brokertest.Stream
 	}
 	t.Cleanup(cl.Close)
 	return &fixture{fc: fc, cl: cl, adm: kadm.NewClient(cl), cfg: h.cfg}
+}
+
+// IgnoreGoroutines leaves out the fake broker's own goroutines: the
+// connections the fixture's producer opens during a test are served by
+// kfake until the fixture closes, and are not the adapter's.
+func (h streamHarness) IgnoreGoroutines() []goleak.Option {
+	const kfake = "github.com/twmb/franz-go/pkg/kfake."
+	return []goleak.Option{
+		goleak.IgnoreAnyFunction(kfake + "(*clientConn).read"),
+		goleak.IgnoreAnyFunction(kfake + "(*clientConn).read.func1"),
+		goleak.IgnoreAnyFunction(kfake + "(*clientConn).write"),
+		goleak.IgnoreAnyFunction(kfake + "(*clientConn).write.func1"),
+	}
 }
 
 type fixture struct {
