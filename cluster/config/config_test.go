@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // gossipKey is base64 of 32 bytes.
@@ -52,6 +53,8 @@ var testEnv = map[string]string{
 	"SHORT_KEY":   "c2hvcnQ=",
 	"BAD_KEY":     "!!!",
 	"PLAIN":       "s3cr3t",
+	"PG_AT":       "postgres://drover:p@ss-secret-11@db/d",
+	"NATS_AT":     "nats://h:1,nats://u:p@ss-secret-12@h:2",
 }
 
 // testPEMKey stands for a private key read by ${file:} into a field that
@@ -307,6 +310,9 @@ func TestErrors(t *testing.T) {
 		{"store scheme", "store: {url: 'mysql://x/db'}\n" + src, []string{"store.url: mysql://x/db: must start with postgres://, postgresql:// or sqlite:"}},
 		{"store sqlite path", "store: {url: 'sqlite:'}\n" + src, []string{"store.url: sqlite:: a sqlite URL needs a path: sqlite:./drover.db or sqlite:///var/lib/drover/drover.db"}},
 		{"store pg host masks password", "store: {url: '${env:PG_NOHOST}'}\n" + src, []string{"store.url: the value from ${env:PG_NOHOST}: a postgres URL needs a host: postgres://user@host:5432/db"}},
+		// pgx ends the user info at the first '@': it would quote the
+		// rest of the password as the host
+		{"store url two @", "store: {url: '${env:PG_AT}'}\n" + src, []string{"store.url: " + redact.ErrUnescapedAt.Error()}},
 		{"retention", "store: {dedupe_retention: 0s}\n" + src, []string{"store.dedupe_retention: must be positive, not 0s"}},
 		{"retention type", "store: {dedupe_retention: 7}\n" + src, []string{"store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not an integer"}},
 		{"retention text", "store: {dedupe_retention: 7days}\n" + src, []string{`store.dedupe_retention: must be a duration such as 500ms, 10s or 1h30m, not "7days"`}},
@@ -384,6 +390,7 @@ func TestErrors(t *testing.T) {
 			`sources[0].nats.consumer: "c d" must not contain spaces, '.', '*', '>' or path separators`}},
 		{"nats stream mode queue options", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, mode: stream, consumer: c, ack_wait: 5s, max_ack_pending: 3}}]\n", []string{
 			"sources[0].nats.consumer: only valid with mode: queue", "sources[0].nats.ack_wait: only valid with mode: queue", "sources[0].nats.max_ack_pending: only valid with mode: queue"}},
+		{"nats url two @", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_AT}', stream: S}}]\n", []string{"sources[0].nats.url: entry 2: " + redact.ErrUnescapedAt.Error()}},
 		{"nats auth", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u}}]\n", []string{"sources[0].nats.password: required with user"}},
 		{"nats auth both", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u, password: '${env:NATS_PW}', credentials_file: /c}}]\n", []string{"sources[0].nats.credentials_file: use credentials_file or user and password, not both"}},
 		{"env unset", "node: {debug_token: '${env:NOPE}'}\n" + src, []string{"node.debug_token: environment variable NOPE is not set (referenced as ${env:NOPE})"}},

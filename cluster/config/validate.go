@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres"
 	"github.com/drover-dev/drover/persistence/sqlite"
@@ -211,7 +212,9 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 	case u == "":
 		v.fail("store.url", "required")
 	case strings.HasPrefix(u, "postgres://") || strings.HasPrefix(u, "postgresql://"):
-		if pu, err := url.Parse(u); err != nil || pu.Host == "" {
+		if err := redact.CheckAt(u); err != nil {
+			v.fail("store.url", "%v", err)
+		} else if pu, err := url.Parse(u); err != nil || pu.Host == "" {
 			v.fail("store.url", "%s: a postgres URL needs a host: postgres://user@host:5432/db", c.Store.URL)
 		}
 	case strings.HasPrefix(u, "sqlite:"):
@@ -484,6 +487,10 @@ func (v *checker) kafka(p string, k *Kafka) {
 func (v *checker) nats(p string, n *NATS) {
 	if v.required(p+".url", n.URL.Reveal()) {
 		for i, part := range strings.Split(n.URL.Reveal(), ",") {
+			if err := redact.CheckAt(part); err != nil {
+				v.fail(p+".url", "entry %d: %v", i+1, err)
+				continue
+			}
 			u, err := url.Parse(strings.TrimSpace(part))
 			if err != nil || u.Host == "" || !(u.Scheme == "nats" || u.Scheme == "tls" || u.Scheme == "ws" || u.Scheme == "wss") {
 				v.fail(p+".url", "entry %d (%s) must be nats://host:port (or tls://, ws://, wss://)", i+1, SecretURL(strings.TrimSpace(part)))

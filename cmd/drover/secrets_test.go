@@ -37,6 +37,10 @@ func TestSecretsNeverPrintCLI(t *testing.T) {
 		{"DSN quoted", "host=127.0.0.1 password='pg secret 4' dbname=d", "store: {url: '${env:DROVER_T_VALUE}'}\n" + memSource, "pg secret 4", 2, ""},
 		{"no scheme", "//drover:pg-secret-5@127.0.0.1/d", "store: {url: '${env:DROVER_T_VALUE}'}\n" + memSource, "pg-secret-5", 2, ""},
 		{"NATS user:password", "nats://u:nats-secret-6@127.0.0.1:1", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-6", 0, ""},
+		// pgx ends the user info at the first '@' and printed the rest of
+		// the password as the host: refused before anything connects
+		{"postgres password with @", "postgres://drover:pg-secret-15a@pg-secret-15b@127.0.0.1:1/d", "store: {url: '${env:DROVER_T_VALUE}'}\n" + memSource, "pg-secret-15", 2, ""},
+		{"NATS password with @", "nats://u:nats-secret-16a@nats-secret-16b@127.0.0.1:1", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-16", 2, ""},
 		{"NATS token", "nats://nats-secret-7@127.0.0.1:1", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-7", 0, ""},
 		{"NATS list", "nats://127.0.0.1:1,nats://u:nats-secret-8@127.0.0.1:2,nats://nats-secret-8@127.0.0.1:3", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8", 0, ""},
 		{"NATS list, one bad", "nats://127.0.0.1:1,http://nats-secret-8b@127.0.0.1:2", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8b", 2, ""},
@@ -59,6 +63,9 @@ func TestSecretsNeverPrintCLI(t *testing.T) {
 			}
 			if c.code == 2 && !strings.Contains(errs, "store.url") && !strings.Contains(errs, ".nats.url") && !strings.Contains(errs, "the value from ${") {
 				t.Errorf("check does not name the field or say where the value came from: %s", errs)
+			}
+			if strings.Contains(c.name, "with @") && !strings.Contains(errs, "percent-encode each '@'") {
+				t.Errorf("check does not say to percent-encode the '@': %s", errs)
 			}
 			outputs := map[string]string{"check": out + errs}
 			if c.env != "" && strings.Contains(c.config, "store:") {

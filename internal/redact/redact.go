@@ -24,11 +24,17 @@
 // PostgreSQL multi-host URL stays one URL; a DSN whose quoting does not
 // close is masked from its first secret key on. A sqlite: path and
 // memory: hold no secret and print as they are.
+//
+// Readers disagree on where user info ends when it holds more than one
+// '@' (libpq and pgx take the first, net/url and URL the last): CheckAt
+// refuses such a URL, and Scrub masks each '@'-piece of a secret anyway.
 package redact
 
 import (
+	"errors"
 	"net/url"
 	"regexp"
+	"sort"
 	"strings"
 )
 
@@ -67,22 +73,59 @@ func Secrets(s string) []string {
 	return out
 }
 
-// Scrub replaces every occurrence of each secret in text by Mask, longest
-// first.
+// Scrub replaces every occurrence of each secret in text by Mask, the
+// longest first where they overlap. Each secret is masked as written,
+// percent-decoded and percent-encoded; one holding an '@' (in any of
+// those forms) is masked piece by piece too, each text between two '@'s in
+// the same forms: a reader that ends the user info at another '@' than URL
+// does (pgx takes the first) quotes the rest of the password as the host.
 func Scrub(text string, secrets ...string) string {
-	ss := append([]string(nil), secrets...)
-	// longest first, so that a secret holding another is replaced whole
-	for i := 1; i < len(ss); i++ {
-		for j := i; j > 0 && len(ss[j]) > len(ss[j-1]); j-- {
-			ss[j], ss[j-1] = ss[j-1], ss[j]
+	seen := map[string]bool{"": true}
+	var ss []string
+	add := func(s string) {
+		for _, f := range spellings(s) {
+			if !seen[f] {
+				seen[f] = true
+				ss = append(ss, f)
+			}
 		}
 	}
+	for _, s := range secrets {
+		add(s)
+		for _, f := range spellings(s) {
+			if strings.Contains(f, "@") {
+				for _, p := range strings.Split(f, "@") {
+					add(p)
+				}
+			}
+		}
+	}
+	if len(ss) == 0 {
+		return text
+	}
+	// longest first: a Replacer tries its pairs in order at each position,
+	// so a secret holding another is replaced whole; one pass, so that no
+	// secret is found again inside a Mask
+	sort.SliceStable(ss, func(i, j int) bool { return len(ss[i]) > len(ss[j]) })
+	pairs := make([]string, 0, 2*len(ss))
 	for _, s := range ss {
-		if s != "" {
-			text = strings.ReplaceAll(text, s, Mask)
-		}
+		pairs = append(pairs, s, Mask)
 	}
-	return text
+	return strings.NewReplacer(pairs...).Replace(text)
+}
+
+// spellings returns s, its percent-decoded forms and its percent-encoded
+// forms.
+func spellings(s string) []string {
+	out := []string{s}
+	if d, err := url.PathUnescape(s); err == nil {
+		out = append(out, d)
+	}
+	if d, err := url.QueryUnescape(s); err == nil {
+		out = append(out, d)
+	}
+	return append(out, url.PathEscape(s), url.QueryEscape(s),
+		url.UserPassword("", s).String()[1:]) // as net/url writes a password
 }
 
 // SecretName reports whether a parameter or DSN key of this name holds a
@@ -114,18 +157,64 @@ func walk(s string, emit func(text string, secret bool)) {
 		dsn(s, emit)
 		return
 	}
+	first := true
+	eachURL(s, func(u string) {
+		if !first {
+			emit(",", false)
+		}
+		first = false
+		one(u, emit)
+	})
+}
+
+// eachURL calls f with each URL of a list (s not a DSN), without the
+// commas that separate them.
+func eachURL(s string, f func(string)) {
 	for s != "" {
 		end := len(s)
 		if loc := listSplit.FindStringIndex(s); loc != nil {
 			end = loc[0]
 		}
-		one(s[:end], emit)
+		f(s[:end])
 		if end == len(s) {
 			return
 		}
-		emit(",", false)
 		s = s[end+1:]
 	}
+}
+
+// ErrUnescapedAt is CheckAt's error. It quotes nothing of the URL.
+var ErrUnescapedAt = errors.New("more than one '@' in the URL, so readers disagree on where the password ends " +
+	"(pgx would show part of it as the host): percent-encode each '@' in the user name, password, path and query as %40")
+
+// CheckAt returns ErrUnescapedAt when a URL of s (each of a list) holds
+// more than one '@' after its scheme. With at most one, every reader finds
+// the same user info: libpq and pgx end it at the first '@', net/url and
+// URL here at the last. A key=value DSN (values are quoted there) and a
+// sqlite: path (an '@' is a file name's) are never refused.
+func CheckAt(s string) error {
+	if dsnStart.MatchString(s) {
+		return nil
+	}
+	var err error
+	eachURL(s, func(u string) {
+		rest := u
+		if i := strings.Index(u, "://"); i >= 0 {
+			if strings.EqualFold(strings.TrimSpace(u[:i]), "sqlite") {
+				return
+			}
+			rest = u[i+3:]
+		} else if j := strings.IndexByte(u, ':'); j >= 0 && !strings.ContainsAny(u[:j], "@/") {
+			if strings.EqualFold(u[:j], "sqlite") {
+				return
+			}
+			rest = u[j+1:]
+		}
+		if strings.Count(rest, "@") > 1 {
+			err = ErrUnescapedAt
+		}
+	})
+	return err
 }
 
 // one masks one URL.

@@ -92,6 +92,77 @@ func TestScrubLongestFirst(t *testing.T) {
 	}
 }
 
+// A password holding an unescaped '@': pgx ends the user info at the
+// first '@' and quotes the rest of the password as the host
+// ("lookup ss-secret@127.0.0.1: no such host"), URL and Secrets at the
+// last. Scrub masks every '@'-piece, as written, decoded and encoded.
+func TestScrubPasswordWithAt(t *testing.T) {
+	for _, c := range []struct {
+		url, msg string
+		leak     []string // none may survive
+	}{
+		{"postgres://drover:p@ss-secret@127.0.0.1:1/db",
+			"failed to connect to `user=drover database=db`: hostname resolving error: lookup ss-secret@127.0.0.1: no such host",
+			[]string{"ss-secret"}},
+		{"postgres://drover:top@ss-secret@127.0.0.1:1/db",
+			"failed to connect to `user=drover database=db`: lookup ss-secret@127.0.0.1; password top rejected; as sent: top%40ss-secret",
+			[]string{"ss-secret", "top"}},
+		{"postgres://drover:p%40ss-secret@127.0.0.1:1/db",
+			"lookup ss-secret@127.0.0.1; sent p@ss-secret; as written p%40ss-secret",
+			[]string{"ss-secret", "p@ss", "p%40ss"}},
+		{"nats://u:a b@c d@h:4222", "auth a+b failed; c%20d; c d", []string{"a+b", "a b", "c%20d", "c d"}},
+	} {
+		got := Scrub(c.msg, Secrets(c.url)...)
+		for _, l := range c.leak {
+			if strings.Contains(got, l) {
+				t.Errorf("Scrub(%q) for %s = %q: shows %q", c.msg, URL(c.url), got, l)
+			}
+		}
+	}
+}
+
+// The mask itself is never masked again (one pass), whatever the secret.
+func TestScrubOnePass(t *testing.T) {
+	if got := Scrub("x and xx", "x", "xx"); got != Mask+" and "+Mask {
+		t.Errorf("Scrub = %q", got)
+	}
+}
+
+// CheckAt refuses a URL whose user info readers would split differently,
+// and quotes nothing of it.
+func TestCheckAt(t *testing.T) {
+	for _, c := range []struct {
+		in      string
+		refused bool
+	}{
+		{"postgres://drover:p@ss-secret@127.0.0.1:1/db", true},
+		{"POSTGRESQL://u:a@b@h/db", true},
+		{"postgres://u:p@h/db?application_name=a@b", true},
+		{"//u:p@ss-secret@h/db", true},
+		{"postgres:u:p@ss-secret@h", true},
+		{"nats://u:p@ss-secret@h:4222", true},
+		{"nats://h:1, nats://t@ss-secret@h:2", true},
+		{"u:p@ss-secret@h:4222", true},
+		{"postgres://drover:p%40ss-secret@127.0.0.1:1/db", false},
+		{"postgres://u:p@h1,h2/db?application_name=a%40b", false},
+		{"postgres://h/db", false},
+		{"nats://h:1,nats://u:p@h:2,nats://t@h:3", false},
+		{"sqlite:///var/lib/a@b@c.db", false},
+		{"sqlite:a@b@c.db", false},
+		{"host=h password='a@b@c' dbname=d", false},
+		{"memory:", false},
+		{"", false},
+	} {
+		err := CheckAt(c.in)
+		if (err != nil) != c.refused {
+			t.Errorf("CheckAt(%q) = %v, want refused %v", c.in, err, c.refused)
+		}
+		if err != nil && (!errors.Is(err, ErrUnescapedAt) || !strings.Contains(err.Error(), "%40") || strings.Contains(err.Error(), "ss-secret")) {
+			t.Errorf("CheckAt(%q) = %v: want ErrUnescapedAt, advice and no secret", c.in, err)
+		}
+	}
+}
+
 // FuzzURL: the pieces walk cuts a string into are the string, whatever it
 // is, and URL masks exactly the secret ones.
 func FuzzURL(f *testing.F) {

@@ -65,7 +65,9 @@ type Target struct {
 
 // Parse checks a store URL and says which store it names. Its errors show
 // the URL as redact.URL masks it (passwords, ?password= and the like
-// replaced by xxxxx), cut to 100 bytes.
+// replaced by xxxxx), cut to 100 bytes. A PostgreSQL URL with more than
+// one '@' is refused (redact.ErrUnescapedAt) and not shown at all: pgx
+// would take the rest of the password for the host.
 func Parse(raw string) (Target, error) {
 	if strings.TrimSpace(raw) == "" {
 		return Target{}, fmt.Errorf("store URL is empty: want %s", accepted)
@@ -100,6 +102,11 @@ func show(raw string) string {
 }
 
 func parsePostgres(raw, rest string) (Target, error) {
+	if err := redact.CheckAt(raw); err != nil {
+		// show would mask up to the last '@', but say nothing of a
+		// password that pgx would split elsewhere
+		return Target{}, fmt.Errorf("store URL: %w", err)
+	}
 	if !strings.HasPrefix(rest, "//") {
 		return Target{}, fmt.Errorf("store URL %s: want postgres://[user[:password]@]host[:port]/database", show(raw))
 	}

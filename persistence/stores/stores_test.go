@@ -13,6 +13,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/memory"
 	"github.com/drover-dev/drover/persistence/postgres"
@@ -71,6 +72,48 @@ func TestParse(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "s3cret") {
 			t.Errorf("Parse(%q): the error shows the password: %v", tc.url, err)
 		}
+	}
+}
+
+// A password with an unescaped '@' (postgres://drover:p@ss-secret@h/db):
+// pgx ends the user info at the first '@' and quoted the rest of the
+// password as the host ("lookup ss-secret@127.0.0.1: no such host"),
+// which the masking (to the last '@') did not know for a secret. Parse
+// and Open refuse it, say to percent-encode, and show nothing of it.
+func TestParseRefusesTwoAts(t *testing.T) {
+	for _, raw := range []string{
+		"postgres://drover:p@ss-secret@127.0.0.1:1/db",
+		"postgresql://drover:p@ss-secret@h1,h2/db",
+		"postgres://drover:p@ss-secret@127.0.0.1:1/db?sslmode=disable",
+		"postgres://drover@127.0.0.1:1/db?application_name=p@ss-secret",
+		"postgres:drover:p@ss-secret@h",
+	} {
+		_, perr := Parse(raw)
+		_, oerr := Open(t.Context(), raw, Options{})
+		for what, err := range map[string]error{"Parse": perr, "Open": oerr} {
+			if !errors.Is(err, redact.ErrUnescapedAt) || !strings.Contains(err.Error(), "as %40") {
+				t.Errorf("%s(%s): %v, want the percent-encoding advice", what, redact.URL(raw), err)
+				continue
+			}
+			if strings.Contains(err.Error(), "ss-secret") || strings.Contains(err.Error(), "127.0.0.1") || strings.Contains(err.Error(), "drover") {
+				t.Errorf("%s: the error quotes the URL: %v", what, err)
+			}
+		}
+	}
+	// Should such a URL reach pgx anyway, its error is scrubbed of every
+	// '@'-piece of the password (a host name with '@' is no domain name:
+	// the resolver refuses it without asking anyone).
+	raw := "postgres://drover:p@ss-secret@127.0.0.1:1/db?connect_timeout=5"
+	_, err := postgres.Open(t.Context(), raw, postgres.Config{})
+	if err == nil || !strings.Contains(err.Error(), "ss-secret") {
+		t.Fatalf("pgx no longer quotes the host it split off: %v", err)
+	}
+	if msg := scrub(raw, err).Error(); strings.Contains(msg, "ss-secret") {
+		t.Errorf("scrub left the password's piece: %s", msg)
+	}
+	// escaped, it is one URL every reader splits alike
+	if _, err := Parse("postgres://drover:p%40ss-secret@127.0.0.1:1/db"); err != nil {
+		t.Errorf("Parse with %%40: %v", err)
 	}
 }
 
