@@ -1,6 +1,7 @@
 // Package actors is drover's runtime on protoactor-go: the node root, one
 // source supervisor per configured source, and one unit actor per partition,
-// shard or queue slot this node owns (DESIGN §3).
+// shard or queue slot this node owns (architecture §3;
+// the unit actor's life cycle is §13).
 //
 // A unit actor holds its unit's lease, fetches a batch, decodes it, applies
 // it with its checkpoint in one fenced store call, acknowledges it (queues),

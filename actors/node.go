@@ -167,8 +167,8 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 // Name is the node's name.
 func (n *Node) Name() string { return n.ne.env.Node }
 
-// Tree returns a snapshot of this node's actor tree (DESIGN §10). Safe from
-// any goroutine.
+// Tree returns a snapshot of this node's actor tree (architecture §10).
+// Safe from any goroutine.
 func (n *Node) Tree() Tree {
 	ms := n.ne.env.Membership.Members()
 	t := Tree{Node: n.ne.env.Node, Members: make([]MemberStatus, 0, len(ms)), Sources: n.ne.reg.snapshot()}

@@ -30,7 +30,7 @@ type SourceSpec struct {
 	// when it has no checkpoint. It is resolved once, on the unit's first
 	// open, to a concrete position that is checkpointed before anything is
 	// fetched; units that appear later (new partitions, child shards) start
-	// at their earliest whatever Start says (DESIGN §7).
+	// at their earliest whatever Start says (architecture §7).
 	Start brokers.StartMode
 	// OnPositionReset says what a stream unit does when its checkpoint is
 	// gone from the broker (retention) or unknown to it (beyond the end, an

@@ -8,7 +8,8 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-// Unit states (DESIGN §3, Contract).
+// Unit states (architecture §13; the names are part of the tree JSON
+// Contract, architecture §10).
 const (
 	StateStarting  = "starting"
 	StateAcquiring = "acquiring"
@@ -18,7 +19,7 @@ const (
 	StateStopped   = "stopped"
 )
 
-// Tree is a node's actor tree in the JSON shape of DESIGN §10 (Contract).
+// Tree is a node's actor tree in the JSON shape of architecture §10 (Contract).
 type Tree struct {
 	Node    string         `json:"node"`
 	Members []MemberStatus `json:"members"`

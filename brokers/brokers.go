@@ -102,7 +102,7 @@ type Start struct {
 
 // Resolver is implemented by streams that turn a start mode into a
 // concrete Start of one partition, so that drover can record where a unit
-// began before it reads anything (DESIGN §7: start is resolved once). The
+// began before it reads anything (architecture §7: start is resolved once). The
 // result is one of
 //   - Start{After: p}: p is the position of the last message before the
 //     start (Kafka Latest: the high watermark - 1);

@@ -7,7 +7,7 @@ import (
 
 // Start markers. A unit's checkpoint holds the position of the last message
 // applied, or, before anything was applied, the start it was resolved to
-// (DESIGN §7): a marker. Markers begin with '@', which no broker position
+// (architecture §7): a marker. Markers begin with '@', which no broker position
 // does, and order before every position (ComparePositions), so that the
 // first applied message moves a checkpoint forward from its marker.
 const (

@@ -69,7 +69,7 @@ import (
 // per member, 32% with 200, and up to 70% when members own 1–5 units each;
 // a join moves 0.6–2.2% of the units between old members while the joiner
 // takes its fair share to within 2%. A looser bound would move less and
-// balance worse; the contract (DESIGN §4) asks for the fair share, so the
+// balance worse; architecture §4 asks for the fair share, so the
 // bound wins, and leases make every move safe.
 //
 // # Weights and edge cases

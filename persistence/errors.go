@@ -30,7 +30,7 @@ var (
 	// violates, a value of the wrong type or too large for its column, a
 	// document that is not JSON. Nothing of the batch was written. The
 	// runtime splits such a batch and dead-letters the records the store
-	// refuses alone (actors, DESIGN §7); any other error of Apply is
+	// refuses alone (actors, architecture §7); any other error of Apply is
 	// transient: the same batch is retried and nothing is dead-lettered.
 	// The stores' errors match it with errors.Is: PostgreSQL by SQLSTATE
 	// class (22 data exception, 23 integrity constraint violation, 42

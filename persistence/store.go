@@ -355,7 +355,7 @@ type Dedupe interface {
 
 // Sources remembers what each source was when drover first discovered it,
 // so that units appearing later (new partitions, child shards) are told
-// apart from those of the first deployment (DESIGN §7).
+// apart from those of the first deployment (architecture §7).
 type Sources interface {
 	// InitSource records units as the initial units of source unless the
 	// source has initial units recorded already (the first caller wins),

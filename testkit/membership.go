@@ -47,8 +47,8 @@ import (
 //     side learns the members the other knows that it can reach). With no
 //     seed reachable it forms a cluster of its own, whatever other nodes
 //     exist: the restarted first node with an empty join list.
-//   - Healing (DESIGN §4). Every heal interval (seeded jitter, ±25 %) a node
-//     tries its join list and the members of its dead list declared dead
+//   - Healing (architecture §4). Every heal interval (seeded jitter,
+//     ±25 %) a node tries its join list and the members of its dead list declared dead
 //     within the heal memory; each that runs, is reachable and is not in
 //     the view with its current incarnation is merged with as a join does.
 //     World.healing false switches this off (a mutation switch for tests).

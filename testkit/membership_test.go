@@ -42,8 +42,8 @@ func memberCluster(t *testing.T, cfg testkit.Config) *testkit.Cluster {
 	return c
 }
 
-// firstNodeSeeds is DESIGN's example: node-1 joins no one, the others join
-// node-1.
+// firstNodeSeeds is the set-up architecture §4 warns about: node-1 joins
+// no one, the others join node-1.
 func firstNodeSeeds(node string, _ []string) []string {
 	if node == "node-1" {
 		return nil

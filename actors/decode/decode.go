@@ -94,8 +94,8 @@ const (
 	PrefixNoKey           = "no key"
 )
 
-// Record decodes one message of a records-mode source (DESIGN §7). It always
-// returns exactly one op, of kind OpUpsert, OpDelete or OpDeadLetter, with
+// Record decodes one message of a records-mode source (architecture §7).
+// It always returns exactly one op, of kind OpUpsert, OpDelete or OpDeadLetter, with
 // Position and MessageID (= m.ID) set from the message. It never fails: what
 // cannot be applied becomes a dead letter whose Payload is the raw body
 // (its first MaxDeadLetterBytes, the whole size in PayloadBytes, when it is

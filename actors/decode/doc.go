@@ -1,5 +1,5 @@
 // Package decode turns broker messages into store operations: what a
-// message becomes (DESIGN §7).
+// message becomes (architecture §7).
 //
 // Config.Record decodes a records-mode message into exactly one
 // persistence.Op: an upsert of a canonical JSON document under its key, a

@@ -1,5 +1,5 @@
-// Package quality computes data-quality windows (DESIGN §8): per source and
-// node, over WindowDuration or WindowRows rows, whichever comes first, the
+// Package quality computes data-quality windows (architecture §8): per
+// source and node, over WindowDuration or WindowRows rows, whichever comes first, the
 // rows read and failed, each top-level field's presence, null rate, JSON
 // type and values that do not fit a declared schema type, drift against the
 // previous window, and a status.

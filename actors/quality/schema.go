@@ -38,7 +38,8 @@ type Field struct {
 // order they were declared. A nil Schema declares nothing.
 type Schema []Field
 
-// ParseSchema parses "name:type, name:type, …" (DESIGN §9 records.schema).
+// ParseSchema parses "name:type, name:type, …" (records.schema,
+// architecture §8 and §9).
 // Blanks around names and types are ignored; an empty string is an empty
 // schema. The error names the first bad entry by its position and text.
 func ParseSchema(s string) (Schema, error) {

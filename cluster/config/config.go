@@ -46,7 +46,7 @@ const (
 	TypeMemory  = "memory"
 )
 
-// Config is a node's configuration file (DESIGN §9). Parse fills every
+// Config is a node's configuration file (architecture §9). Parse fills every
 // default; secret fields are of type Secret or SecretURL, which never print
 // their value.
 type Config struct {
@@ -148,7 +148,7 @@ func (l Log) SlogLevel() slog.Level {
 }
 
 // Source is one entry of sources. Exactly the sub-section named by Type is
-// set. Besides DESIGN §9's rules, Validate requires LeaseTTL to be longer
+// set. Besides architecture §9's rules, Validate requires LeaseTTL to be longer
 // than MaxWait: a unit renews its lease between fetches, so a fetch that
 // may wait longer than the lease lasts would lose it every time.
 type Source struct {

@@ -1,4 +1,4 @@
-// Package config reads a node's YAML configuration file (DESIGN §9):
+// Package config reads a node's YAML configuration file (architecture §9):
 // node, cluster, store, log and sources, with their defaults, checked
 // field by field.
 //

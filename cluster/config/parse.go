@@ -15,7 +15,7 @@ import (
 	"github.com/drover-dev/drover/internal/redact"
 )
 
-// Parse parses and validates a YAML config (DESIGN §9), fills its
+// Parse parses and validates a YAML config (architecture §9), fills its
 // defaults, and expands ${env:NAME} and ${file:PATH} references inside
 // string values. It returns every problem found as Errors.
 //
@@ -244,7 +244,7 @@ func (o *obj) str(key string, dst *string) {
 	}
 }
 
-// secret reads a secret field: DESIGN §9 makes ${env:NAME} and
+// secret reads a secret field: architecture §9 makes ${env:NAME} and
 // ${file:PATH} the only ways to put a secret in a config, so a value that
 // holds no reference is an error (it would sit in a file that gets copied,
 // committed and shown). The value is still read, so other checks run.
@@ -433,7 +433,7 @@ func (o *obj) strs(key string, dst *[]string) {
 	for i, e := range list {
 		// goccy/go-yaml v1.19.2 reads the 127.0.0.1:9092 of a flow list
 		// nested in a flow mapping ({brokers: [127.0.0.1:9092]}, as
-		// DESIGN §9 writes it) as a one-pair mapping: put it back.
+		// architecture §9 writes it) as a one-pair mapping: put it back.
 		if m, ok := e.(yaml.MapSlice); ok && len(m) == 1 {
 			switch m[0].Value.(type) {
 			case uint64, int64, string:

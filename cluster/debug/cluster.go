@@ -18,7 +18,7 @@ import (
 // maxTreeBytes bounds the body of another member's tree.
 const maxTreeBytes = 32 << 20
 
-// ClusterTree is the JSON of GET /debug/tree?scope=cluster (DESIGN §10):
+// ClusterTree is the JSON of GET /debug/tree?scope=cluster (architecture §10):
 // {"nodes": [<tree>, …]}, sorted by node name.
 type ClusterTree struct {
 	Nodes []NodeTree `json:"nodes"`

@@ -1,4 +1,4 @@
-// Package debug serves a node's debug endpoint (DESIGN §10, Contract):
+// Package debug serves a node's debug endpoint (architecture §10, Contract):
 //
 //	GET /debug/tree                 this node's tree (actors.Tree) as JSON
 //	GET /debug/tree?scope=cluster   {"nodes": [<tree>, …]}: this node's tree and

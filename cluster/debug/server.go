@@ -21,7 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// Server is a node's debug endpoint (DESIGN §10).
+// Server is a node's debug endpoint (architecture §10).
 type Server struct {
 	cfg       Config
 	client    *http.Client

@@ -84,7 +84,7 @@
 //
 // # Tables
 //
-// DESIGN §6, in Config.Schema (default: the connection's current schema):
+// architecture §6, in Config.Schema (default: the connection's current schema):
 // drover_leases (plus renewed_at), drover_checkpoints (plus finished),
 // drover_dead_letters (plus payload_bytes), drover_dedupe, drover_quality (plus node),
 // drover_sources (source, units jsonb, created_at), drover_migrations

@@ -1,4 +1,4 @@
--- drover's tables (DESIGN §6). Records tables are created on demand, one
+-- drover's tables (architecture §6). Records tables are created on demand, one
 -- per source; see records.go.
 
 CREATE TABLE drover_leases (
