@@ -95,7 +95,9 @@ func Scrub(text string, secrets ...string) string {
 		for _, f := range spellings(s) {
 			if strings.Contains(f, "@") {
 				for _, p := range strings.Split(f, "@") {
-					add(p)
+					if len(p) >= minPiece {
+						add(p)
+					}
 				}
 			}
 		}
@@ -113,6 +115,12 @@ func Scrub(text string, secrets ...string) string {
 	}
 	return strings.NewReplacer(pairs...).Replace(text)
 }
+
+// minPiece is the shortest '@'-piece of a secret Scrub masks on its own:
+// masking every "p" of a message for the password "p@ss-secret" would
+// garble it and hide nothing worth hiding (the whole secret and its longer
+// pieces are masked whatever their length).
+const minPiece = 3
 
 // spellings returns s, its percent-decoded forms and its percent-encoded
 // forms.

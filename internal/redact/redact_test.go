@@ -187,3 +187,13 @@ func FuzzURL(f *testing.F) {
 		}
 	})
 }
+
+// A piece of one or two characters is not masked on its own: the message
+// stays readable, and the rest of the secret is masked.
+func TestScrubShortPieceKeepsMessage(t *testing.T) {
+	msg := "open postgres store: lookup ss-secret@127.0.0.1: no such host"
+	got := Scrub(msg, Secrets("postgres://drover:p@ss-secret@127.0.0.1:1/db")...)
+	if want := "open postgres store: lookup " + Mask + "@127.0.0.1: no such host"; got != want {
+		t.Errorf("Scrub = %q, want %q", got, want)
+	}
+}
