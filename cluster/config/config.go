@@ -148,9 +148,11 @@ func (l Log) SlogLevel() slog.Level {
 }
 
 // Source is one entry of sources. Exactly the sub-section named by Type is
-// set. Besides architecture §9's rules, Validate requires LeaseTTL to be longer
-// than MaxWait: a unit renews its lease between fetches, so a fetch that
-// may wait longer than the lease lasts would lose it every time.
+// set. Besides architecture §9's rules, Validate requires LeaseTTL to be
+// longer than MaxWait. Leases are renewed by the node's leaser apart from
+// fetches (architecture §14), so the rule is no longer what keeps a lease
+// through a long fetch; it stays so that a fetch never outlasts a lease,
+// and configurations valid before stay valid.
 type Source struct {
 	Name  string `json:"name"`  // unique, [a-z0-9_-]+
 	Type  string `json:"type"`  // kafka | kinesis | sqs | pubsub | nats | memory

@@ -13,6 +13,7 @@
 //	drover_unit_lag                    messages behind the end of the unit (gauge)
 //	drover_unit_restarts_total         unit actor restarts after a failure
 //	drover_unit_lease_changes_total    leases acquired, lost or released
+//	drover_unit_position_resets_total  checkpoints reset: the broker no longer had their position
 //	drover_cluster_members             members in this node's view (gauge)
 //
 // # Guarantees
