@@ -256,12 +256,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue // dropped or acquired again meanwhile
 		}
 		h.lease = nl
-		exp := nl.ExpiresAt
-		l.ne.reg.unit(h.source, nl.Unit, func(s *UnitStatus) {
-			if s.LeaseToken == nl.Token {
-				s.LeaseExpiresAt = timePtr(exp)
-			}
-		})
+		l.ne.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 	}
 	lost := make(map[string]bool, len(d.lost))
 	for _, u := range d.lost {
@@ -316,11 +311,6 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 		l.ne.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
 		h.lease = r.lease
-		exp := r.lease.ExpiresAt
-		l.ne.reg.unit(h.source, r.unit, func(s *UnitStatus) {
-			if s.LeaseToken == r.token {
-				s.LeaseExpiresAt = timePtr(exp)
-			}
-		})
+		l.ne.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -96,6 +97,7 @@ type registry struct {
 	node    string
 	sources map[string]*sourceEntry
 	order   []string
+	gens    uint64 // unit generations handed out (addUnit)
 	// retryLogs rate-limits each unit's WARN lines about retrying, across
 	// the unit's restarts (by unit id).
 	retryLogs map[string]*logGate
@@ -131,8 +133,17 @@ func (r *registry) retryLog(unit string, now time.Time, every time.Duration) (bo
 
 type sourceEntry struct {
 	status  SourceStatus
-	units   map[string]*UnitStatus
+	units   map[string]*unitEntry
 	quality *persistence.QualityWindow
+}
+
+// unitEntry is the status of one child of a supervisor instance. gen tells
+// the children apart: a restarted supervisor forgets its units while they
+// are still stopping, and the next instance may run a unit of the same id
+// before the last write of the old one arrives (the leaser's, say).
+type unitEntry struct {
+	status UnitStatus
+	gen    uint64
 }
 
 func newRegistry(node string) *registry {
@@ -143,7 +154,7 @@ func (r *registry) addSource(name, typ string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if _, ok := r.sources[name]; !ok {
-		r.sources[name] = &sourceEntry{status: SourceStatus{Name: name, Type: typ, State: StateStarting}, units: map[string]*UnitStatus{}}
+		r.sources[name] = &sourceEntry{status: SourceStatus{Name: name, Type: typ, State: StateStarting}, units: map[string]*unitEntry{}}
 		r.order = append(r.order, name)
 	}
 }
@@ -164,27 +175,70 @@ func (r *registry) setQuality(name string, w persistence.QualityWindow) {
 	}
 }
 
-// unit updates (creating if needed) a unit's status.
-func (r *registry) unit(source, unit string, f func(*UnitStatus)) {
+// addUnit creates the entry of a unit a supervisor spawns now, replacing
+// any other, and returns its generation: only the writes that carry it
+// reach the entry. It is the only way an entry is created.
+func (r *registry) addUnit(source, unit string) uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sources[source]
+	if !ok {
+		return 0
+	}
+	r.gens++
+	s.units[unit] = &unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}, gen: r.gens}
+	return r.gens
+}
+
+// unit updates the status of the unit of generation gen. A write for an
+// entry that is gone (the unit's supervisor forgot it) or of another
+// generation is dropped: it must not bring back an entry no one removes.
+func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.sources[source]
 	if !ok {
 		return
 	}
-	u, ok := s.units[unit]
-	if !ok {
-		u = &UnitStatus{Unit: unit, Node: r.node, State: StateStarting}
-		s.units[unit] = u
+	e, ok := s.units[unit]
+	if mutate.On(mutate.GhostUnits) {
+		// the bug: any write creates the entry, and reaches whichever there is
+		if !ok {
+			e = &unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}}
+			s.units[unit] = e
+		}
+		f(&e.status)
+		return
 	}
-	f(u)
+	if !ok || e.gen != gen {
+		return
+	}
+	f(&e.status)
 }
 
-func (r *registry) removeUnit(source, unit string) {
+// leaseRenewed records a renewed lease's expiry in the unit's entry if the
+// entry shows that lease (token): the leaser knows units by lease, not by
+// generation, and a token is never reused.
+func (r *registry) leaseRenewed(source, unit string, token int64, exp time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s, ok := r.sources[source]
+	if !ok {
+		return
+	}
+	if e, ok := s.units[unit]; ok && e.status.LeaseToken == token {
+		e.status.LeaseExpiresAt = timePtr(exp)
+	}
+}
+
+// removeUnit drops the entry of the unit of generation gen.
+func (r *registry) removeUnit(source, unit string, gen uint64) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.sources[source]; ok {
-		delete(s.units, unit)
+		if e, ok := s.units[unit]; ok && (e.gen == gen || mutate.On(mutate.GhostUnits)) {
+			delete(s.units, unit)
+		}
 	}
 }
 
@@ -197,7 +251,7 @@ func (r *registry) snapshot() []SourceStatus {
 		ss := s.status
 		ss.Units = make([]UnitStatus, 0, len(s.units))
 		for _, u := range s.units {
-			ss.Units = append(ss.Units, *u)
+			ss.Units = append(ss.Units, u.status)
 		}
 		sort.Slice(ss.Units, func(i, j int) bool { return unitLess(ss.Units[i].Unit, ss.Units[j].Unit) })
 		if q := s.quality; q != nil {

@@ -73,7 +73,8 @@ type supervisor struct {
 type child struct {
 	unit     string
 	pid      *actor.PID
-	restarts int // consecutive, for the backoff exponent
+	gen      uint64 // of its entry in the tree (registry.addUnit)
+	restarts int    // consecutive, for the backoff exponent
 	restartT clock.Timer
 	waiting  bool // failed, suspended until restartT fires
 	stopping bool
@@ -222,10 +223,12 @@ func (s *supervisor) Receive(ctx actor.Context) {
 }
 
 // forgetUnits drops this instance's units from the tree and the metrics:
-// a restart stops them, and the next instance starts its own.
+// a restart stops them, and the next instance starts its own. The units
+// may write their status while they stop: the tree drops those writes
+// (registry.unit), the entries are gone for good.
 func (s *supervisor) forgetUnits() {
-	for u := range s.children {
-		s.ne.reg.removeUnit(s.spec.Name, u)
+	for u, c := range s.children {
+		s.ne.reg.removeUnit(s.spec.Name, u, c.gen)
 		s.ne.metrics.Forget(s.spec.Name, u)
 	}
 }
@@ -542,9 +545,11 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	ne, spec := s.ne, s.spec
 	initial := s.initial[unit] || spec.isQueue()
 	stale := s.stale[unit]
-	c := &child{unit: unit}
+	// the entry first: the child may write its status before spawn returns
+	c := &child{unit: unit, gen: s.ne.reg.addUnit(s.spec.Name, unit)}
 	props := actor.PropsFromProducer(func() actor.Actor {
 		u := newUnit(ne, spec, p, initial)
+		u.gen = c.gen
 		u.staleFinish = stale
 		u.exit = &c.exit
 		// restarted after it failed: its first success is a recovery
@@ -555,7 +560,6 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	c.pid = pid
 	s.children[unit] = c
 	s.byPID[pid.Id] = c
-	s.ne.reg.unit(s.spec.Name, unit, func(st *UnitStatus) { st.State = StateStarting })
 }
 
 func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
@@ -568,7 +572,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	if c.restartT != nil {
 		c.restartT.Stop()
 	}
-	s.ne.reg.removeUnit(s.spec.Name, c.unit)
+	s.ne.reg.removeUnit(s.spec.Name, c.unit, c.gen)
 	s.ne.metrics.Forget(s.spec.Name, c.unit)
 	s.ne.env.trace("unit-stopped", c.unit, "")
 	exit := c.exit.Load()
@@ -647,7 +651,7 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 	}
 	s.ne.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
 	now := s.ne.env.Clock.Now()
-	s.ne.reg.unit(s.spec.Name, c.unit, func(st *UnitStatus) {
+	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
 		st.State = StateRetrying
 		st.setError(msg, now)
 		st.NextRetryAt = timePtr(next)
@@ -691,7 +695,7 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 		return
 	}
 	s.ne.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
-	s.ne.reg.unit(s.spec.Name, c.unit, func(st *UnitStatus) { st.Restarts++ })
+	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Restarts++ })
 	s.ne.metrics.Restarted(s.spec.Name, c.unit)
 	s.sup.RestartChildren(c.pid)
 	// the new incarnation starts with the parents it was spawned with:

@@ -51,6 +51,7 @@ type unitActor struct {
 	ne   *nodeEnv
 	spec *SourceSpec
 	id   string            // "<source>/<partition>"
+	gen  uint64            // of its entry in the tree (child.gen)
 	part brokers.Partition // for queues ID is the slot
 	sup  *actor.PID
 	// initial: the unit was one of the source's units at its first
@@ -313,7 +314,9 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	}
 }
 
-func (u *unitActor) status(f func(*UnitStatus)) { u.ne.reg.unit(u.spec.Name, u.id, f) }
+// status updates the unit's entry in the tree; once its supervisor forgot
+// it (a restart), nothing.
+func (u *unitActor) status(f func(*UnitStatus)) { u.ne.reg.unit(u.spec.Name, u.id, u.gen, f) }
 
 func (u *unitActor) now() time.Time { return u.ne.env.Clock.Now() }
 

@@ -113,6 +113,7 @@ type Cluster struct {
 	cut       map[string]bool      // nodes cut off from the store
 	checks    []Violation          // broken invariants found while running
 	unowned   map[string]time.Time // unit -> since when nobody owns it (quiet cluster)
+	ghosts    map[string]bool      // node|unit the tree invariant reported, while it stays
 
 	ackDeadline  map[string]time.Duration // queue source -> its ack deadline
 	expiriesSeen map[string]int           // queue source -> expiries checked
@@ -159,13 +160,14 @@ func New(cfg Config) (*Cluster, error) {
 		led: newLedger(), digest: sha256.New(), streams: map[string]*memory.Stream{},
 		queues: map[string]*memory.Queue{}, nodes: map[string]*simNode{}, disturbed: map[string]bool{},
 		units: map[string]*unitInfo{}, open: map[string][]string{}, forgotten: map[string]bool{}, cut: map[string]bool{},
-		unowned: map[string]time.Time{}, ackDeadline: map[string]time.Duration{}, expiriesSeen: map[string]int{},
+		unowned: map[string]time.Time{}, ghosts: map[string]bool{}, ackDeadline: map[string]time.Duration{}, expiriesSeen: map[string]int{},
 		joins: map[string][]string{},
 	}
 	c.w.event = func(kind, node, detail string) { c.event(kind, node, "", detail) }
 	if cfg.TraceTo != nil {
 		c.digest = teeHash{c.digest, cfg.TraceTo}
 	}
+	s.instantDone = c.checkTrees
 	s.trace = func(node int, label string) {
 		if label != "probe" {
 			fmt.Fprintf(c.digest, "%d %d %s\n", s.now.UnixNano(), node, label)

@@ -24,8 +24,9 @@
 //     around it records every commit and lease acquisition): nothing lost,
 //     nothing applied twice, order per unit, one applier per lease token,
 //     failover within Config.FailoverBound, no record dead-lettered for a
-//     refusal the store would not repeat (RaceNext). Report lists what
-//     broke.
+//     refusal the store would not repeat (RaceNext). Others are checked
+//     on the running cluster (invariants.go), the nodes' trees among them
+//     at the end of every virtual instant. Report lists what broke.
 //   - StoreFaults inject failures the same way whatever the store (the
 //     memory store or SQLite on the virtual clock), so a run gives the same
 //     digest on both. Besides passing faults (which Settle clears) they

@@ -21,7 +21,7 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// The edges of issues 9 and 10, one scripted scenario each. A scenario returns nil
+// The edges of issues 9 and 10 and of reviews, one scripted scenario each. A scenario returns nil
 // when drover behaves, or what went wrong. TestEdges runs them all; built
 // with -tags drover_mutate, TestEdgesFailWithoutTheirFix runs each with the
 // switch that undoes its fix and requires it to fail.
@@ -60,6 +60,8 @@ var edges = []edge{
 	{"RefusedHandlerWritesDeadLettered", "10.7", mutate.RetryPermanent, edgeRefusedHandler},
 	{"TransientStoreErrorsNeverDeadLetter", "10.7", "", edgeTransientNotDeadLettered},
 	{"RefusalRaceNotDeadLettered", "10.7", mutate.RefuseAtOnce, edgeRefusalRace},
+	// found by review (ghost_units_test.go)
+	{"RestartedSupervisorLeavesNoGhostUnit", "review", mutate.GhostUnits, edgeGhostUnits},
 }
 
 func TestEdges(t *testing.T) {

@@ -339,13 +339,18 @@ func (c *Cluster) LockUnit(unit string, d time.Duration) {
 // node holds (pick chooses which), as LockUnit: the transaction of a
 // killed node that vanished mid-apply. It returns the unit, "" if none.
 func (c *Cluster) LockOneOf(node string, pick int, d time.Duration) string {
+	return c.lockOneOf(node, "", pick, d)
+}
+
+// lockOneOf is LockOneOf among the units of source ("": of any source).
+func (c *Cluster) lockOneOf(node, source string, pick int, d time.Duration) string {
 	leases, err := c.inner.List(context.Background())
 	if err != nil {
 		return ""
 	}
 	var held []string
 	for _, l := range leases {
-		if l.Owner == node {
+		if l.Owner == node && (source == "" || sourceOf(l.Unit) == source) {
 			held = append(held, l.Unit)
 		}
 	}

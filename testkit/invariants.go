@@ -31,6 +31,11 @@ import (
 //   - membership: once the cluster is quiet, every running node's view is
 //     the running nodes (checked at the end, after Settle).
 //   - stops: a graceful stop finishes within StopBound.
+//   - tree: at the end of every virtual instant, a running node's tree
+//     lists no unit twice and no unit stopped under a supervisor that runs
+//     (a stopped unit leaves the tree in the instant it stops; one that
+//     stays is a ghost, such as a late write of a restarted supervisor's
+//     unit).
 
 const (
 	// OwnershipQuiet is how long the cluster must be quiet before the
@@ -171,6 +176,57 @@ func (c *Cluster) readableUnits(cps map[string]persistence.Checkpoint) []string 
 		}
 	}
 	return out
+}
+
+// checkTrees is the tree invariant, checked at the end of every virtual
+// instant on the nodes whose mailboxes ran in it (scheduler.instantDone:
+// only actors write a tree). A unit's end and its supervisor handling the
+// termination are mailbox runs of one node at one instant, so a unit shown
+// stopped under a running supervisor once the instant is over is a ghost:
+// an entry nobody will remove.
+func (c *Cluster) checkTrees(sids map[int]bool) {
+	for _, name := range c.order {
+		n := c.nodes[name]
+		if !sids[n.sid] {
+			continue
+		}
+		if n.node == nil || n.state != "running" || c.s.node(n.sid).paused {
+			c.forgetGhosts(name, nil)
+			continue
+		}
+		seen := map[string]bool{}
+		units := map[string]int{}
+		for _, st := range n.node.Tree().Sources {
+			for _, u := range st.Units {
+				units[u.Unit]++
+				if st.State != actors.StateRunning || u.State != actors.StateStopped {
+					continue
+				}
+				k := name + "|" + u.Unit
+				seen[k] = true
+				if !c.ghosts[k] {
+					c.ghosts[k] = true // once while it stays
+					c.check("tree", fmt.Sprintf("%s lists %s as stopped under its running supervisor (a ghost: no child of the supervisor runs it)", name, u.Unit))
+				}
+			}
+		}
+		for _, u := range sortedStrings(units) {
+			if units[u] > 1 {
+				c.check("tree", fmt.Sprintf("%s lists %s %d times", name, u, units[u]))
+			}
+		}
+		c.forgetGhosts(name, seen)
+	}
+}
+
+// forgetGhosts drops node's reported ghosts not in seen: a ghost that comes
+// back is reported again.
+func (c *Cluster) forgetGhosts(node string, seen map[string]bool) {
+	for k := range c.ghosts {
+		if strings.HasPrefix(k, node+"|") && !seen[k] {
+			delete(c.ghosts, k)
+		}
+	}
 }
 
 // checkDeadlines is the deadline invariant: every expiry of a queue

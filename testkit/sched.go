@@ -37,6 +37,11 @@ type scheduler struct {
 	nodes   map[int]*nodeSched
 	steps   uint64
 	trace   func(node int, label string) // called before each task runs
+	// instantDone, when set, is called when every task due at the current
+	// virtual instant has run, before time moves on, with the nodes whose
+	// mailboxes ran in it (not after an instant in which none ran).
+	instantDone func(nodes map[int]bool)
+	ran         map[int]bool // nodes whose mailboxes ran since instantDone was last called
 }
 
 type task struct {
@@ -117,6 +122,10 @@ func (s *scheduler) step(limit time.Time) bool {
 		if s.pending.Len() == 0 || s.pending[0].at.After(limit) {
 			return false
 		}
+		if len(s.ran) > 0 {
+			s.instantDone(s.ran)
+			clear(s.ran)
+		}
 		s.now = s.pending[0].at
 		s.promote()
 	}
@@ -132,6 +141,12 @@ func (s *scheduler) step(limit time.Time) bool {
 	// ready never holds tasks of dead or paused nodes: promote skips them,
 	// kill drops and pause holds those already ready
 	s.steps++
+	if s.instantDone != nil && tk.label == "mailbox" {
+		if s.ran == nil {
+			s.ran = map[int]bool{}
+		}
+		s.ran[tk.node] = true
+	}
 	if s.trace != nil {
 		s.trace(tk.node, tk.label)
 	}

@@ -73,7 +73,8 @@ func (r SimResult) OK() bool {
 //     dropped queue acks, a split (whose parent later ages out of the
 //     listing), partitions added, the stream or the queue deleted and
 //     created again, a long minority partition that also cuts the node off
-//     the store, a storm of supervisor crashes, and the first node
+//     the store, a storm of supervisor crashes (sometimes while a row lock
+//     keeps one of its units from stopping at once), and the first node
 //     restarting with an empty join list into a cluster of its own;
 //   - sometimes (drawn apart, so the rest of the scenario is as without
 //     them) a check constraint that refuses some records for good, and a
@@ -107,6 +108,8 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	// that the draws below, and so the runs without them, are what they
 	// were before.
 	rng10 := rand.New(rand.NewPCG(seed^0x10a, seed+0x10b))
+	// So are those of the tree invariant's faults.
+	rngTree := rand.New(rand.NewPCG(seed^0x7ee, seed+0x7ef))
 	refuse := rng10.IntN(10) < 2
 	limited := rng10.IntN(10) < 2
 	// tune fits a records source to the limited store: batches within its
@@ -400,6 +403,13 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			gap := time.Duration(150+rng.IntN(450)) * time.Millisecond
 			step(at, "crash the orders supervisor of %s %d times, every %s", name, n, gap)
 			c.At(at, func() { c.CrashStorm(name, "orders", n, gap) })
+			if rngTree.IntN(2) == 0 {
+				// a unit slow to stop (its release waits for the lock): the
+				// supervisor restarts before the unit has stopped
+				pick, d := rngTree.IntN(1<<20), time.Duration(1500+rngTree.IntN(2500))*time.Millisecond
+				step(at, "a transaction holds the lock of one of %s's orders units for %s as the storm begins", name, d)
+				c.At(at, func() { c.lockOneOf(name, "orders", pick, d) })
+			}
 		case 13: // sparse fetch failures, separated by successful fetches
 			if !sporadic || once[k] {
 				continue

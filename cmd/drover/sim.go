@@ -38,7 +38,8 @@ every kind (good, malformed, tombstones, deletes, Debezium), kills, graceful
 stops, partitions, GC pauses, broker and store faults, a reshard — runs it in
 virtual time on one goroutine, lets the cluster settle and checks: nothing
 lost, nothing applied twice, order per unit, one applier per lease token,
-failover within its bound.
+failover within its bound, no ghost units in a node's tree, and the others
+README's "The simulator" lists.
 
 The last line of each run is
   seed=<n> digest=<hex> applied=<n> lost=<n> duplicated=<n>

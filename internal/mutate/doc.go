@@ -1,8 +1,9 @@
 // Package mutate switches deliberate bugs on, for tests that show the
 // simulator catches them.
 //
-// Each fix of issues 9 and 10 left a named switch at the place it fixed: when the
-// switch is on, the code behaves as it did before the fix. Production
+// Each fix of issues 9 and 10 (and of some review findings) left a named
+// switch at the place it fixed: when the switch is on, the code behaves as
+// it did before the fix. Production
 // builds cannot turn a switch on: without the build tag drover_mutate, On
 // is a constant false and the compiler drops the guarded code. The tests
 // built with -tags drover_mutate (testkit/mutation_test.go) turn one switch
@@ -70,6 +71,12 @@ const (
 	// that reports a permanent class, such as concurrent CREATE TABLE IF
 	// NOT EXISTS on PostgreSQL, dead-letters a good record).
 	RefuseAtOnce = "refuse-at-once"
+
+	// GhostUnits: a unit's status update creates its entry in the tree
+	// when it is missing and reaches whichever entry has its id, so the
+	// last writes of the units of a restarted supervisor bring back the
+	// entries it forgot: stopped units no one runs (found by review).
+	GhostUnits = "ghost-units"
 )
 
 // All lists every switch.
@@ -78,4 +85,5 @@ var All = []string{
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
+	GhostUnits,
 }
