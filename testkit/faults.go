@@ -362,13 +362,16 @@ func (c *Cluster) lockOneOf(node, source string, pick int, d time.Duration) stri
 	return u
 }
 
-// CrashSupervisor makes node's supervisor of source fail (a panic).
+// CrashSupervisor makes node's supervisor of source fail (a panic). A
+// paused node runs no code, so it does not crash: the crash is not queued
+// for when it resumes (a storm queued so would hit one supervisor instance
+// after another at resume and push its restart backoff to the cap).
 func (c *Cluster) CrashSupervisor(node, source string) error {
 	n, err := c.node(node)
 	if err != nil {
 		return err
 	}
-	if n.node == nil || (n.state != "running" && n.state != "stopping") {
+	if n.node == nil || (n.state != "running" && n.state != "stopping") || c.s.isPaused(n.sid) {
 		return nil
 	}
 	c.event("crash-supervisor", node, source, "")

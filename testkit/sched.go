@@ -240,6 +240,12 @@ func (s *scheduler) revive(n int) {
 	s.nodes[n] = &nodeSched{}
 }
 
+// isPaused reports whether node n is paused.
+func (s *scheduler) isPaused(n int) bool {
+	ns, ok := s.nodes[n]
+	return ok && ns.paused
+}
+
 // pause holds node n's tasks until resume (a GC pause or SIGSTOP).
 func (s *scheduler) pause(n int) {
 	ns := s.node(n)
