@@ -31,6 +31,10 @@ type Env struct {
 	Executor exec.Executor
 	// Membership is this node's view of the cluster.
 	Membership cluster.Membership
+	// MaxCapacity is cluster.max_capacity: placement counts a member's
+	// capacity as at most this (see cluster.Assign). It must be the same
+	// on every node; 0 means cluster.DefaultMaxCapacity.
+	MaxCapacity float64
 	// Store is the database.
 	Store persistence.Store
 	// Logger receives the node's logs; nil discards.

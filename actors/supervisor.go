@@ -500,7 +500,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			}
 		}
 		sort.Strings(eligible)
-		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible()) {
+		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible(), s.ne.env.MaxCapacity) {
 			want[u] = true
 		}
 	}

@@ -74,18 +74,26 @@ import (
 //
 // # Weights and edge cases
 //
-// Capacity <= 0, NaN or ±Inf counts as 1; a capacity above MaxCapacity
-// counts as MaxCapacity, whatever the member gossips, so a member that
-// advertises 1e9 gets at most the fair share of a member of capacity
-// MaxCapacity (every node clamps alike, so they still agree). Only members with State == StateAlive take part (leaving members get
+// maxCapacity is cluster.max_capacity, the same on every node: a
+// capacity above it counts as maxCapacity, whatever the member gossips.
+// So a member that advertises 1e9 among n members of capacity 1 is given
+// at most ceil(U·maxCapacity/(maxCapacity+n)) + 1 of U units. The clamp
+// bounds a member's share; it does not keep a member that joined from
+// being given units (cluster.secret_key keeps outsiders from joining).
+// Nodes that pass different values disagree on placement. maxCapacity <= 0
+// or NaN means DefaultMaxCapacity; above MaxCapacity it counts as
+// MaxCapacity. Capacity <= 0, NaN or ±Inf counts as 1 (as maxCapacity if
+// that is less).
+//
+// Only members with State == StateAlive take part (leaving members get
 // nothing). Members with the same name count once: the one with the higher
 // capacity (then the lexically smaller other fields) is used. Scores use
 // math.Log, so two nodes on different CPU architectures could in theory
 // disagree on a near-tie one ulp apart; leases make such a disagreement
 // safe, as they make every disagreement between views safe.
-func Assign(units []string, members []Member) map[string]string {
+func Assign(units []string, members []Member, maxCapacity float64) map[string]string {
 	us := distinctSorted(units)
-	ms := liveMembers(members)
+	ms := liveMembers(members, maxCapacity)
 	out := make(map[string]string, len(us))
 	if len(us) == 0 || len(ms) == 0 {
 		return out
@@ -99,9 +107,9 @@ func Assign(units []string, members []Member) map[string]string {
 
 // Owned returns the units Assign gives to the member named self, sorted.
 // It returns nil when self owns nothing (e.g. it is leaving or unknown).
-func Owned(self string, units []string, members []Member) []string {
+func Owned(self string, units []string, members []Member, maxCapacity float64) []string {
 	var own []string
-	for u, m := range Assign(units, members) {
+	for u, m := range Assign(units, members, maxCapacity) {
 		if m == self {
 			own = append(own, u)
 		}
@@ -110,19 +118,35 @@ func Owned(self string, units []string, members []Member) []string {
 	return own
 }
 
-// MaxCapacity is the largest placement weight a member can have: the most
-// node.capacity allows. A member gossiping more (another drover, a
-// hostile member of a loopback cluster) counts as MaxCapacity. It is a
-// constant so that every node clamps alike.
+// DefaultMaxCapacity is the default of cluster.max_capacity, the largest
+// placement weight a member counts with: a node may be given up to 16
+// times the units of a default node (capacity 1), and a member gossiping
+// more (a misconfigured node, a member of a loopback cluster without
+// cluster.secret_key) is given no more than that.
+const DefaultMaxCapacity = 16
+
+// MaxCapacity is the largest cluster.max_capacity allows.
 const MaxCapacity = 1000
 
-// weight is the placement weight of a capacity.
-func weight(c float64) float64 {
+// capLimit is the clamp Assign applies for its maxCapacity argument.
+func capLimit(maxCapacity float64) float64 {
+	switch {
+	case math.IsNaN(maxCapacity) || maxCapacity <= 0:
+		return DefaultMaxCapacity
+	case maxCapacity > MaxCapacity:
+		return MaxCapacity
+	}
+	return maxCapacity
+}
+
+// weight is the placement weight of a capacity when no member counts
+// more than limit (a capLimit).
+func weight(c, limit float64) float64 {
 	switch {
 	case math.IsNaN(c) || math.IsInf(c, 0) || c <= 0:
-		return 1
-	case c > MaxCapacity:
-		return MaxCapacity
+		return min(1, limit)
+	case c > limit:
+		return limit
 	}
 	return c
 }
@@ -150,8 +174,10 @@ type member struct {
 	salt uint64 // memberSalt(hashString(name)), the member's half of pairHash
 }
 
-// liveMembers returns the alive members, one per name, sorted by name.
-func liveMembers(members []Member) []member {
+// liveMembers returns the alive members, one per name, sorted by name,
+// weighted with the clamp of maxCapacity.
+func liveMembers(members []Member, maxCapacity float64) []member {
+	limit := capLimit(maxCapacity)
 	alive := make([]Member, 0, len(members))
 	for _, m := range members {
 		if m.State == StateAlive {
@@ -163,7 +189,7 @@ func liveMembers(members []Member) []member {
 		if c := strings.Compare(a.Name, b.Name); c != 0 {
 			return c
 		}
-		if wa, wb := weight(a.Capacity), weight(b.Capacity); wa != wb {
+		if wa, wb := weight(a.Capacity, limit), weight(b.Capacity, limit); wa != wb {
 			if wa > wb {
 				return -1
 			}
@@ -182,7 +208,7 @@ func liveMembers(members []Member) []member {
 		if i > 0 && m.Name == alive[i-1].Name {
 			continue
 		}
-		out = append(out, member{name: m.Name, w: weight(m.Capacity), salt: memberSalt(hashString(m.Name))})
+		out = append(out, member{name: m.Name, w: weight(m.Capacity, limit), salt: memberSalt(hashString(m.Name))})
 	}
 	return out
 }

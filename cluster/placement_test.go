@@ -40,10 +40,10 @@ func bound(units int, m Member, members []Member) int {
 	var total float64
 	for _, o := range members {
 		if o.State == StateAlive {
-			total += weight(o.Capacity)
+			total += weight(o.Capacity, DefaultMaxCapacity)
 		}
 	}
-	return int(math.Ceil(float64(units)*weight(m.Capacity)/total)) + 1
+	return int(math.Ceil(float64(units)*weight(m.Capacity, DefaultMaxCapacity)/total)) + 1
 }
 
 // checkAssignment fails t unless a covers every distinct unit once with an
@@ -57,7 +57,7 @@ func checkAssignment(t testing.TB, units []string, members []Member, a map[strin
 	live := map[string]Member{}
 	for _, m := range members {
 		if m.State == StateAlive {
-			if o, ok := live[m.Name]; !ok || weight(m.Capacity) > weight(o.Capacity) {
+			if o, ok := live[m.Name]; !ok || weight(m.Capacity, DefaultMaxCapacity) > weight(o.Capacity, DefaultMaxCapacity) {
 				live[m.Name] = m
 			}
 		}
@@ -92,7 +92,7 @@ func checkAssignment(t testing.TB, units []string, members []Member, a map[strin
 // topChoices returns, per unit, its rendezvous top choice among the alive
 // members: where it would go without a load bound.
 func topChoices(units []string, members []Member) map[string]string {
-	ms := liveMembers(members)
+	ms := liveMembers(members, DefaultMaxCapacity)
 	top := make(map[string]string, len(units))
 	for _, u := range units {
 		uh := hashString(u)
@@ -135,7 +135,7 @@ func TestAssignFairShare(t *testing.T) {
 				t.Run(fmt.Sprintf("%s/N=%d/U=%d", wname, n, u), func(t *testing.T) {
 					t.Parallel()
 					units, members := unitIDs(u), nodes(n, weights[wname])
-					checkAssignment(t, units, members, Assign(units, members))
+					checkAssignment(t, units, members, Assign(units, members, DefaultMaxCapacity))
 				})
 			}
 		}
@@ -149,7 +149,7 @@ func TestAssignWeightedShares(t *testing.T) {
 	// more: exactly what checkAssignment allows, checked from below too.
 	units := unitIDs(12000)
 	members := nodes(4, func(i int) float64 { return float64(i + 1) })
-	a := Assign(units, members)
+	a := Assign(units, members, DefaultMaxCapacity)
 	checkAssignment(t, units, members, a)
 	load := map[string]int{}
 	for _, m := range a {
@@ -173,7 +173,7 @@ func TestAssignOnlyAliveMembers(t *testing.T) {
 		{Name: "d", Capacity: 1, State: "suspect"},
 		{Name: "e", Capacity: 1},
 	}
-	a := Assign(units, members)
+	a := Assign(units, members, DefaultMaxCapacity)
 	checkAssignment(t, units, members, a)
 	for u, m := range a {
 		if m != "a" && m != "c" {
@@ -186,11 +186,11 @@ func TestAssignOnlyAliveMembers(t *testing.T) {
 		"none alive":  {{Name: "b", State: StateLeaving}, {Name: "d", State: "dead"}},
 		"empty slice": {},
 	} {
-		if a := Assign(units, ms); a == nil || len(a) != 0 {
+		if a := Assign(units, ms, DefaultMaxCapacity); a == nil || len(a) != 0 {
 			t.Errorf("%s: Assign = %v, want an empty map", name, a)
 		}
 	}
-	if a := Assign(nil, members); a == nil || len(a) != 0 {
+	if a := Assign(nil, members, DefaultMaxCapacity); a == nil || len(a) != 0 {
 		t.Errorf("no units: Assign = %v, want an empty map", a)
 	}
 }
@@ -202,14 +202,14 @@ func TestAssignDeterministic(t *testing.T) {
 		units := unitIDs(1 + rng.IntN(500))
 		members := nodes(1+rng.IntN(20), func(int) float64 { return float64(rng.IntN(4)) })
 		members[rng.IntN(len(members))].State = StateLeaving
-		want := Assign(units, members)
+		want := Assign(units, members, DefaultMaxCapacity)
 		for range 5 {
 			us, ms := slices.Clone(units), slices.Clone(members)
 			rng.Shuffle(len(us), func(i, j int) { us[i], us[j] = us[j], us[i] })
 			rng.Shuffle(len(ms), func(i, j int) { ms[i], ms[j] = ms[j], ms[i] })
 			// Duplicated units count once.
 			us = append(us, us[:len(us)/3]...)
-			if got := Assign(us, ms); !maps.Equal(got, want) {
+			if got := Assign(us, ms, DefaultMaxCapacity); !maps.Equal(got, want) {
 				t.Fatalf("case %d: a shuffled input gave another assignment", c)
 			}
 		}
@@ -223,11 +223,11 @@ func TestAssignDuplicateMemberNames(t *testing.T) {
 	one := []Member{alive("a", 1), alive("b", 3), alive("b", 1)}
 	two := []Member{alive("b", 1), alive("a", 1), alive("b", 3)}
 	ref := []Member{alive("a", 1), alive("b", 3)}
-	want := Assign(units, ref)
-	if got := Assign(units, one); !maps.Equal(got, want) {
+	want := Assign(units, ref, DefaultMaxCapacity)
+	if got := Assign(units, one, DefaultMaxCapacity); !maps.Equal(got, want) {
 		t.Errorf("duplicate b (3 first) differs from a single b with capacity 3")
 	}
-	if got := Assign(units, two); !maps.Equal(got, want) {
+	if got := Assign(units, two, DefaultMaxCapacity); !maps.Equal(got, want) {
 		t.Errorf("duplicate b (1 first) differs from a single b with capacity 3")
 	}
 }
@@ -245,7 +245,7 @@ func TestAssignFewestDisplaced(t *testing.T) {
 		u := rng.IntN(40 * n)
 		units := unitIDs(u)
 		members := nodes(n, func(int) float64 { return []float64{1, 1, 2, 0.5, 3}[rng.IntN(5)] })
-		a := Assign(units, members)
+		a := Assign(units, members, DefaultMaxCapacity)
 		checkAssignment(t, units, members, a)
 
 		top := topChoices(units, members)
@@ -267,7 +267,7 @@ func TestAssignFewestDisplaced(t *testing.T) {
 		}
 
 		// Kept top-choice units outscore displaced ones on the same member.
-		ms := liveMembers(members)
+		ms := liveMembers(members, DefaultMaxCapacity)
 		idx := map[string]int{}
 		for i, m := range ms {
 			idx[m.name] = i
@@ -379,11 +379,11 @@ func TestAssignLeaveMovement(t *testing.T) {
 			var units, own, extra, dSum, cleanCases int
 			for c := range r.cases {
 				mc := r.generate(rng, c)
-				before := Assign(mc.units, mc.members)
+				before := Assign(mc.units, mc.members, DefaultMaxCapacity)
 				x := rng.IntN(len(mc.members))
 				leaver := mc.members[x].Name
 				rest := slices.Delete(slices.Clone(mc.members), x, x+1)
-				after := Assign(mc.units, rest)
+				after := Assign(mc.units, rest, DefaultMaxCapacity)
 				checkAssignment(t, mc.units, rest, after)
 
 				topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, rest)
@@ -443,10 +443,10 @@ func TestAssignJoinMovement(t *testing.T) {
 			var fairSum float64
 			for c := range r.cases {
 				mc := r.generate(rng, c)
-				before := Assign(mc.units, mc.members)
+				before := Assign(mc.units, mc.members, DefaultMaxCapacity)
 				joiner := alive(fmt.Sprintf("%s-%d-joiner", r.name, c), mc.members[rng.IntN(len(mc.members))].Capacity)
 				all := append(slices.Clone(mc.members), joiner)
-				after := Assign(mc.units, all)
+				after := Assign(mc.units, all, DefaultMaxCapacity)
 				checkAssignment(t, mc.units, all, after)
 
 				topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, all)
@@ -465,9 +465,9 @@ func TestAssignJoinMovement(t *testing.T) {
 				}
 				var total float64
 				for _, m := range all {
-					total += weight(m.Capacity)
+					total += weight(m.Capacity, DefaultMaxCapacity)
 				}
-				fair := float64(len(mc.units)) * weight(joiner.Capacity) / total
+				fair := float64(len(mc.units)) * weight(joiner.Capacity, DefaultMaxCapacity) / total
 				// Per case: at most the bound; at least the fair share less
 				// four standard deviations of a binomial draw, less one.
 				if lo := fair - 4*math.Sqrt(fair) - 1; float64(caseTaken) < lo {
@@ -502,10 +502,10 @@ func TestOwned(t *testing.T) {
 	t.Parallel()
 	units := unitIDs(200)
 	members := []Member{alive("a", 1), alive("b", 2), {Name: "c", Capacity: 1, State: StateLeaving}}
-	a := Assign(units, members)
+	a := Assign(units, members, DefaultMaxCapacity)
 	seen := 0
 	for _, name := range []string{"a", "b"} {
-		own := Owned(name, units, members)
+		own := Owned(name, units, members, DefaultMaxCapacity)
 		if !slices.IsSorted(own) {
 			t.Errorf("Owned(%s) is not sorted", name)
 		}
@@ -519,48 +519,79 @@ func TestOwned(t *testing.T) {
 	if seen != len(units) {
 		t.Errorf("Owned lists %d units in total, want %d", seen, len(units))
 	}
-	if own := Owned("c", units, members); own != nil {
+	if own := Owned("c", units, members, DefaultMaxCapacity); own != nil {
 		t.Errorf("a leaving member owns %v", own)
 	}
-	if own := Owned("nobody", units, members); own != nil {
+	if own := Owned("nobody", units, members, DefaultMaxCapacity); own != nil {
 		t.Errorf("an unknown member owns %v", own)
 	}
 }
 
 func TestWeight(t *testing.T) {
 	t.Parallel()
-	for _, c := range []struct{ in, want float64 }{
-		{0, 1}, {-3, 1}, {math.NaN(), 1}, {math.Inf(1), 1}, {math.Inf(-1), 1},
-		{0.25, 0.25}, {7, 7}, {1000, 1000}, {1000.5, MaxCapacity}, {1e9, MaxCapacity}, {1e12, MaxCapacity},
+	for _, c := range []struct{ in, limit, want float64 }{
+		{0, 16, 1}, {-3, 16, 1}, {math.NaN(), 16, 1}, {math.Inf(1), 16, 1}, {math.Inf(-1), 16, 1},
+		{0.25, 16, 0.25}, {7, 16, 7}, {16, 16, 16}, {16.5, 16, 16}, {1e9, 16, 16}, {1e12, 16, 16},
+		{1000, 1000, 1000}, {1e9, 1000, 1000}, {3, 2, 2}, {0, 0.5, 0.5}, {0.25, 0.5, 0.25},
 	} {
-		if got := weight(c.in); got != c.want {
-			t.Errorf("weight(%v) = %v, want %v", c.in, got, c.want)
+		if got := weight(c.in, c.limit); got != c.want {
+			t.Errorf("weight(%v, %v) = %v, want %v", c.in, c.limit, got, c.want)
+		}
+	}
+	for _, c := range []struct{ in, want float64 }{
+		{0, DefaultMaxCapacity}, {-1, DefaultMaxCapacity}, {math.NaN(), DefaultMaxCapacity},
+		{0.5, 0.5}, {2, 2}, {1000, 1000}, {1001, MaxCapacity}, {math.Inf(1), MaxCapacity},
+	} {
+		if got := capLimit(c.in); got != c.want {
+			t.Errorf("capLimit(%v) = %v, want %v", c.in, got, c.want)
 		}
 	}
 }
 
-// Issue 10, item 1: a member that gossips capacity 1e9 (a hostile member,
-// which never takes a lease) counts as MaxCapacity, the most node.capacity
-// allows: with three members of that capacity it gets a quarter of the
-// units, not all of them.
+// Issue 10, item 1, and its review: a member that gossips capacity 1e9 (a
+// misconfigured node, or a member of a loopback cluster without
+// cluster.secret_key, which never takes a lease) counts as
+// cluster.max_capacity. Among members of the default capacity 1 that
+// bounds its share to max/(max+n), n the others: with the old constant
+// clamp (1000) and two default nodes it drew 998 units of 1000.
 func TestAssignClampsAdvertisedCapacity(t *testing.T) {
 	t.Parallel()
 	units := unitIDs(1000)
-	members := []Member{alive("a", MaxCapacity), alive("b", MaxCapacity), alive("c", MaxCapacity), alive("greedy", 1e9)}
-	load := map[string]int{}
-	for _, m := range Assign(units, members) {
-		load[m]++
-	}
-	// Written out, not through weight(): ceil(1000·1000/4000) + 1.
-	const most = 251
-	if load["greedy"] > most {
-		t.Errorf("a member gossiping capacity 1e9 owns %d of 1000 units; its fair share at capacity %d is 250 (at most %d)", load["greedy"], MaxCapacity, most)
-	}
-	for _, n := range []string{"a", "b", "c"} {
-		// The other three are bounded alike, so none has fewer than 1000 - 3·251.
-		if load[n] < 1000-3*most || load[n] > most {
-			t.Errorf("%s owns %d units, want about its fair share 250 (%d to %d): %v", n, load[n], 1000-3*most, most, load)
+	members := []Member{alive("a", 1), alive("b", 1), alive("greedy", 1e9)}
+	owns := func(maxCapacity float64) map[string]int {
+		load := map[string]int{}
+		for _, m := range Assign(units, members, maxCapacity) {
+			load[m]++
 		}
+		return load
+	}
+	// Written out, not through weight() or loadBound(): ceil(U·max/(max+2)) + 1.
+	for _, c := range []struct {
+		maxCapacity float64
+		most        int // of the greedy member
+	}{
+		{0, 890},                  // the default, 16: ceil(1000·16/18) + 1 = ceil(888.9) + 1
+		{DefaultMaxCapacity, 890}, // the same
+		{4, 668},                  // ceil(1000·4/6) + 1 = ceil(666.7) + 1
+		{1, 335},                  // ceil(1000·1/3) + 1: no more than a default node
+	} {
+		load := owns(c.maxCapacity)
+		if load["greedy"] > c.most {
+			t.Errorf("max_capacity %v: a member gossiping capacity 1e9 among two of capacity 1 owns %d of 1000 units, at most %d allowed: %v",
+				c.maxCapacity, load["greedy"], c.most, load)
+		}
+		// The two others share the rest within their own bounds.
+		if rest := 1000 - c.most; load["a"]+load["b"] < rest {
+			t.Errorf("max_capacity %v: the default nodes own %d units together, want at least %d: %v", c.maxCapacity, load["a"]+load["b"], rest, load)
+		}
+	}
+	// A lower max_capacity gives the greedy member a lower share.
+	if hi, lo := owns(16)["greedy"], owns(4)["greedy"]; lo >= hi {
+		t.Errorf("max_capacity 4 gives the greedy member %d units, max_capacity 16 gives %d: want fewer", lo, hi)
+	}
+	// Above MaxCapacity the argument counts as MaxCapacity.
+	if got, want := owns(1e9), owns(MaxCapacity); !maps.Equal(got, want) {
+		t.Errorf("max_capacity 1e9 gives %v, want what %d gives: %v", got, MaxCapacity, want)
 	}
 }
 
@@ -586,11 +617,11 @@ func FuzzAssign(f *testing.F) {
 				State:    states[rng.IntN(len(states))],
 			}
 		}
-		a := Assign(units, members)
+		a := Assign(units, members, DefaultMaxCapacity)
 		checkAssignment(t, units, members, a)
 		rng.Shuffle(len(units), func(i, j int) { units[i], units[j] = units[j], units[i] })
 		rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
-		if b := Assign(units, members); !maps.Equal(a, b) {
+		if b := Assign(units, members, DefaultMaxCapacity); !maps.Equal(a, b) {
 			t.Fatalf("shuffled input gave another assignment")
 		}
 	})
@@ -601,6 +632,6 @@ func BenchmarkAssign10kUnits50Members(b *testing.B) {
 	members := nodes(50, func(i int) float64 { return float64(1 + i%3) })
 	b.ReportAllocs()
 	for b.Loop() {
-		Assign(units, members)
+		Assign(units, members, DefaultMaxCapacity)
 	}
 }

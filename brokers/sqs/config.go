@@ -20,6 +20,9 @@ const (
 	DefaultKeyAttribute = "key"
 	// MaxVisibilityTimeout is SQS's longest visibility timeout.
 	MaxVisibilityTimeout = 12 * time.Hour
+	// DefaultVisibilityTimeout is the visibility timeout every receive asks
+	// for when Config.VisibilityTimeout is 0: SQS's own default for a queue.
+	DefaultVisibilityTimeout = 30 * time.Second
 )
 
 // Config configures a Queue. Zero values mean the defaults.
@@ -54,9 +57,12 @@ type Config struct {
 	// WaitTimeSeconds); a Receive with a longer wait polls again. 0 means
 	// DefaultWaitTime; at most 20 s; whole seconds are used.
 	WaitTime time.Duration
-	// VisibilityTimeout, when set, overrides the queue's visibility
-	// timeout for the messages this adapter receives (whole seconds, at
-	// most 12 h). 0 keeps the queue's.
+	// VisibilityTimeout is how long the messages a Receive returns stay
+	// invisible to other receivers (rounded up to whole seconds, at most
+	// 12 h). 0 means DefaultVisibilityTimeout. Every ReceiveMessage sends
+	// it, so the queue's own VisibilityTimeout attribute never applies: a
+	// caller that extends in-flight messages on this schedule is right
+	// whatever the queue was created with.
 	VisibilityTimeout time.Duration
 	// MaxMessages caps the messages of one Receive. 0 means
 	// DefaultMaxMessages; at most 10.
@@ -135,6 +141,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxMessages == 0 {
 		c.MaxMessages = DefaultMaxMessages
+	}
+	if c.VisibilityTimeout == 0 {
+		c.VisibilityTimeout = DefaultVisibilityTimeout
 	}
 	if c.KeyAttribute == "" {
 		c.KeyAttribute = DefaultKeyAttribute

@@ -49,7 +49,7 @@ func TestConfigValidate(t *testing.T) {
 		})
 	}
 	d := ok.withDefaults()
-	if d.WaitTime != DefaultWaitTime || d.MaxMessages != 10 || d.KeyAttribute != "key" || d.Logger == nil {
+	if d.WaitTime != DefaultWaitTime || d.MaxMessages != 10 || d.KeyAttribute != "key" || d.Logger == nil || d.VisibilityTimeout != DefaultVisibilityTimeout || DefaultVisibilityTimeout != 30e9 {
 		t.Fatalf("defaults %+v", d)
 	}
 }

@@ -19,8 +19,11 @@
 //
 // Receive calls ReceiveMessage for up to 10 messages with long polling
 // (whole seconds, up to 20 s a call; the last fraction of a second of a
-// wait is short-polled every 100 ms through exec.Wait). A cancelled context
-// aborts the HTTP request at once. Ack is DeleteMessageBatch in chunks of
+// wait is short-polled every 100 ms through exec.Wait). Every
+// ReceiveMessage asks for Config.VisibilityTimeout (30 s when unset), so
+// the queue's own VisibilityTimeout attribute, which may be shorter, never
+// applies to what this package receives. A cancelled context aborts the
+// HTTP request at once. Ack is DeleteMessageBatch in chunks of
 // ten; an entry SQS refuses is reported per message in a *BatchError and
 // the rest are deleted. Nack(delay) and Extend(d) are
 // ChangeMessageVisibilityBatch with the visibility timeout rounded up to

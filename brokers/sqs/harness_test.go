@@ -91,14 +91,17 @@ func (h harness) newFixture(t testing.TB, ackDeadline time.Duration) *fixture {
 	return &fixture{client: c, proxy: p, url: url, fifo: h.fifo, vis: vis}
 }
 
-// config is the adapter's config for this queue, through the proxy.
+// config is the adapter's config for this queue, through the proxy, with
+// the queue's visibility timeout (every receive sends it; unset it would
+// be sqs.DefaultVisibilityTimeout, whatever the queue says).
 func (f *fixture) config() sqs.Config {
 	return sqs.Config{
-		QueueURL:        f.url,
-		Region:          awstest.Region,
-		Endpoint:        f.proxy.Endpoint(),
-		AccessKeyID:     awstest.AccessKeyID,
-		SecretAccessKey: awstest.SecretAccessKey,
+		QueueURL:          f.url,
+		Region:            awstest.Region,
+		Endpoint:          f.proxy.Endpoint(),
+		AccessKeyID:       awstest.AccessKeyID,
+		SecretAccessKey:   awstest.SecretAccessKey,
+		VisibilityTimeout: f.vis,
 	}
 }
 

@@ -81,9 +81,9 @@ func (r *Receiver) Receive(ctx context.Context, n int, wait time.Duration) (brok
 		MessageAttributeNames:       []string{"All"},
 		MessageSystemAttributeNames: []sqstypes.MessageSystemAttributeName{sqstypes.MessageSystemAttributeNameAll},
 	}
-	if q.cfg.VisibilityTimeout > 0 {
-		in.VisibilityTimeout = int32(ceilSeconds(q.cfg.VisibilityTimeout))
-	}
+	// Always explicit (DefaultVisibilityTimeout when unset): the queue's
+	// own attribute may be shorter than what the caller extends by.
+	in.VisibilityTimeout = int32(ceilSeconds(q.cfg.VisibilityTimeout))
 	start := time.Now()
 	var paused time.Duration // waited through exec.Wait (counts under a virtual clock too)
 	for {

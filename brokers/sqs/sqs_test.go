@@ -181,6 +181,62 @@ func TestRedeliveryAfterReceiverDies(t *testing.T) {
 	}
 }
 
+// TestUnsetVisibilityTimeoutIsTheDefault: with Config.VisibilityTimeout
+// unset, a receive asks for DefaultVisibilityTimeout (30 s) itself, even
+// from a queue created with a VisibilityTimeout attribute of 1 s. drover
+// extends in-flight messages on the 30 s schedule; had the queue's 1 s
+// applied, the message would be handed to another receiver (another node)
+// while the first still processes it.
+func TestUnsetVisibilityTimeoutIsTheDefault(t *testing.T) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			h := newHarness(t)
+			h.fifo = fifo
+			f := h.newFixture(t, time.Second) // the queue's attribute: 1 s
+			ids, err := f.send(ctxT(t, 10*time.Second), brokers.Message{Key: []byte("k"), Value: []byte("v")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := f.config()
+			cfg.VisibilityTimeout = 0 // unset
+			first := receiver(t, f.open(t, cfg), "slot-0")
+			m := receiveN(t, first, 1, 10*time.Second)[0]
+			took := time.Now()
+			if m.ID != ids[0] {
+				t.Fatalf("received %s, want %s", m.ID, ids[0])
+			}
+			other := receiver(t, f.open(t, cfg), "slot-0")
+
+			// Absent from every receive for 3 s, three times the queue's own
+			// timeout: each Receive long-polls for what is left of them.
+			deadline := time.Now().Add(3 * time.Second)
+			ctx := ctxT(t, 15*time.Second)
+			for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
+				res, err := other.Receive(ctx, 10, left)
+				if err != nil {
+					t.Fatal(err)
+				}
+				for _, got := range res.Messages {
+					t.Fatalf("message %s (delivery %d) handed to another receiver %v after the first took it: the queue's 1 s applied, not 30 s",
+						got.ID, got.Deliveries, time.Since(took).Round(time.Millisecond))
+				}
+			}
+
+			// The other receiver does see it once the first gives it back.
+			if err := first.Nack(ctxT(t, 10*time.Second), []brokers.Message{m}, 0); err != nil {
+				t.Fatal(err)
+			}
+			again := receiveN(t, other, 1, 10*time.Second)[0]
+			if again.ID != m.ID || again.Deliveries != 2 {
+				t.Fatalf("after the nack: %s (deliveries %d), want %s delivered a second time", again.ID, again.Deliveries, m.ID)
+			}
+			if err := other.Ack(ctxT(t, 10*time.Second), []brokers.Message{again}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
 // TestFIFOGroupOrderAcrossReceivers: two receivers compete for a FIFO
 // queue with three message groups; each group's messages are received in
 // the order they were sent, and never by both receivers at once.

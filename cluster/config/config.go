@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/cluster"
 )
 
 // Defaults.
@@ -34,6 +35,7 @@ const (
 	DefaultDiscoveryInterval      = 30 * time.Second
 	DefaultSQSWait                = 20 * time.Second
 	DefaultSQSVisibilityTimeout   = 30 * time.Second
+	DefaultMaxCapacity            = cluster.DefaultMaxCapacity
 )
 
 // Source types.
@@ -67,7 +69,7 @@ type Node struct {
 	// DebugToken is the bearer token of the debug endpoint; required when
 	// DebugAddr is not a loopback address.
 	DebugToken Secret  `json:"debug_token"`
-	Capacity   float64 `json:"capacity"` // placement weight, default 1, at most cluster.MaxCapacity
+	Capacity   float64 `json:"capacity"` // placement weight, default 1, at most cluster.max_capacity
 	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
 	DebugTLS DebugTLS `json:"debug_tls,omitzero"`
 }
@@ -94,6 +96,11 @@ type Cluster struct {
 	// SecretKey is base64 of exactly 32 bytes (gossip encryption); empty:
 	// gossip is not encrypted. Key returns the bytes.
 	SecretKey Secret `json:"secret_key"`
+	// MaxCapacity is the most placement weight any member counts with,
+	// whatever capacity it gossips: above 0, at most cluster.MaxCapacity
+	// (1000), default DefaultMaxCapacity (16). It must be the same on
+	// every node: nodes with different values place units differently.
+	MaxCapacity float64 `json:"max_capacity"`
 }
 
 // Key returns the decoded gossip key, nil when none is set. Parse has
@@ -310,7 +317,7 @@ type SQS struct {
 	Region            string        `json:"region"`
 	Endpoint          string        `json:"endpoint,omitempty"` // http(s) URL of a compatible server
 	Wait              time.Duration `json:"wait"`               // long poll, 0..20s, default 20s
-	VisibilityTimeout time.Duration `json:"visibility_timeout"` // default 30s
+	VisibilityTimeout time.Duration `json:"visibility_timeout"` // 0..12h, default (and 0) 30s; every receive asks for it, whatever the queue's attribute says
 	AccessKeyID       string        `json:"access_key_id,omitempty"`
 	SecretAccessKey   Secret        `json:"secret_access_key,omitempty"`
 }

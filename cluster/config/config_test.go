@@ -88,7 +88,7 @@ func TestExampleFile(t *testing.T) {
 	}
 	want := &Config{
 		Node:    Node{Name: "node-1", DebugAddr: "127.0.0.1:7070", DebugToken: "t0k", Capacity: 1},
-		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7946", "127.0.0.1:7947", "127.0.0.1:7948"}, Profile: "default", SecretKey: gossipKey},
+		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7946", "127.0.0.1:7947", "127.0.0.1:7948"}, Profile: "default", SecretKey: gossipKey, MaxCapacity: 16},
 		Store:   Store{URL: "postgres://user@host:5432/db", DedupeRetention: 168 * time.Hour, Timeout: 10 * time.Second},
 		Log:     Log{Format: "text", Level: "info"},
 		Sources: []Source{{
@@ -124,6 +124,7 @@ cluster:
   join: [10.0.0.6:7946, "node-3.drover:7946"]
   profile: fast
   secret_key: ${file:/k}
+  max_capacity: 4
 store:
   url: ${env:PG_URL}
   dedupe_retention: 24h
@@ -191,7 +192,7 @@ func TestFullConfig(t *testing.T) {
 	if c.Node.Name != "host-a" || c.Node.Capacity != 2.5 || c.Node.DebugToken.Reveal() != "tok-secret-1" {
 		t.Errorf("node %+v", c.Node)
 	}
-	if c.Cluster.Profile != "fast" || len(c.Cluster.Join) != 2 || c.Cluster.Join[1] != "node-3.drover:7946" || c.Cluster.Advertise != "10.0.0.5:7946" || len(c.Cluster.Key()) != 32 {
+	if c.Cluster.Profile != "fast" || len(c.Cluster.Join) != 2 || c.Cluster.Join[1] != "node-3.drover:7946" || c.Cluster.Advertise != "10.0.0.5:7946" || len(c.Cluster.Key()) != 32 || c.Cluster.MaxCapacity != 4 {
 		t.Errorf("cluster %+v", c.Cluster)
 	}
 	if c.Store.DedupeRetention != 24*time.Hour || !strings.Contains(c.Store.URL.Reveal(), "pg-secret-3") ||
@@ -244,7 +245,7 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(errs)
 	}
 	if c.Node.Name != "host-a" || c.Node.DebugAddr != DefaultDebugAddr || c.Node.Capacity != 1 ||
-		c.Cluster.Bind != DefaultBind || c.Cluster.Profile != "default" || c.Cluster.Key() != nil ||
+		c.Cluster.Bind != DefaultBind || c.Cluster.Profile != "default" || c.Cluster.Key() != nil || c.Cluster.MaxCapacity != 16 ||
 		c.Store.URL != DefaultStoreURL || c.Store.DedupeRetention != 168*time.Hour ||
 		c.Log.Format != "text" || c.Log.Level != "info" {
 		t.Errorf("defaults: %+v", c)
@@ -281,8 +282,20 @@ func TestErrors(t *testing.T) {
 		{"debug token needed empty host", "node: {debug_addr: ':7070'}\n" + src, []string{"node.debug_token: required when node.debug_addr (:7070) is not a loopback address"}},
 		{"debug localhost ok", "node: {debug_addr: 'localhost:7070'}\n" + src, nil},
 		{"debug ipv6 loopback ok", "node: {debug_addr: '[::1]:7070'}\n" + src, nil},
-		{"capacity", "node: {capacity: 0}\n" + src, []string{"node.capacity: must be a number above 0 and at most 1000, not 0"}},
-		{"capacity above the maximum", "node: {capacity: 1e9}\n" + src, []string{"node.capacity: must be a number above 0 and at most 1000, not 1e+09"}},
+		{"capacity", "node: {capacity: 0}\n" + src, []string{"node.capacity: must be a number above 0 and at most cluster.max_capacity (16), not 0"}},
+		{"capacity above the maximum", "node: {capacity: 1e9}\n" + src, []string{"node.capacity: must be a number above 0 and at most cluster.max_capacity (16), not 1e+09"}},
+		{"capacity above the default max_capacity", "node: {capacity: 17}\n" + src, []string{"node.capacity: must be a number above 0 and at most cluster.max_capacity (16), not 17"}},
+		{"capacity at the default max_capacity", "node: {capacity: 16}\n" + src, nil},
+		{"capacity above max_capacity", "node: {capacity: 2.5}\ncluster: {max_capacity: 2}\n" + src, []string{"node.capacity: must be a number above 0 and at most cluster.max_capacity (2), not 2.5"}},
+		{"capacity within a raised max_capacity", "node: {capacity: 1000}\ncluster: {max_capacity: 1000}\n" + src, nil},
+		{"capacity within a fractional max_capacity", "node: {capacity: 0.5}\ncluster: {max_capacity: 0.5}\n" + src, nil},
+		{"max_capacity zero", "cluster: {max_capacity: 0}\n" + src, []string{"cluster.max_capacity: must be a number above 0 and at most 1000, not 0"}},
+		{"max_capacity negative", "cluster: {max_capacity: -4}\n" + src, []string{"cluster.max_capacity: must be a number above 0 and at most 1000, not -4"}},
+		{"max_capacity above the bound", "cluster: {max_capacity: 1001}\n" + src, []string{"cluster.max_capacity: must be a number above 0 and at most 1000, not 1001"}},
+		{"max_capacity and capacity both out of range", "node: {capacity: 2000}\ncluster: {max_capacity: 5000}\n" + src, []string{
+			"node.capacity: must be a number above 0 and at most 1000, not 2000",
+			"cluster.max_capacity: must be a number above 0 and at most 1000, not 5000"}},
+		{"max_capacity type", "cluster: {max_capacity: many}\n" + src, []string{`cluster.max_capacity: must be a number, not "many"`}},
 		{"capacity type", "node: {capacity: lots}\n" + src, []string{`node.capacity: must be a number, not "lots"`}},
 		{"profile", "cluster: {profile: quick}\n" + src, []string{`cluster.profile: must be one of default, fast, not "quick"`}},
 		{"bind", "cluster: {bind: 'nope'}\n" + src, []string{`cluster.bind: "nope" must be host:port`}},
@@ -404,7 +417,7 @@ func TestErrors(t *testing.T) {
 		{"env empty then required", "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: '${env:EMPTY}'}}]\n", []string{"sources[0].kafka.topic: required"}},
 		{"many at once", "node: {capacity: -1}\ncluster: {profile: x}\nsources:\n  - {name: a, type: kafka, kafka: {brokers: ['h:1']}}\n  - {name: b, type: kafka, kafka: {topik: t, brokers: ['h:1']}}\n", []string{
 			`sources[1].kafka.topik: unknown field (did you mean "topic"?)`,
-			"node.capacity: must be a number above 0 and at most 1000, not -1",
+			"node.capacity: must be a number above 0 and at most cluster.max_capacity (16), not -1",
 			`cluster.profile: must be one of default, fast, not "x"`,
 			"sources[0].kafka.topic: required",
 			"sources[1].kafka.topic: required"}},

@@ -44,8 +44,10 @@
 //
 // Exposure. As node.debug_token is required when node.debug_addr is not a
 // loopback address, cluster.secret_key is required when cluster.bind or
-// cluster.advertise is not. node.capacity is at most cluster.MaxCapacity
-// (1000). node.debug_tls holds paths of PEM files (cert and key together,
+// cluster.advertise is not. node.capacity is at most cluster.max_capacity
+// (default 16, itself at most cluster.MaxCapacity, 1000), the clamp every
+// node applies to the capacity the others gossip; it must be the same on
+// every node. node.debug_tls holds paths of PEM files (cert and key together,
 // ca alone allowed), never their content: PEM text there is refused
 // without being quoted.
 //

@@ -565,7 +565,7 @@ func (r *reader) readFile(path string) ([]byte, error) {
 func (r *reader) config(root any) *Config {
 	c := &Config{
 		Node:    Node{DebugAddr: DefaultDebugAddr, Capacity: 1},
-		Cluster: Cluster{Bind: DefaultBind, Profile: "default"},
+		Cluster: Cluster{Bind: DefaultBind, Profile: "default", MaxCapacity: DefaultMaxCapacity},
 		Store:   Store{URL: DefaultStoreURL, DedupeRetention: DefaultDedupeRetention, Timeout: DefaultStoreTimeout},
 		Log:     Log{Format: "text", Level: "info"},
 	}
@@ -596,6 +596,7 @@ func (r *reader) config(root any) *Config {
 		cl.strs("join", &c.Cluster.Join)
 		cl.str("profile", &c.Cluster.Profile)
 		cl.secret("secret_key", &c.Cluster.SecretKey)
+		cl.float("max_capacity", &c.Cluster.MaxCapacity)
 		cl.end()
 		c.warnings = append(c.warnings, c.Cluster.warnings()...)
 	}

@@ -173,8 +173,15 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 	if host, ok := v.addr("node.debug_addr", c.Node.DebugAddr, false); ok && !isLoopback(host) && c.Node.DebugToken == "" {
 		v.fail("node.debug_token", "required when node.debug_addr (%s) is not a loopback address", c.Node.DebugAddr)
 	}
-	if !(c.Node.Capacity > 0) || c.Node.Capacity > cluster.MaxCapacity {
-		v.fail("node.capacity", "must be a number above 0 and at most %d, not %v", cluster.MaxCapacity, c.Node.Capacity)
+	// node.capacity is at most cluster.max_capacity (checked below), or
+	// at most cluster.MaxCapacity while that one is out of range.
+	maxCapOK := c.Cluster.MaxCapacity > 0 && c.Cluster.MaxCapacity <= cluster.MaxCapacity
+	capLimit, capWhat := float64(cluster.MaxCapacity), strconv.Itoa(cluster.MaxCapacity)
+	if maxCapOK {
+		capLimit, capWhat = c.Cluster.MaxCapacity, fmt.Sprintf("cluster.max_capacity (%v)", c.Cluster.MaxCapacity)
+	}
+	if !(c.Node.Capacity > 0) || c.Node.Capacity > capLimit {
+		v.fail("node.capacity", "must be a number above 0 and at most %s, not %v", capWhat, c.Node.Capacity)
 	}
 	v.debugTLS("node.debug_tls", c.Node.DebugTLS)
 
@@ -196,6 +203,9 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 		v.addr(fmt.Sprintf("cluster.join[%d]", i), j, true)
 	}
 	v.oneOf("cluster.profile", c.Cluster.Profile, "default", "fast")
+	if !maxCapOK {
+		v.fail("cluster.max_capacity", "must be a number above 0 and at most %d, not %v", cluster.MaxCapacity, c.Cluster.MaxCapacity)
+	}
 	if c.Cluster.SecretKey != "" {
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.Cluster.SecretKey.Reveal()))
 		switch {

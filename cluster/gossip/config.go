@@ -59,7 +59,7 @@ type Config struct {
 	// DebugAddr, DebugTLS, Version and Capacity are gossiped to the others
 	// as this node's metadata. DebugTLS says the debug endpoint serves
 	// HTTPS. Capacity is the placement weight (<= 0 means 1; placement
-	// counts more than cluster.MaxCapacity as cluster.MaxCapacity).
+	// counts more than cluster.max_capacity as cluster.max_capacity).
 	DebugAddr string
 	DebugTLS  bool
 	Version   string

@@ -7,7 +7,9 @@
 // what its configuration says the broker's deadline is (SQS
 // visibility_timeout, NATS ack_wait, both 30 s when unset; Pub/Sub 10 s,
 // the service's shortest subscription ack deadline), and the unit extends
-// the deadline of the batch in flight every third of it. The slow-handler
+// the deadline of the batch in flight every third of it. The SQS adapter
+// asks for that timeout on every receive, so the queue's own attribute does
+// not cut it short. The slow-handler
 // tests (e2e_slowq_test.go) hold a batch for three deadlines on fauxqs,
 // pstest and an embedded JetStream server and check that every message is
 // applied once, delivered once, and acked.

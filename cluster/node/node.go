@@ -18,6 +18,7 @@ import (
 	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
@@ -148,6 +149,8 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Logger:     log,
 		Metrics:    n.metrics,
 		Tuning:     opt.Tuning,
+		// the clamp of every member's gossiped capacity
+		MaxCapacity: cfg.Cluster.MaxCapacity,
 	}
 	n.actors, err = actors.Start(env, specs)
 	if err != nil {
@@ -242,7 +245,7 @@ func ackDeadline(s config.Source) time.Duration {
 	case s.SQS != nil && s.SQS.VisibilityTimeout > 0:
 		return s.SQS.VisibilityTimeout
 	case s.SQS != nil:
-		return 30 * time.Second
+		return sqs.DefaultVisibilityTimeout // what the adapter asks for when 0
 	case s.NATS != nil && s.NATS.AckWait > 0:
 		return s.NATS.AckWait
 	case s.NATS != nil:

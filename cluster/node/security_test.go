@@ -18,6 +18,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -126,6 +127,82 @@ sources:
 				t.Fatalf("a member of encrypted gossip saw Authorization %q, want %q three times", seen, tt.want)
 			}
 		})
+	}
+}
+
+// Review of issue 10, item 1: cluster.max_capacity reaches placement. A
+// member that joins plain (loopback) gossip and advertises capacity 1e9
+// counts as max_capacity (2 here, against n1's 1): n1 keeps at least
+// 24 - (ceil(24·2/3) + 1) = 7 of 24 units. Were the option not passed on,
+// placement would clamp to the default 16 and leave n1 at most
+// ceil(24/17) + 1 = 3.
+func TestMaxCapacityBoundsAGreedyMember(t *testing.T) {
+	cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0"}
+cluster: {bind: "127.0.0.1:0", profile: fast, max_capacity: 2}
+store: {url: "sqlite:`+t.TempDir()+`/d.db"}
+sources:
+  - {name: m, type: memory, memory: {partitions: 24}, records: {key: id}}
+`), config.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := Start(t.Context(), cfg, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	running := func() []string {
+		var us []string
+		for _, s := range n.Tree().Sources {
+			for _, u := range s.Units {
+				us = append(us, u.Unit)
+			}
+		}
+		slices.Sort(us)
+		return us
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(20 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: n1 runs %v, sees %v", what, running(), n.Members())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	// Alone, n1 runs every unit: that is the unit set.
+	var units []string
+	waitFor("n1 alone runs all 24 units", func() bool { units = running(); return len(units) == 24 })
+
+	var self string
+	for _, m := range n.Members() {
+		if m.Name == "n1" {
+			self = m.Addr
+		}
+	}
+	// Sources nil: taken to run every source, so it is placed units.
+	greedy, err := gossip.Join(t.Context(), gossip.Config{Name: "greedy", Bind: "127.0.0.1:0", Join: []string{self}, Profile: gossip.ProfileFast, Capacity: 1e9})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = greedy.Leave(ctx)
+	}()
+	waitFor("n1 sees the greedy member", func() bool { return hasMember(n.Members(), "greedy") })
+
+	var want []string
+	waitFor("n1 runs what placement with max_capacity 2 gives it", func() bool {
+		want = cluster.Owned("n1", units, n.Members(), 2)
+		return slices.Equal(running(), want)
+	})
+	if len(want) < 7 {
+		t.Fatalf("n1 keeps %d of 24 units beside a member gossiping 1e9 with max_capacity 2, want at least 7: %v", len(want), want)
+	}
+	if d := cluster.Owned("n1", units, n.Members(), cluster.DefaultMaxCapacity); len(d) > 3 {
+		t.Fatalf("with the default clamp n1 would keep %d units, want at most 3: the case does not tell the two apart", len(d))
 	}
 }
 
