@@ -33,9 +33,10 @@ var (
 	// refuses alone (actors, architecture §7); any other error of Apply is
 	// transient: the same batch is retried and nothing is dead-lettered.
 	// The stores' errors match it with errors.Is: PostgreSQL by SQLSTATE
-	// class (22 data exception, 23 integrity constraint violation, 42
-	// syntax error or access rule violation except 42501 and 42P01, 54
-	// program limit exceeded), SQLite by result code (SQLITE_CONSTRAINT,
+	// class (22 data exception, 23 integrity constraint violation except
+	// on the system catalog, 42 syntax error or access rule violation
+	// except the codes that refuse the schema's state, 54 program limit
+	// exceeded; see postgres.Error.Permanent), SQLite by result code (SQLITE_CONSTRAINT,
 	// SQLITE_MISMATCH, SQLITE_TOOBIG), and Refused errors of every store.
 	ErrPermanent = errors.New("store: refused permanently")
 )

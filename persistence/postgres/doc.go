@@ -102,10 +102,13 @@
 //
 // An *Error matches persistence.ErrPermanent when the server refused what
 // the batch writes (Error.Permanent): SQLSTATE classes 22 (data
-// exception), 23 (integrity constraint violation), 42 (syntax error or
-// access rule violation, except 42501 insufficient_privilege, which a
-// GRANT fixes, and 42P01 undefined_table, which the store repairs by
-// creating the records table again) and 54 (program limit exceeded). The
+// exception), 23 (integrity constraint violation, except on the system
+// catalog, which concurrent CREATE TABLE IF NOT EXISTS violates), 42
+// (syntax error or access rule violation, except the codes that refuse
+// the schema's state: 42501 insufficient_privilege, which a GRANT fixes,
+// 42P01 undefined_table, which the store repairs by creating the records
+// table again, and the others Error.Permanent lists) and 54 (program
+// limit exceeded). The
 // others — 08 connection, 40 rollback (serialization, deadlock), 53
 // resources, 55 lock not available, 57 operator intervention — and every
 // driver error are transient.

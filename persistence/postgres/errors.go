@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgconn"
 
@@ -19,8 +18,10 @@ type Error struct {
 	Message string
 	Detail  string
 	// Constraint names the constraint (or unique index) a class 23 error
-	// violated, when the server says.
+	// is about, and Schema the schema of its table; empty when the server
+	// did not say.
 	Constraint string
+	Schema     string
 }
 
 // Is makes a lock timeout (55P03, lock_not_available) match
@@ -58,8 +59,9 @@ func (e *Error) Is(target error) bool {
 //     refused alone and the whole stream dead-lettered), and the
 //     duplicate_* objects 42701, 42710, 42723, 42P06, 42P07 (concurrent
 //     CREATE … IF NOT EXISTS);
-//   - a class 23 violation of a system catalog's index (a constraint named
-//     pg_…): concurrent CREATE TABLE IF NOT EXISTS fails all but the first
+//   - a class 23 violation on a system catalog (schema pg_catalog; a
+//     user's table is never there, whatever its constraints are named):
+//     concurrent CREATE TABLE IF NOT EXISTS fails all but the first
 //     transaction with a unique violation on pg_type_typname_nsp_index.
 //
 // Every other class is transient — among them 08 connection exception, 40
@@ -74,7 +76,7 @@ func (e *Error) Permanent() bool {
 	case "22", "54":
 		return true
 	case "23":
-		return !strings.HasPrefix(e.Constraint, "pg_")
+		return e.Schema != "pg_catalog"
 	case "42":
 		return !schemaState[e.Code]
 	}
@@ -135,7 +137,7 @@ func dbErr(err error) error {
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
-		return &Error{Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Constraint: pe.ConstraintName}
+		return &Error{Code: pe.Code, Message: pe.Message, Detail: pe.Detail, Constraint: pe.ConstraintName, Schema: pe.SchemaName}
 	}
 	for _, ce := range []error{context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, ce) {

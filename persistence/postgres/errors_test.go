@@ -63,10 +63,19 @@ func TestErrorClasses(t *testing.T) {
 		}
 	}
 	// a unique violation on a catalog's index is a race of concurrent DDL
-	for constraint, permanent := range map[string]bool{"pg_type_typname_nsp_index": false, "pg_class_relname_nsp_index": false, "orders_pkey": true, "": true} {
-		err := fmt.Errorf("apply: %w", &Error{Code: "23505", Message: "duplicate key value violates unique constraint", Constraint: constraint})
-		if got := persistence.Permanent(err); got != permanent {
-			t.Errorf("23505 on %q: permanent %v, want %v", constraint, got, permanent)
+	for _, c := range []struct {
+		schema, constraint string
+		permanent          bool
+	}{
+		{"pg_catalog", "pg_type_typname_nsp_index", false},
+		{"pg_catalog", "pg_class_relname_nsp_index", false},
+		{"public", "orders_pkey", true},
+		{"public", "pg_y_unique", true}, // a user's constraint may be named pg_…
+		{"", "", true},
+	} {
+		err := fmt.Errorf("apply: %w", &Error{Code: "23505", Message: "duplicate key value violates unique constraint", Constraint: c.constraint, Schema: c.schema})
+		if got := persistence.Permanent(err); got != c.permanent {
+			t.Errorf("23505 on %s.%s: permanent %v, want %v", c.schema, c.constraint, got, c.permanent)
 		}
 	}
 	if persistence.Permanent(&driverError{msg: "connection refused"}) {
@@ -122,7 +131,7 @@ func TestConcurrentCreateTableIsNotPermanent(t *testing.T) {
 	// every other transaction waits on the first one's catalog rows
 	for {
 		var waiting int
-		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS race_audit%'`).Scan(&waiting); err != nil {
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'CREATE TABLE IF NOT EXISTS race_audit%' AND datname = current_database()`).Scan(&waiting); err != nil {
 			t.Fatal(err)
 		}
 		if waiting == others {
@@ -156,5 +165,35 @@ func TestConcurrentCreateTableIsNotPermanent(t *testing.T) {
 	}
 	if refused == 0 {
 		t.Fatal("no transaction was refused: the race was not reproduced")
+	}
+}
+
+// A user's constraint may be named pg_…: its violation is the data's, and
+// stays permanent (only a violation on the system catalog is a race). On
+// the real server.
+func TestUserConstraintNamedPgIsPermanent(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := pgxpool.New(ctx, pg.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	if _, err := pool.Exec(ctx, `CREATE TABLE pgnamed (n int CONSTRAINT pg_n_positive CHECK (n > 0), k int CONSTRAINT pg_k_unique UNIQUE)`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `INSERT INTO pgnamed VALUES (1, 1)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{`INSERT INTO pgnamed VALUES (-1, 2)`, `INSERT INTO pgnamed VALUES (2, 1)`} {
+		_, err := pool.Exec(ctx, stmt)
+		err = dbErr(err)
+		var pe *Error
+		if !errors.As(err, &pe) {
+			t.Fatalf("%s: not a server error: %v", stmt, err)
+		}
+		if !persistence.Permanent(err) {
+			t.Errorf("%s: %v (constraint %q, schema %q) is not permanent", stmt, err, pe.Constraint, pe.Schema)
+		}
 	}
 }
