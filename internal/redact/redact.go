@@ -34,7 +34,6 @@ import (
 	"errors"
 	"net/url"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -105,15 +104,39 @@ func Scrub(text string, secrets ...string) string {
 	if len(ss) == 0 {
 		return text
 	}
-	// longest first: a Replacer tries its pairs in order at each position,
-	// so a secret holding another is replaced whole; one pass, so that no
-	// secret is found again inside a Mask
-	sort.SliceStable(ss, func(i, j int) bool { return len(ss[i]) > len(ss[j]) })
-	pairs := make([]string, 0, 2*len(ss))
+	// every byte any spelling covers, wherever the occurrences overlap,
+	// is masked; each run of masked bytes becomes one Mask, in one pass,
+	// so no secret is found again inside a Mask
+	hidden := make([]bool, len(text))
+	found := false
 	for _, s := range ss {
-		pairs = append(pairs, s, Mask)
+		for from := 0; ; {
+			i := strings.Index(text[from:], s)
+			if i < 0 {
+				break
+			}
+			for j := from + i; j < from+i+len(s); j++ {
+				hidden[j] = true
+			}
+			found = true
+			from += i + 1
+		}
 	}
-	return strings.NewReplacer(pairs...).Replace(text)
+	if !found {
+		return text
+	}
+	var b strings.Builder
+	for i := 0; i < len(text); i++ {
+		if !hidden[i] {
+			b.WriteByte(text[i])
+			continue
+		}
+		b.WriteString(Mask)
+		for i+1 < len(text) && hidden[i+1] {
+			i++
+		}
+	}
+	return b.String()
 }
 
 // minPiece is the shortest '@'-piece of a secret Scrub masks on its own:

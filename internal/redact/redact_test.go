@@ -197,3 +197,17 @@ func TestScrubShortPieceKeepsMessage(t *testing.T) {
 		t.Errorf("Scrub = %q, want %q", got, want)
 	}
 }
+
+// Secrets whose occurrences overlap are masked as the union of what they
+// cover: no tail of the longer one shows.
+func TestScrubOverlappingSecrets(t *testing.T) {
+	for _, c := range []struct{ text, want string }{
+		{"auth xyzabcdefgh failed", "auth " + Mask + " failed"},
+		{"abcdefgh and xyzabc", Mask + " and " + Mask},
+		{"nothing here", "nothing here"},
+	} {
+		if got := Scrub(c.text, "abcdefgh", "xyzabc"); got != c.want {
+			t.Errorf("Scrub(%q) = %q, want %q", c.text, got, c.want)
+		}
+	}
+}
