@@ -72,8 +72,8 @@ func Secrets(s string) []string {
 	return out
 }
 
-// Scrub replaces every occurrence of each secret in text by Mask, the
-// longest first where they overlap. Each secret is masked as written,
+// Scrub replaces every occurrence of each secret in text by Mask; where
+// occurrences overlap or touch, their union becomes one Mask. Each secret is masked as written,
 // percent-decoded and percent-encoded; one holding an '@' (in any of
 // those forms) is masked piece by piece too, each text between two '@'s in
 // the same forms: a reader that ends the user info at another '@' than URL
