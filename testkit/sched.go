@@ -119,12 +119,15 @@ func (s *scheduler) promote() {
 func (s *scheduler) step(limit time.Time) bool {
 	s.promote()
 	for len(s.ready) == 0 {
-		if s.pending.Len() == 0 || s.pending[0].at.After(limit) {
-			return false
-		}
+		// every task due now has run: the instant is done (also when the
+		// run stops here, so that its last instant is checked before the
+		// caller acts or reports)
 		if len(s.ran) > 0 {
 			s.instantDone(s.ran)
 			clear(s.ran)
+		}
+		if s.pending.Len() == 0 || s.pending[0].at.After(limit) {
+			return false
 		}
 		s.now = s.pending[0].at
 		s.promote()
