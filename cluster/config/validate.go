@@ -181,7 +181,11 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 		capLimit, capWhat = c.Cluster.MaxCapacity, fmt.Sprintf("cluster.max_capacity (%v)", c.Cluster.MaxCapacity)
 	}
 	if !(c.Node.Capacity > 0) || c.Node.Capacity > capLimit {
-		v.fail("node.capacity", "must be a number above 0 and at most %s, not %v", capWhat, c.Node.Capacity)
+		hint := ""
+		if maxCapOK && c.Node.Capacity > capLimit && c.Node.Capacity <= float64(cluster.MaxCapacity) {
+			hint = " (or raise cluster.max_capacity, to the same value on every node)"
+		}
+		v.fail("node.capacity", "must be a number above 0 and at most %s, not %v%s", capWhat, c.Node.Capacity, hint)
 	}
 	v.debugTLS("node.debug_tls", c.Node.DebugTLS)
 
