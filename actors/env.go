@@ -32,8 +32,10 @@ type Env struct {
 	// Membership is this node's view of the cluster.
 	Membership cluster.Membership
 	// MaxCapacity is cluster.max_capacity: placement counts a member's
-	// capacity as at most this (see cluster.Assign). It must be the same
-	// on every node; 0 means cluster.DefaultMaxCapacity.
+	// capacity as at most this, or as at most the smallest value an alive
+	// member gossips if that is less (cluster.EffectiveMaxCapacity); the
+	// Membership should gossip it as the local member's MaxCapacity. 0
+	// means cluster.DefaultMaxCapacity.
 	MaxCapacity float64
 	// Store is the database.
 	Store persistence.Store

@@ -500,7 +500,10 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			}
 		}
 		sort.Strings(eligible)
-		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible(), s.ne.env.MaxCapacity) {
+		// The clamp of the whole view, not of the eligible members: the
+		// same on every node that sees the same view.
+		limit := cluster.EffectiveMaxCapacity(s.members, s.ne.env.MaxCapacity)
+		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible(), limit) {
 			want[u] = true
 		}
 	}

@@ -23,10 +23,15 @@ type Member struct {
 	Addr      string `json:"addr"`       // gossip address
 	DebugAddr string `json:"debug_addr"` // HTTP debug endpoint
 	// DebugTLS says the debug endpoint serves HTTPS (node.debug_tls).
-	DebugTLS bool        `json:"debug_tls,omitempty"`
-	Version  string      `json:"version"`
-	Capacity float64     `json:"capacity"` // placement weight; <= 0 means 1
-	State    MemberState `json:"state"`
+	DebugTLS bool    `json:"debug_tls,omitempty"`
+	Version  string  `json:"version"`
+	Capacity float64 `json:"capacity"` // placement weight; <= 0 means 1
+	// MaxCapacity is the member's cluster.max_capacity. Placement clamps
+	// every capacity to the smallest value an alive member gossips (see
+	// EffectiveMaxCapacity). 0 when the member did not say, as a drover
+	// from before it was gossiped: it is then left out.
+	MaxCapacity float64     `json:"max_capacity,omitempty"`
+	State       MemberState `json:"state"`
 	// Sources are the sources the member runs, with the unit set it has
 	// discovered of each, sorted by ID. Nil (and SourceDigest 0) when the
 	// member did not say, as a drover from before sources were gossiped:

@@ -74,16 +74,17 @@ import (
 //
 // # Weights and edge cases
 //
-// maxCapacity is cluster.max_capacity, the same on every node: a
-// capacity above it counts as maxCapacity, whatever the member gossips.
-// So a member that advertises 1e9 among n members of capacity 1 is given
-// at most ceil(U·maxCapacity/(maxCapacity+n)) + 1 of U units. The clamp
-// bounds a member's share; it does not keep a member that joined from
-// being given units (cluster.secret_key keeps outsiders from joining).
-// Nodes that pass different values disagree on placement. maxCapacity <= 0
-// or NaN means DefaultMaxCapacity; above MaxCapacity it counts as
-// MaxCapacity. Capacity <= 0, NaN or ±Inf counts as 1 (as maxCapacity if
-// that is less).
+// maxCapacity is the clamp: a capacity above it counts as maxCapacity,
+// whatever the member gossips. So a member that advertises 1e9 among n
+// members of capacity 1 is given at most ceil(U·maxCapacity/(maxCapacity+n))
+// + 1 of U units. The clamp bounds a member's share; it does not keep a
+// member that joined from being given units (cluster.secret_key keeps
+// outsiders from joining). Nodes that pass different values disagree on
+// placement and may leave units unowned, so callers pass
+// EffectiveMaxCapacity of the same members, which is the same on every
+// node for a given view. maxCapacity <= 0 or NaN means DefaultMaxCapacity;
+// above MaxCapacity it counts as MaxCapacity. Capacity <= 0, NaN or ±Inf
+// counts as min(1, maxCapacity).
 //
 // Only members with State == StateAlive take part (leaving members get
 // nothing). Members with the same name count once: the one with the higher

@@ -269,13 +269,14 @@ func (w *world) views() map[string][]string {
 }
 
 func (m *worldMember) member() cluster.Member {
-	return cluster.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1, State: m.state,
+	return cluster.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1,
+		MaxCapacity: cluster.DefaultMaxCapacity, State: m.state,
 		Sources: slices.Clone(m.sources)}
 }
 
 func sameMember(a, b cluster.Member) bool {
 	return a.Name == b.Name && a.Addr == b.Addr && a.DebugAddr == b.DebugAddr && a.Version == b.Version &&
-		a.Capacity == b.Capacity && a.State == b.State && a.SourceDigest == b.SourceDigest && slices.Equal(a.Sources, b.Sources)
+		a.Capacity == b.Capacity && a.MaxCapacity == b.MaxCapacity && a.State == b.State && a.SourceDigest == b.SourceDigest && slices.Equal(a.Sources, b.Sources)
 }
 
 // simMembership is one node process's membership view.

@@ -98,8 +98,10 @@ type Cluster struct {
 	SecretKey Secret `json:"secret_key"`
 	// MaxCapacity is the most placement weight any member counts with,
 	// whatever capacity it gossips: above 0, at most cluster.MaxCapacity
-	// (1000), default DefaultMaxCapacity (16). It must be the same on
-	// every node: nodes with different values place units differently.
+	// (1000), default DefaultMaxCapacity (16). Each node gossips it, and
+	// placement clamps with the smallest value an alive member gossips
+	// (cluster.EffectiveMaxCapacity), so nodes with different values (a
+	// rolling change) still place units alike.
 	MaxCapacity float64 `json:"max_capacity"`
 }
 

@@ -46,8 +46,9 @@
 // loopback address, cluster.secret_key is required when cluster.bind or
 // cluster.advertise is not. node.capacity is at most cluster.max_capacity
 // (default 16, itself at most cluster.MaxCapacity, 1000), the clamp every
-// node applies to the capacity the others gossip; it must be the same on
-// every node. node.debug_tls holds paths of PEM files (cert and key together,
+// node applies to the capacity the others gossip (the smallest value any
+// alive member gossips, so it may differ between nodes for a while).
+// node.debug_tls holds paths of PEM files (cert and key together,
 // ca alone allowed), never their content: PEM text there is refused
 // without being quoted.
 //

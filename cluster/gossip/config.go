@@ -64,6 +64,10 @@ type Config struct {
 	DebugTLS  bool
 	Version   string
 	Capacity  float64
+	// MaxCapacity is this node's cluster.max_capacity, gossiped so that
+	// every node clamps capacities with the smallest value in the view
+	// (cluster.EffectiveMaxCapacity). 0 gossips none; negative is invalid.
+	MaxCapacity float64
 	// Sources are the sources this node runs, gossiped from the first
 	// metadata on (see Membership.SetSources for later changes). Nil: the
 	// node does not say (the others take it to run every source); an
@@ -121,10 +125,18 @@ func (c Config) Validate() error {
 	if n := len(c.SecretKey); n != 0 && n != SecretKeySize {
 		errs = append(errs, fmt.Errorf("secret_key: %d bytes, want %d", n, SecretKeySize))
 	}
-	if math.IsNaN(c.Capacity) || math.IsInf(c.Capacity, 0) {
+	finite := func(f float64) bool { return !math.IsNaN(f) && !math.IsInf(f, 0) }
+	if !finite(c.Capacity) {
 		errs = append(errs, fmt.Errorf("capacity: %v is not a finite number", c.Capacity))
-	} else if b := worstWithoutTags(c).encode(); len(b) > memberlist.MetaMaxSize {
-		errs = append(errs, fmt.Errorf("name, debug_addr, version: %d bytes of gossiped metadata, memberlist allows %d", len(b), memberlist.MetaMaxSize))
+	}
+	if !finite(c.MaxCapacity) || c.MaxCapacity < 0 {
+		errs = append(errs, fmt.Errorf("max_capacity: %v is not a finite number of at least 0", c.MaxCapacity))
+	}
+	// Only finite numbers encode.
+	if finite(c.Capacity) && finite(c.MaxCapacity) {
+		if b := worstWithoutTags(c).encode(); len(b) > memberlist.MetaMaxSize {
+			errs = append(errs, fmt.Errorf("name, debug_addr, version: %d bytes of gossiped metadata, memberlist allows %d", len(b), memberlist.MetaMaxSize))
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -1,8 +1,8 @@
 // Package gossip implements cluster.Membership on hashicorp/memberlist.
 //
 // Join starts a memberlist node, gossips this node's metadata (name, debug
-// address, version, capacity, alive/leaving, the sources it runs) and joins
-// the cluster through any live member. Nothing outside this package sees a
+// address, version, capacity, max_capacity, alive/leaving, the sources it
+// runs) and joins the cluster through any live member. Nothing outside this package sees a
 // memberlist type.
 //
 // # Guarantees

@@ -112,7 +112,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	m := &Membership{
 		log:        logger,
 		cfg:        cfg,
-		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, DebugTLS: cfg.DebugTLS, Version: cfg.Version, Capacity: cfg.Capacity, State: cluster.StateAlive},
+		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, DebugTLS: cfg.DebugTLS, Version: cfg.Version, Capacity: cfg.Capacity, MaxCapacity: cfg.MaxCapacity, State: cluster.StateAlive},
 		sources:    sortedTags(cfg.Sources),
 		view:       map[string]viewEntry{},
 		gone:       map[string]gone{},
@@ -536,7 +536,7 @@ func (d *eventDelegate) NotifyUpdate(n *memberlist.Node) {
 	if e.err != nil {
 		m.log.Warn("member without readable drover metadata is ignored", "member", n.Name, "addr", e.addr, "err", e.err)
 	} else {
-		m.log.Debug("member updated", "member", n.Name, "state", e.member.State, "capacity", e.member.Capacity)
+		m.log.Debug("member updated", "member", n.Name, "state", e.member.State, "capacity", e.member.Capacity, "max_capacity", e.member.MaxCapacity)
 	}
 	m.notify()
 }

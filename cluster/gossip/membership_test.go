@@ -157,18 +157,18 @@ func (h testHandler) WithAttrs(as []slog.Attr) slog.Handler {
 func (h testHandler) WithGroup(string) slog.Handler { return h }
 
 func TestThreeNodesConvergeWithMetadata(t *testing.T) {
-	a := start(t, Config{Name: "a", DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2})
+	a := start(t, Config{Name: "a", DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, MaxCapacity: 8})
 	b := start(t, Config{Name: "b", DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", Join: []string{a.Local().Addr}})
-	c := start(t, Config{Name: "c", Capacity: 0.5, Join: []string{b.Local().Addr}})
+	c := start(t, Config{Name: "c", Capacity: 0.5, MaxCapacity: 16, Join: []string{b.Local().Addr}})
 
 	for _, m := range []*Membership{a, b, c} {
 		took := waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 		t.Logf("%s converged in %v", m.cfg.Name, took)
 	}
 	want := map[string]cluster.Member{
-		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, State: cluster.StateAlive},
+		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, MaxCapacity: 8, State: cluster.StateAlive},
 		"b": {Name: "b", Addr: b.Local().Addr, DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", State: cluster.StateAlive},
-		"c": {Name: "c", Addr: c.Local().Addr, Capacity: 0.5, State: cluster.StateAlive},
+		"c": {Name: "c", Addr: c.Local().Addr, Capacity: 0.5, MaxCapacity: 16, State: cluster.StateAlive},
 	}
 	for _, m := range []*Membership{a, b, c} {
 		for _, got := range m.Members() {
@@ -489,6 +489,9 @@ func TestConfigValidate(t *testing.T) {
 		{Config{Name: "n", Profile: "slow"}, "profile: \"slow\""},
 		{Config{Name: "n", SecretKey: []byte("short")}, "secret_key: 5 bytes, want 32"},
 		{Config{Name: "n", Capacity: math.NaN()}, "capacity: NaN"},
+		{Config{Name: "n", MaxCapacity: math.NaN()}, "max_capacity: NaN"},
+		{Config{Name: "n", MaxCapacity: math.Inf(1)}, "max_capacity: +Inf"},
+		{Config{Name: "n", MaxCapacity: -1}, "max_capacity: -1"},
 		{Config{Name: strings.Repeat("n", 600)}, "metadata"},
 		// Issue 10, item 1: plain gossip only on loopback.
 		{Config{Name: "n", Bind: "0.0.0.0:7946"}, "secret_key: required when bind or advertise is not a loopback address (bind 0.0.0.0:7946)"},

@@ -31,6 +31,7 @@ type nodeMeta struct {
 	DebugTLS  bool                `json:"h,omitempty"` // the debug endpoint serves HTTPS
 	Version   string              `json:"v,omitempty"`
 	Capacity  float64             `json:"c,omitempty"`
+	MaxCap    float64             `json:"x,omitempty"` // cluster.max_capacity; absent from a node before it was gossiped
 	State     cluster.MemberState `json:"s"`
 	Tags      *string             `json:"t,omitempty"`
 	Digest    uint64              `json:"g,omitempty"`
@@ -42,7 +43,7 @@ const tagSize = 8
 func (m nodeMeta) encode() []byte {
 	b, err := json.Marshal(m)
 	if err != nil {
-		// Unreachable: strings, a finite float (checked by Validate).
+		// Unreachable: strings, finite floats (checked by Validate).
 		panic(fmt.Sprintf("gossip: encode node metadata: %v", err))
 	}
 	return b
@@ -72,7 +73,7 @@ func decodeMeta(b []byte) (nodeMeta, error) {
 // memberlist.MetaMaxSize in either state, so that a change of state never
 // changes how the sources are told; otherwise their digest goes.
 func newMeta(c Config, s cluster.MemberState, tags []cluster.SourceTag) nodeMeta {
-	m := nodeMeta{Name: c.Name, DebugAddr: c.DebugAddr, DebugTLS: c.DebugTLS, Version: c.Version, Capacity: c.Capacity, State: s}
+	m := nodeMeta{Name: c.Name, DebugAddr: c.DebugAddr, DebugTLS: c.DebugTLS, Version: c.Version, Capacity: c.Capacity, MaxCap: c.MaxCapacity, State: s}
 	if tags == nil {
 		return m
 	}
@@ -169,6 +170,7 @@ func member(n *memberlist.Node) (cluster.Member, error) {
 		DebugTLS:     m.DebugTLS,
 		Version:      m.Version,
 		Capacity:     m.Capacity,
+		MaxCapacity:  m.MaxCap,
 		State:        m.State,
 		Sources:      tags,
 		SourceDigest: digest,

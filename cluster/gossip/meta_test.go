@@ -162,12 +162,13 @@ func TestSourcesDigestWhenTheyDoNotFit(t *testing.T) {
 // what was encoded (the tags, or their digest).
 func TestMetadataSizeWorstCase(t *testing.T) {
 	// Longest debug address and version, then the longest name Validate
-	// accepts with them; a capacity with the longest JSON form.
+	// accepts with them; capacities with the longest JSON form.
 	base := Config{
-		DebugAddr: "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535",
-		DebugTLS:  true,
-		Version:   strings.Repeat("v", 120),
-		Capacity:  -1.2345678901234567e-300,
+		DebugAddr:   "[ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff]:65535",
+		DebugTLS:    true,
+		Version:     strings.Repeat("v", 120),
+		Capacity:    -1.2345678901234567e-300,
+		MaxCapacity: 1.2345678901234567e-300,
 	}
 	longest := 0
 	for n := 1; n < memberlist.MetaMaxSize; n++ {
@@ -244,7 +245,8 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 }
 
 // Metadata from a drover that did not gossip sources decodes to Sources
-// nil and no digest: "did not say".
+// nil and no digest: "did not say"; nor max_capacity: MaxCapacity 0, left
+// out of cluster.EffectiveMaxCapacity.
 func TestMetadataWithoutSources(t *testing.T) {
 	got, err := member(&memberlist.Node{Name: "old", Meta: []byte(`{"n":"old","d":"127.0.0.1:7070","v":"v0.9","c":2,"s":"alive"}`)})
 	if err != nil {
@@ -256,6 +258,9 @@ func TestMetadataWithoutSources(t *testing.T) {
 	}
 	if _, runs, known := got.Source(cluster.SourceID("orders"), 1); !runs || known {
 		t.Errorf("an old member runs %v known %v, want true false", runs, known)
+	}
+	if got, err := member(&memberlist.Node{Name: "new", Meta: newMeta(Config{Name: "new", MaxCapacity: 4}, cluster.StateAlive, nil).encode()}); err != nil || got.MaxCapacity != 4 {
+		t.Errorf("max_capacity 4 decodes to %v (%v)", got.MaxCapacity, err)
 	}
 	// A newer drover's unknown keys are ignored.
 	if _, err := member(&memberlist.Node{Name: "new", Meta: []byte(`{"n":"new","s":"alive","zz":[1,2]}`)}); err != nil {

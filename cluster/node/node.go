@@ -63,6 +63,7 @@ type Node struct {
 	metrics *metrics.Metrics
 
 	stopWatch func()
+	capWarn   mixedCapWarner
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
@@ -131,13 +132,19 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	n.member, err = gossip.Join(ctx, gossip.Config{
 		Name: cfg.Node.Name, Bind: cfg.Cluster.Bind, Advertise: cfg.Cluster.Advertise, Join: cfg.Cluster.Join,
 		Profile: cfg.Cluster.Profile, SecretKey: cfg.Cluster.Key(), DebugAddr: cfg.Node.DebugAddr, DebugTLS: cfg.Node.DebugTLS.Cert != "",
-		Version: opt.Version, Capacity: cfg.Node.Capacity, Logger: log.With("component", "gossip"), Sources: tags,
+		Version: opt.Version, Capacity: cfg.Node.Capacity, MaxCapacity: cfg.Cluster.MaxCapacity, Logger: log.With("component", "gossip"), Sources: tags,
 	})
 	if err != nil {
 		return fmt.Errorf("cluster: %w", err)
 	}
-	n.metrics.SetMembers(len(n.member.Members()))
-	n.stopWatch = n.member.Watch(func() { n.metrics.SetMembers(len(n.member.Members())) })
+	n.capWarn = mixedCapWarner{log: log, own: cfg.Cluster.MaxCapacity}
+	watch := func() {
+		ms := n.member.Members()
+		n.metrics.SetMembers(len(ms))
+		n.capWarn.observe(ms, time.Now())
+	}
+	watch()
+	n.stopWatch = n.member.Watch(watch)
 
 	env := actors.Env{
 		Node:       cfg.Node.Name,
@@ -149,7 +156,8 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Logger:     log,
 		Metrics:    n.metrics,
 		Tuning:     opt.Tuning,
-		// the clamp of every member's gossiped capacity
+		// the clamp of every member's gossiped capacity, unless a member
+		// gossips a lower max_capacity
 		MaxCapacity: cfg.Cluster.MaxCapacity,
 	}
 	n.actors, err = actors.Start(env, specs)
