@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // conn is one NATS connection with its JetStream context, shared by a
@@ -25,7 +26,7 @@ type conn struct {
 
 	// life ends in close: every call in flight on this connection then
 	// ends with brokers.ErrClosed.
-	life life
+	life lifetime.Life
 
 	mu   sync.Mutex
 	lost chan struct{} // closed when the connection drops; replaced when it is back
@@ -34,7 +35,7 @@ type conn struct {
 // dial connects to the servers of cfg (with defaults applied).
 func dial(ctx context.Context, cfg ConnConfig) (*conn, error) {
 	c := &conn{cfg: cfg, log: cfg.Logger, lost: make(chan struct{})}
-	c.life = newLife(context.Background())
+	c.life = lifetime.New(context.Background(), translate)
 	opts := []natsgo.Option{
 		natsgo.Name(cfg.Name),
 		natsgo.Timeout(cfg.ConnectTimeout),
@@ -134,7 +135,7 @@ func (c *conn) lostCh() <-chan struct{} {
 // ready fails when the connection is not up: a call made now would only
 // wait for the reconnect.
 func (c *conn) ready(op string) error {
-	if c.life.closed() {
+	if c.life.Closed() {
 		return closedErr(op)
 	}
 	switch st := c.nc.Status(); st {
@@ -147,57 +148,14 @@ func (c *conn) ready(op string) error {
 	}
 }
 
-// life is the lifetime of a conn, receiver or reader: a context cancelled
-// when it closes. A call runs under op(ctx), which ends with the caller's
-// ctx or the close, and maps its error with finish.
-type life struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func newLife(parent context.Context) life {
-	ctx, cancel := context.WithCancel(parent)
-	return life{ctx, cancel}
-}
-
-func (l life) closed() bool { return l.ctx.Err() != nil }
-
-// op returns a context for one call: it ends when ctx ends or l closes.
-func (l life) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	octx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(l.ctx, cancel)
-	return octx, func() {
-		stop()
-		cancel()
-	}
-}
-
-// finish maps the error of a call that ran under op: ErrClosed when the
-// close ended it, the caller's ctx.Err() when the caller did, else err
-// translated.
-func (l life) finish(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if l.closed() {
-		return closedErr(op)
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return translate(op, err)
-}
-
 func (c *conn) close() {
-	c.life.cancel()
+	c.life.Close()
 	if c.nc != nil {
 		c.nc.Close()
 	}
 }
 
-func closedErr(op string) error {
-	return &brokers.Error{Op: op, Err: brokers.ErrClosed}
-}
+func closedErr(op string) error { return lifetime.ClosedErr(op) }
 
 // translate turns a nats.go error into a *brokers.Error that carries the
 // client's message but none of its types.

@@ -14,6 +14,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // queueProbe is how long the server keeps a queue's request for the
@@ -295,7 +296,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	if q.closed {
 		return nil, closedErr("open")
 	}
-	r := &Receiver{q: q, slot: slot, life: newLife(q.c.life.ctx)}
+	r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
 	q.receivers[r] = struct{}{}
 	return r, nil
 }
@@ -316,7 +317,7 @@ func (q *Queue) Close() error {
 	}
 	clear(q.receivers)
 	q.mu.Unlock()
-	q.c.life.cancel()
+	q.c.life.Close()
 	for _, r := range rs {
 		r.stop()
 	}
@@ -329,7 +330,7 @@ func (q *Queue) Close() error {
 type Receiver struct {
 	q    *Queue
 	slot string
-	life life
+	life lifetime.Life
 
 	keepMu sync.Mutex
 	keep   *keeper // started by the first Extend beyond AckWait
@@ -349,17 +350,17 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.closed() {
+	if r.life.Closed() {
 		return brokers.Result{}, closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	if r.q.stale.Load() {
 		if err := r.q.rebind(octx); err != nil {
-			return brokers.Result{}, r.life.finish(ctx, op, err)
+			return brokers.Result{}, r.life.Finish(ctx, op, err)
 		}
 	}
 	p, err := r.q.c.pull(octx, op, r.q.consumer(), max, wait, queueProbe, r.q.conv)
@@ -367,7 +368,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		if consumerGone(err) {
 			r.q.stale.Store(true)
 		}
-		return brokers.Result{}, r.life.finish(ctx, op, err)
+		return brokers.Result{}, r.life.Finish(ctx, op, err)
 	}
 	var newest int64
 	for _, cm := range p.msgs {
@@ -384,7 +385,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 					_ = cm.msg.Handle.(jetstream.Msg).Nak()
 				}
 			}
-			return brokers.Result{}, r.life.finish(ctx, op, err)
+			return brokers.Result{}, r.life.Finish(ctx, op, err)
 		}
 	}
 	res := brokers.Result{Lag: -1}
@@ -431,7 +432,7 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 // handle is skipped: only its latest delivery counts, as the dedupe table
 // makes a late ack harmless.
 func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, confirmed bool, each func(context.Context, jetstream.Msg) error) error {
-	if r.life.closed() {
+	if r.life.Closed() {
 		return closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
@@ -448,19 +449,19 @@ func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message
 	if err := r.q.c.ready(op); err != nil {
 		return err
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	// Flush and DoubleAck need a deadline; the caller's wins when earlier.
 	octx, cancel := context.WithTimeout(octx, r.q.cfg.Conn.RequestTimeout)
 	defer cancel()
 	for _, m := range msgs {
 		if err := each(octx, m.Handle.(jetstream.Msg)); err != nil && !errors.Is(err, jetstream.ErrMsgAlreadyAckd) {
-			return r.life.finish(ctx, op, err)
+			return r.life.Finish(ctx, op, err)
 		}
 	}
 	if !confirmed {
 		if err := r.q.c.nc.FlushWithContext(octx); err != nil {
-			return r.life.finish(ctx, op, err)
+			return r.life.Finish(ctx, op, err)
 		}
 	}
 	return nil
@@ -509,7 +510,7 @@ func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Du
 	until := time.Now().Add(d - r.q.cfg.AckWait)
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()
-	if r.life.closed() {
+	if r.life.Closed() {
 		return closedErr("extend")
 	}
 	if r.keep == nil {
@@ -546,7 +547,7 @@ func (r *Receiver) Close() error {
 }
 
 func (r *Receiver) stop() {
-	r.life.cancel()
+	r.life.Close()
 	r.keepMu.Lock()
 	k := r.keep
 	r.keep = nil

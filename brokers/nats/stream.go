@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // wholeStream is the partition ID of a stream that has no subjects of its
@@ -60,7 +61,7 @@ func (s *Stream) info(ctx context.Context, op string) (*jetstream.StreamInfo, er
 	if err := s.c.ready(op); err != nil {
 		return nil, err
 	}
-	octx, done := s.c.life.op(ctx)
+	octx, done := s.c.life.Op(ctx)
 	defer done()
 	rctx, cancel := context.WithTimeout(octx, s.cfg.Conn.RequestTimeout)
 	defer cancel()
@@ -69,7 +70,7 @@ func (s *Stream) info(ctx context.Context, op string) (*jetstream.StreamInfo, er
 		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("stream %q not found", s.cfg.Stream)}
 	}
 	if err != nil {
-		return nil, s.c.life.finish(ctx, op, fmt.Errorf("stream %q: %w", s.cfg.Stream, err))
+		return nil, s.c.life.Finish(ctx, op, fmt.Errorf("stream %q: %w", s.cfg.Stream, err))
 	}
 	return st.CachedInfo(), nil
 }
@@ -141,7 +142,7 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 }
 
 func (s *Stream) check(ctx context.Context, op string) error {
-	if s.c.life.closed() {
+	if s.c.life.Closed() {
 		return closedErr(op)
 	}
 	return ctx.Err()
@@ -185,7 +186,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	}
 	r := &Reader{
 		s:         s,
-		life:      newLife(s.c.life.ctx),
+		life:      s.c.life.Child(),
 		exact:     partition == wholeStream || slices.Equal(info.Config.Subjects, []string{partition}),
 		filter:    partition,
 		partition: partition,
@@ -217,7 +218,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	r.made = true
 	r.mu.Unlock()
 	if err != nil {
-		r.life.cancel()
+		r.life.Close()
 		return nil, err
 	}
 	s.mu.Lock()
@@ -248,7 +249,7 @@ func (s *Stream) Close() error {
 	clear(s.readers)
 	s.mu.Unlock()
 	for _, r := range rs {
-		r.life.cancel()
+		r.life.Close()
 	}
 	for _, r := range rs {
 		r.mu.Lock()
@@ -266,7 +267,7 @@ func (s *Stream) Close() error {
 // implements brokers.Reader.
 type Reader struct {
 	s         *Stream
-	life      life
+	life      lifetime.Life
 	partition string
 	filter    string // "" reads the whole stream
 	// exact is set when the partition is the whole stream, so that a gap in
@@ -360,7 +361,7 @@ func (r *Reader) ensure(ctx context.Context, op string) error {
 		cc.DeliverPolicy = jetstream.DeliverByStartTimePolicy
 		cc.OptStartTime = &at
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	rctx, cancel := context.WithTimeout(octx, r.s.cfg.Conn.RequestTimeout)
 	defer cancel()
@@ -369,7 +370,7 @@ func (r *Reader) ensure(ctx context.Context, op string) error {
 		return &brokers.Error{Op: op, Err: fmt.Errorf("stream %q not found", r.s.cfg.Stream)}
 	}
 	if err != nil {
-		return r.life.finish(ctx, op, fmt.Errorf("create reader consumer on stream %q: %w", r.s.cfg.Stream, err))
+		return r.life.Finish(ctx, op, fmt.Errorf("create reader consumer on stream %q: %w", r.s.cfg.Stream, err))
 	}
 	r.cons = cons
 	return nil
@@ -398,7 +399,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.closed() {
+	if r.life.Closed() {
 		return brokers.Result{}, closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
@@ -409,12 +410,12 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	if err := r.ensure(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	p, err := r.s.c.pull(octx, op, r.cons, max, wait, 0, r.s.conv)
 	if err != nil {
 		r.drop()
-		return brokers.Result{}, r.life.finish(ctx, op, err)
+		return brokers.Result{}, r.life.Finish(ctx, op, err)
 	}
 	if p.abandoned {
 		// The server may still deliver into the abandoned request: what it
@@ -461,7 +462,7 @@ func (r *Reader) checkGap(ctx context.Context, op string) error {
 // Close releases the reader and deletes its consumer. A fetch in flight
 // returns brokers.ErrClosed. Closing twice is harmless.
 func (r *Reader) Close() error {
-	r.life.cancel()
+	r.life.Close()
 	r.s.mu.Lock()
 	delete(r.s.readers, r)
 	r.s.mu.Unlock()

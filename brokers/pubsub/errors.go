@@ -1,7 +1,6 @@
 package pubsub
 
 import (
-	"context"
 	"errors"
 	"fmt"
 
@@ -9,52 +8,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
-// life is the lifetime of a Queue or Receiver: a context cancelled when it
-// closes. A call runs under op(ctx), which ends with the caller's ctx or
-// the close, and maps its error with finish.
-type life struct {
-	ctx    context.Context
-	cancel context.CancelFunc
-}
-
-func newLife(parent context.Context) life {
-	ctx, cancel := context.WithCancel(parent)
-	return life{ctx, cancel}
-}
-
-func (l life) closed() bool { return l.ctx.Err() != nil }
-
-// op returns a context for one call: it ends when ctx ends or l closes.
-func (l life) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	octx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(l.ctx, cancel)
-	return octx, func() {
-		stop()
-		cancel()
-	}
-}
-
-// finish maps the error of a call that ran under op: ErrClosed when the
-// close ended it, the caller's ctx.Err() when the caller did, else err
-// translated.
-func (l life) finish(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	if l.closed() {
-		return closedErr(op)
-	}
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return translate(op, err)
-}
-
-func closedErr(op string) error {
-	return &brokers.Error{Op: op, Err: brokers.ErrClosed}
-}
+func closedErr(op string) error { return lifetime.ClosedErr(op) }
 
 // translate turns a client or gRPC error into a *brokers.Error that carries
 // the code and message but none of the client's types.

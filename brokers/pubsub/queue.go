@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // minPoll is the first pause between two Pulls while a Receive waits; it
@@ -34,7 +35,7 @@ type Queue struct {
 	cfg  Config
 	sub  string // full path
 	cl   *vkit.SubscriptionAdminClient
-	life life
+	life lifetime.Life
 
 	// ordered is set when the subscription delivers in ordering-key order.
 	ordered bool
@@ -66,7 +67,7 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 	cl.CallOptions.ModifyAckDeadline = nil
 	cl.CallOptions.GetSubscription = nil
 
-	q := &Queue{cfg: cfg, sub: cfg.path(), cl: cl, life: newLife(context.Background())}
+	q := &Queue{cfg: cfg, sub: cfg.path(), cl: cl, life: lifetime.New(context.Background(), translate)}
 	rctx, cancel := context.WithTimeout(ctx, cfg.RequestTimeout)
 	defer cancel()
 	s, err := cl.GetSubscription(rctx, &pubsubpb.GetSubscriptionRequest{Subscription: q.sub})
@@ -153,7 +154,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	if q.closed {
 		return nil, closedErr("open")
 	}
-	return &Receiver{q: q, slot: slot, life: newLife(q.life.ctx)}, nil
+	return &Receiver{q: q, slot: slot, life: q.life.Child()}, nil
 }
 
 // Close closes every receiver and the client. Receives in flight return
@@ -167,7 +168,7 @@ func (q *Queue) Close() error {
 	}
 	q.closed = true
 	q.mu.Unlock()
-	q.life.cancel()
+	q.life.Close()
 	if err := q.cl.Close(); err != nil {
 		q.cfg.Logger.Debug("pubsub: close client", "err", err)
 	}
@@ -182,7 +183,7 @@ type ackID string
 type Receiver struct {
 	q    *Queue
 	slot string
-	life life
+	life lifetime.Life
 }
 
 var (
@@ -198,13 +199,13 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, &brokers.Error{Op: op, Err: fmt.Errorf("max %d must be positive", max)}
 	}
-	if r.life.closed() {
+	if r.life.Closed() {
 		return brokers.Result{}, closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	req := &pubsubpb.PullRequest{
 		Subscription:      r.q.sub,
@@ -217,7 +218,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	for {
 		resp, err := r.pull(octx, req)
 		if err != nil {
-			return brokers.Result{}, r.life.finish(ctx, op, err)
+			return brokers.Result{}, r.life.Finish(ctx, op, err)
 		}
 		if len(resp.GetReceivedMessages()) > 0 {
 			return r.result(resp.GetReceivedMessages()), nil
@@ -229,7 +230,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		d := min(pause, left)
 		t0 := time.Now()
 		if err := exec.Wait(octx, d, nil); err != nil {
-			return brokers.Result{}, r.life.finish(ctx, op, err)
+			return brokers.Result{}, r.life.Finish(ctx, op, err)
 		}
 		waited += d
 		if time.Since(t0) < d/2 {
@@ -238,7 +239,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 			// the rest of the wait and look one last time.
 			if rest := wait - waited; rest > 0 {
 				if err := exec.Wait(octx, rest, nil); err != nil {
-					return brokers.Result{}, r.life.finish(ctx, op, err)
+					return brokers.Result{}, r.life.Finish(ctx, op, err)
 				}
 			}
 			waited, deadline = wait, time.Now()
@@ -278,7 +279,7 @@ func ackIDs(op string, msgs []brokers.Message) ([]string, error) {
 
 // each runs call on the ack ids of msgs in chunks of at most ackChunk.
 func (r *Receiver) each(ctx context.Context, op string, msgs []brokers.Message, call func(ctx context.Context, ids []string) error) error {
-	if r.life.closed() {
+	if r.life.Closed() {
 		return closedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
@@ -288,14 +289,14 @@ func (r *Receiver) each(ctx context.Context, op string, msgs []brokers.Message, 
 	if err != nil {
 		return err
 	}
-	octx, done := r.life.op(ctx)
+	octx, done := r.life.Op(ctx)
 	defer done()
 	for chunk := range slices.Chunk(ids, ackChunk) {
 		rctx, cancel := context.WithTimeout(octx, r.q.cfg.RequestTimeout)
 		err := call(rctx, chunk)
 		cancel()
 		if err != nil {
-			return r.life.finish(ctx, op, err)
+			return r.life.Finish(ctx, op, err)
 		}
 	}
 	return nil
@@ -342,6 +343,6 @@ func deadlineSeconds(d time.Duration) int32 {
 // unacknowledged messages come back after their deadline. Closing twice is
 // harmless.
 func (r *Receiver) Close() error {
-	r.life.cancel()
+	r.life.Close()
 	return nil
 }
