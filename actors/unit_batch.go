@@ -1,0 +1,540 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// ---- fetch, apply, ack ----
+
+func (u *unitActor) fetch(ctx actor.Context) {
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
+	u.fetching = true
+	res, spec := u.res, u.spec
+	u.inc.fetch = u.run(ctx, "fetch", func(c context.Context) any {
+		var r brokers.Result
+		err := res.use(func() (err error) {
+			if res.reader != nil {
+				r, err = res.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
+			} else {
+				r, err = res.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
+			}
+			return err
+		})
+		return fetchResult{res: r, err: err}
+	})
+}
+
+func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
+	u.fetching = false
+	u.inc.fetch = nil
+	if r.err != nil {
+		if u.stopping {
+			u.finishStop(ctx, false)
+			return
+		}
+		if !u.spec.isQueue() && positionInvalid(r.err) {
+			// reopen: the open resets the checkpoint as configured — at once,
+			// unless the checkpoint was just reset and is invalid again
+			// before anything was read (then with a backoff, as a failure)
+			u.resetCause, u.resetFrom = r.err, u.checkpoint
+			if u.justReset {
+				u.fail(ctx, fmt.Errorf("fetch after a reset: %w", r.err), stepOpen)
+				return
+			}
+			u.open(ctx)
+			return
+		}
+		err := r.err
+		var be *brokers.Error
+		if !errors.As(err, &be) { // a broker error names its operation already
+			err = fmt.Errorf("fetch: %w", err)
+		}
+		if !brokers.Retryable(r.err) {
+			u.failNow(ctx, err)
+			return
+		}
+		u.fail(ctx, err, stepFetch)
+		return
+	}
+	now := u.now()
+	n := int64(len(r.res.Messages))
+	u.status(func(s *UnitStatus) {
+		s.Received += n
+		s.LastPullAt = timePtr(now)
+		s.Lag = r.res.Lag
+	})
+	u.ne.metrics.Received(u.spec.Name, u.id, n, r.res.Lag)
+	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
+		u.succeeded(ctx)
+	}
+	pb := u.prepare(r.res)
+	if pb == nil {
+		u.fetch(ctx)
+		return
+	}
+	u.held = pb
+	if u.spec.isQueue() && len(pb.msgs) > 0 {
+		u.startExtend(ctx)
+	}
+	u.apply(ctx, pb, 0)
+}
+
+// prepare decodes a fetch into batches; nil when there is nothing to
+// write. A batch holds at most spec.BatchBytes bytes of ops (a single op
+// larger than that is a batch of its own); the fetch's messages are split
+// into as many batches as that takes, in order, each a stream batch with
+// the checkpoint of its last message, the last one Finished when the fetch
+// reached the end.
+func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
+	queue := u.spec.isQueue()
+	pb := &pendingBatch{msgs: res.Messages, byPos: make(map[string]brokers.Message, len(res.Messages)), late: map[string]bool{}}
+	newBatch := func() *persistence.Batch {
+		return &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: queue}
+	}
+	b := newBatch()
+	batches := []*persistence.Batch{b}
+	size := 0
+	for _, m := range res.Messages {
+		if !queue && u.position != "" && brokers.ComparePositions(m.Position, u.position) <= 0 {
+			continue // at or below the checkpoint: a re-read after a crash
+		}
+		var op persistence.Op
+		if u.spec.Handler != nil {
+			op = u.decoder.Raw(m)
+		} else {
+			op = u.decoder.Record(m)
+		}
+		pb.byPos[m.Position] = m
+		n := op.Size()
+		if len(b.Ops) > 0 && size+n > u.spec.BatchBytes && !mutate.On(mutate.NoBatchBytes) {
+			b, size = newBatch(), 0
+			batches = append(batches, b)
+		}
+		size += n
+		b.Ops = append(b.Ops, op)
+		if !queue {
+			b.Checkpoint = m.Position
+		}
+	}
+	if res.End && !queue {
+		b.Finished = true
+		if b.Checkpoint == "" {
+			b.Checkpoint = u.position
+		}
+	}
+	if len(b.Ops) == 0 && !b.Finished {
+		if queue && len(res.Messages) > 0 {
+			pb.batch = b // nothing to write, but the messages need acks
+			return pb
+		}
+		return nil
+	}
+	if u.spec.Handler != nil {
+		for _, b := range batches {
+			b.Table = ""
+			b.Handle = u.handle(b, pb.byPos)
+		}
+	}
+	pb.batch, pb.rest = batches[0], batches[1:]
+	return pb
+}
+
+// handle adapts the user's Handler to the store's Handle hook.
+func (u *unitActor) handle(b *persistence.Batch, msgs map[string]brokers.Message) func(context.Context, persistence.Tx, []persistence.Op) error {
+	h, src := u.spec.Handler, u.spec.Name
+	return func(c context.Context, tx persistence.Tx, ops []persistence.Op) error {
+		hb := Batch{Source: src, Unit: b.Unit, IdempotencyKey: b.IdempotencyKey(), Node: b.Lease.Owner, Token: b.Lease.Token}
+		hb.Messages = make([]brokers.Message, 0, len(ops))
+		for _, op := range ops {
+			hb.Messages = append(hb.Messages, msgs[op.Position])
+		}
+		return h(c, tx, hb)
+	}
+}
+
+// split halves a batch the store refused: the first half ends at its last
+// op's position (streams: its checkpoint), the second keeps the batch's
+// checkpoint and Finished. Each is a batch of its own, with its own
+// idempotency key.
+func (u *unitActor) split(pb *pendingBatch, b *persistence.Batch) (first, second *persistence.Batch) {
+	n := len(b.Ops) / 2
+	l, r := *b, *b
+	l.Ops, r.Ops = slices.Clone(b.Ops[:n]), slices.Clone(b.Ops[n:])
+	l.Finished = false
+	if !u.spec.isQueue() {
+		l.Checkpoint = l.Ops[n-1].Position
+	}
+	if b.Handle != nil {
+		l.Handle, r.Handle = u.handle(&l, pb.byPos), u.handle(&r, pb.byPos)
+	}
+	return &l, &r
+}
+
+func firstLast(ops []persistence.Op) string {
+	if len(ops) == 0 {
+		return ".."
+	}
+	return ops[0].Position + ".." + ops[len(ops)-1].Position
+}
+
+func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
+	if len(pb.batch.Ops) == 0 && !pb.batch.Finished {
+		// only queue messages with nothing to store: go on to the acks
+		u.onApply(ctx, applyResult{batch: pb, attempts: attempts})
+		return
+	}
+	store, b := u.ne.env.Store, pb.batch
+	b.Lease = u.lease
+	u.run(ctx, "apply", func(c context.Context) any {
+		a, err := store.Apply(c, b)
+		return applyResult{batch: pb, applied: a, err: err, attempts: attempts}
+	})
+}
+
+// reapply retries the batch that failed. A stream unit first reads its
+// checkpoint: when the failed attempt committed after all, the batch is
+// done. A queue unit applies again; the dedupe table refuses what
+// committed.
+func (u *unitActor) reapply(ctx actor.Context) {
+	pb := u.held
+	if pb == nil || pb.batch == nil {
+		u.fetch(ctx)
+		return
+	}
+	if u.spec.isQueue() {
+		u.apply(ctx, pb, 0)
+		return
+	}
+	store, unit, b := u.ne.env.Store, u.id, pb.batch
+	b.Lease = u.lease
+	u.run(ctx, "apply", func(c context.Context) any {
+		cp, err := store.Checkpoint(c, unit)
+		switch {
+		case errors.Is(err, persistence.ErrNotFound):
+		case err != nil:
+			return applyResult{batch: pb, err: fmt.Errorf("read checkpoint: %w", err)}
+		case committed(cp, b):
+			return applyResult{batch: pb, already: true}
+		}
+		a, err := store.Apply(c, b)
+		return applyResult{batch: pb, applied: a, err: err}
+	})
+}
+
+// committed reports whether checkpoint cp shows batch b committed.
+func committed(cp persistence.Checkpoint, b *persistence.Batch) bool {
+	if b.Finished && !cp.Finished {
+		return false
+	}
+	return b.Checkpoint == "" || brokers.ComparePositions(brokers.Applied(cp.Position), b.Checkpoint) >= 0
+}
+
+func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
+	pb := r.batch
+	if r.err != nil {
+		var perm *PermanentError
+		switch {
+		case errors.Is(r.err, persistence.ErrLeaseLost):
+			u.leaseLost(ctx, "apply")
+			return
+		case errors.As(r.err, &perm) && r.attempts < len(pb.batch.Ops) && u.deadLetter(pb, perm):
+			u.apply(ctx, pb, r.attempts+1)
+			return
+		case persistence.Permanent(r.err) && !mutate.On(mutate.RetryPermanent) && u.refused(pb, r.err):
+			// Not a failure of the unit: the store refuses what the batch
+			// holds. Split it, or dead-letter its one record, and go on.
+			u.apply(ctx, pb, 0)
+			return
+		}
+		if mutate.On(mutate.NackConcurrent) && u.spec.isQueue() {
+			// the bug of issue 9 item 10: nack beside the next receive
+			res, msgs, delay := u.res, pb.msgs, u.spec.NackDelay
+			u.stopExtend()
+			u.held = nil
+			u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "nack"), func(c context.Context) any {
+				return res.receiver.Nack(c, msgs, delay)
+			}, func(any) {})
+			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
+			return
+		}
+		if mutate.On(mutate.RefetchFailedBatch) && !u.spec.isQueue() {
+			u.held = nil // the bug of issue 9 item 13: fetched again, other bounds
+			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
+			return
+		}
+		// Retry this very batch after a backoff (stepReapply).
+		u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepReapply)
+		return
+	}
+	b := pb.batch
+	var applied, dead, rejected int64
+	var sample *quality.Stats
+	if r.already {
+		u.ne.env.trace("already-applied", u.id, firstLast(b.Ops))
+	} else {
+		dup := make(map[string]bool, len(r.applied.Duplicates))
+		for _, id := range r.applied.Duplicates {
+			dup[id] = true
+		}
+		for _, op := range b.Ops {
+			if op.MessageID != "" && dup[op.MessageID] {
+				continue
+			}
+			if sample == nil {
+				sample = quality.New(u.spec.schema)
+			}
+			sample.Observe(op)
+			if op.Kind == persistence.OpDeadLetter {
+				dead++
+			} else {
+				applied++
+			}
+		}
+		for _, op := range b.Ops {
+			if op.Kind == persistence.OpDeadLetter && !pb.late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
+				rejected++
+			}
+		}
+		if len(b.Ops) > 0 {
+			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
+		}
+	}
+	if b.Checkpoint != "" {
+		u.checkpoint, u.position = b.Checkpoint, b.Checkpoint
+	} else if len(b.Ops) > 0 && u.spec.isQueue() {
+		u.position = b.Ops[len(b.Ops)-1].Position
+	}
+	pos := u.position
+	u.status(func(s *UnitStatus) {
+		s.Applied += applied
+		s.DeadLettered += dead
+		s.Rejected += rejected
+		if pos != "" {
+			s.Position = pos
+		}
+	})
+	u.ne.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
+	if sample != nil {
+		ctx.Send(u.sup, &qualitySample{stats: sample})
+	}
+	u.succeeded(ctx)
+	if b.Checkpoint != "" && !u.spec.isQueue() {
+		u.commitToBroker(ctx, b.Checkpoint)
+	}
+	if len(pb.rest) > 0 {
+		if u.stopping {
+			// the rest of the fetch is the next owner's: a stream unit's
+			// checkpoint says where it starts, a queue's messages go back
+			u.stopWithHeld(ctx)
+			return
+		}
+		// the next batch of the fetch (batch_bytes, or the second half of
+		// a refused batch), in order
+		pb.batch, pb.rest = pb.rest[0], pb.rest[1:]
+		u.apply(ctx, pb, 0)
+		return
+	}
+	if b.Finished {
+		u.held = nil
+		u.finished(ctx)
+		return
+	}
+	if u.spec.isQueue() && len(pb.msgs) > 0 {
+		u.ack(ctx, pb.msgs)
+		return
+	}
+	u.held = nil
+	u.fetch(ctx)
+}
+
+// commitToBroker tells a stream that records positions in the broker
+// (brokers.Committer) where the unit is: at most once a second, in the
+// background, and the newest position always reaches it (a position held
+// back by the pacing is sent when the second is over). A failure is only
+// logged: the store's checkpoint is the truth.
+func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
+	if _, ok := u.spec.Stream.(brokers.Committer); !ok || u.noCommit.Load() {
+		return
+	}
+	now := u.now()
+	if wait := u.committedAt.Add(time.Second).Sub(now); wait > 0 {
+		if u.commitPending == "" {
+			u.after(ctx, wait, timerCommit)
+		}
+		u.commitPending = pos
+		return
+	}
+	u.sendCommit(pos)
+}
+
+func (u *unitActor) sendCommit(pos string) {
+	c := u.spec.Stream.(brokers.Committer)
+	u.committedAt, u.commitPending = u.now(), ""
+	part, unit, log, off := u.part.ID, u.id, u.ne.env.logger(), &u.noCommit
+	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
+		err := c.Committed(c2, part, pos)
+		switch {
+		case err == nil || c2.Err() != nil:
+		case !brokers.Retryable(err):
+			// not configured (no commit_to_group) or refused for good: stop
+			// asking, once said
+			if off.CompareAndSwap(false, true) {
+				log.Info("not recording positions in the broker", "unit", unit, "reason", err)
+			}
+		default:
+			log.Warn("record position in the broker", "unit", unit, "position", pos, "error", err)
+		}
+		return nil
+	}, func(any) {})
+}
+
+// deadLetter turns the op a handler refused into a dead letter; false when
+// the error names no op of the batch. The message key is kept in its
+// dead-letter form (decode.MsgKey), as records mode keeps it, so that a
+// binary key survives and replays as itself, and the payload is cut at
+// dead_letter_max_bytes like every dead letter's.
+func (u *unitActor) deadLetter(pb *pendingBatch, perm *PermanentError) bool {
+	for i, op := range pb.batch.Ops {
+		if op.Position == perm.Position && op.Kind == persistence.OpMessage {
+			m, ok := pb.byPos[op.Position]
+			if !ok {
+				return false
+			}
+			pb.batch.Ops[i] = u.decoder.Dead(m, "handler: "+perm.Err.Error())
+			pb.late[op.Position] = true
+			return true
+		}
+	}
+	return false
+}
+
+// refused handles a batch the store refused for what it holds
+// (persistence.ErrPermanent): a batch of several ops is split in two, the
+// halves applied in order; a batch of one op that is not a dead letter yet
+// is applied alone once more, and refused again, dead-letters it with the
+// store's message, the body cut as every dead letter's. The rest of the
+// fetch then applies as usual. False when there is nothing to split or
+// dead-letter (the store refuses a dead letter, or a batch with no ops):
+// the error is then counted as a failure like any other.
+//
+// The second try is there because an error of a permanent class can come
+// of a race that is over once it is reported: concurrent transactions
+// that each run CREATE TABLE IF NOT EXISTS on PostgreSQL, for one, fail
+// all but the first with a unique violation (23505) on the catalog. A
+// record the store really refuses is refused the second time too.
+func (u *unitActor) refused(pb *pendingBatch, err error) bool {
+	b := pb.batch
+	switch {
+	case len(b.Ops) > 1:
+		first, second := u.split(pb, b)
+		u.ne.env.trace("refused-split", u.id, fmt.Sprintf("%s | %s", firstLast(first.Ops), firstLast(second.Ops)))
+		pb.batch, pb.rest = first, append([]*persistence.Batch{second}, pb.rest...)
+		return true
+	case len(b.Ops) == 1 && b.Ops[0].Kind != persistence.OpDeadLetter:
+		m, ok := pb.byPos[b.Ops[0].Position]
+		if !ok {
+			return false
+		}
+		if pb.refusedOnce != m.Position && !mutate.On(mutate.RefuseAtOnce) {
+			pb.refusedOnce = m.Position
+			u.ne.env.trace("refused-once", u.id, m.Position)
+			return true
+		}
+		b.Ops[0] = u.decoder.Dead(m, "refused by the store: "+err.Error())
+		pb.late[m.Position] = true
+		u.ne.env.trace("refused", u.id, m.Position)
+		u.logRefused(m.Position, err)
+		return true
+	}
+	return false
+}
+
+// succeeded records a successful fetch or apply: the failure count starts
+// again, a retrying unit is running again (logged once), and once the unit
+// has run long enough its supervisor resets its restart backoff.
+func (u *unitActor) succeeded(ctx actor.Context) {
+	u.failures = 0
+	u.justReset = false
+	if u.retrying {
+		u.retrying = false
+		u.ne.env.logger().Info("unit recovered", "unit", u.id)
+		u.ne.env.trace("recovered", u.id, "")
+		u.status(func(s *UnitStatus) {
+			if s.State == StateRetrying {
+				s.State = StateRunning
+			}
+			s.NextRetryAt = nil
+		})
+	}
+	if !u.reportedHealthy && u.now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
+		u.reportedHealthy = true
+		ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evHealthy, pid: ctx.Self()})
+	}
+}
+
+func (u *unitActor) ack(ctx actor.Context, msgs []brokers.Message) {
+	u.stopExtend()
+	if u.held != nil {
+		u.held.settling.Store(true)
+	}
+	res := u.res
+	u.run(ctx, "ack", func(c context.Context) any {
+		err := res.use(func() error { return res.receiver.Ack(c, msgs) })
+		return ackResult{n: len(msgs), err: err}
+	})
+}
+
+func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
+	u.held = nil
+	if r.err != nil {
+		// Harmless: the messages come back and the dedupe table refuses them.
+		msg := fmt.Sprintf("ack: %v", r.err)
+		now := u.now()
+		u.status(func(s *UnitStatus) { s.setError(msg, now) })
+	} else {
+		n := int64(r.n)
+		u.status(func(s *UnitStatus) { s.Acked += n })
+		u.ne.metrics.Acked(u.spec.Name, u.id, n)
+	}
+	u.fetch(ctx)
+}
+
+// nack gives the held batch's messages back (a main-line job: the
+// receiver is never used by two jobs at once), then runs then.
+func (u *unitActor) nack(ctx actor.Context, then func(actor.Context)) {
+	u.stopExtend()
+	pb, res, delay := u.held, u.res, u.spec.NackDelay
+	u.held = nil
+	if pb == nil || res == nil || len(pb.msgs) == 0 {
+		then(ctx)
+		return
+	}
+	msgs := pb.msgs
+	pb.settling.Store(true)
+	u.run(ctx, "nack", func(c context.Context) any {
+		err := res.use(func() error { return res.receiver.Nack(c, msgs, delay) })
+		return nackResult{err: err, then: then}
+	})
+}
+
+func (u *unitActor) onNack(ctx actor.Context, r nackResult) {
+	if r.err != nil {
+		u.ne.env.trace("nack-failed", u.id, r.err.Error())
+	}
+	r.then(ctx)
+}

@@ -1,0 +1,400 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// ---- parents (Kinesis reshards) ----
+
+func (u *unitActor) checkParents(ctx actor.Context) {
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
+	store, src, parents := u.ne.env.Store, u.spec.Name, u.part.Parents
+	u.run(ctx, "parents", func(c context.Context) any {
+		var waiting []string
+		for _, p := range parents {
+			cp, err := store.Checkpoint(c, src+"/"+p)
+			if errors.Is(err, persistence.ErrNotFound) || (err == nil && !cp.Finished) {
+				waiting = append(waiting, p)
+			} else if err != nil {
+				return parentsResult{err: fmt.Errorf("read checkpoint of parent %s: %w", p, err)}
+			}
+		}
+		return parentsResult{waiting: waiting}
+	})
+}
+
+func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
+	if r.err != nil {
+		u.fail(ctx, r.err, stepParents)
+		return
+	}
+	if len(r.waiting) > 0 {
+		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
+		u.note = true
+		now := u.now()
+		u.status(func(s *UnitStatus) { s.State = StateStarting; s.setError(msg, now) })
+		u.after(ctx, u.ne.tuning.ParentPoll, timerParents)
+		return
+	}
+	u.clearNote()
+	u.acquire(ctx)
+}
+
+// ---- lease ----
+
+func (u *unitActor) acquire(ctx actor.Context) {
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
+	u.status(func(s *UnitStatus) { s.State = StateAcquiring; s.NextRetryAt = nil })
+	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames(),
+		Stale: u.ne.tuning.RenewInterval + u.ne.tuning.TakeoverMargin}
+	if mutate.On(mutate.TakeoverAtOnce) {
+		req.Stale = 0 // the bug of issue 9 item 6
+	}
+	store := u.ne.env.Store
+	u.run(ctx, "acquire", func(c context.Context) any {
+		l, err := store.Acquire(c, req)
+		return acquireResult{lease: l, err: err}
+	})
+}
+
+func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
+	if r.err != nil {
+		// Held by a live owner, or its row locked by a transaction (an apply
+		// of the holder, or one of a vanished node that the database cuts
+		// off after idle_in_transaction_session_timeout): not a failure of
+		// this unit, ask again soon.
+		if errors.Is(r.err, persistence.ErrLeaseHeld) || errors.Is(r.err, persistence.ErrBusy) {
+			if u.stopping {
+				u.finishStop(ctx, false)
+				return
+			}
+			msg := r.err.Error()
+			u.note = true
+			now := u.now()
+			u.status(func(s *UnitStatus) { s.setError(msg, now) })
+			u.after(ctx, u.ne.tuning.AcquireRetry, timerAcquire)
+			return
+		}
+		u.fail(ctx, fmt.Errorf("acquire lease: %w", r.err), stepAcquire)
+		return
+	}
+	u.lease, u.hasLease = r.lease, true
+	u.failures = 0 // a step that succeeded: failures are counted anew
+	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
+	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
+	ctx.Send(u.ne.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
+	u.clearNote()
+	u.status(func(s *UnitStatus) {
+		s.LeaseToken = r.lease.Token
+		s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt)
+	})
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
+	u.open(ctx)
+}
+
+// clearNote removes a waiting note (lease held elsewhere, parents not
+// finished) from last_error once the wait is over; real errors stay.
+func (u *unitActor) clearNote() {
+	if u.note {
+		u.note = false
+		u.status(func(s *UnitStatus) { s.setError("", time.Time{}) })
+	}
+}
+
+// leaseLost drops everything not applied and stops: placement decides again.
+func (u *unitActor) leaseLost(ctx actor.Context, where string) {
+	u.ne.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
+	u.dropLease(ctx)
+	now := u.now()
+	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
+	u.exit.Store(exitLeaseLost)
+	ctx.Stop(ctx.Self())
+}
+
+// ---- open ----
+
+func (u *unitActor) open(ctx actor.Context) {
+	u.closeRes()
+	u.stopExtend()
+	if u.spec.isQueue() {
+		q, slot := u.spec.Queue, u.part.ID
+		u.run(ctx, "open", func(c context.Context) any {
+			rc, err := q.Open(c, slot)
+			if err != nil {
+				return openResult{err: fmt.Errorf("open %s: %w", slot, err), broker: true}
+			}
+			return openResult{res: &resource{receiver: rc}}
+		})
+		return
+	}
+	o := streamOpen{store: u.ne.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
+		initial: u.initial, cause: u.resetCause, causeAt: u.resetFrom, staleFinish: u.staleFinish}
+	u.run(ctx, "open", o.run)
+}
+
+// streamOpen is the open job of a stream unit: read the checkpoint; on a
+// first open resolve the start and record it; on a checkpoint that is no
+// longer a position of the broker reset it as on_position_reset says; open
+// the reader.
+type streamOpen struct {
+	store   persistence.Store
+	spec    *SourceSpec
+	part    string
+	unit    string
+	lease   persistence.Lease
+	initial bool
+	cause   error // reset at once: a fetch found the checkpoint causeAt invalid
+	causeAt string
+	// staleFinish: a finished checkpoint is of an earlier stream
+	staleFinish bool
+}
+
+func (o streamOpen) run(c context.Context) any {
+	var r openResult
+	cp, err := o.store.Checkpoint(c, o.unit)
+	switch {
+	case errors.Is(err, persistence.ErrNotFound):
+	case err != nil:
+		r.err = fmt.Errorf("read checkpoint: %w", err)
+		return r
+	}
+	r.checkpoint = cp.Position
+	cause := o.cause
+	if cause != nil && cp.Position != o.causeAt {
+		// moved since (a reset whose commit was reported failed, an
+		// operator): try the stored checkpoint; reset only if it fails too
+		cause = nil
+	}
+	if cp.Finished && o.staleFinish {
+		cause = fmt.Errorf("partition %s is listed again without children, its checkpoint %s is finished: %w",
+			o.part, cp.Position, brokers.ErrPositionUnknown)
+	} else if cp.Finished {
+		r.finished = true
+		return r
+	}
+	if cp.Position == "" && mutate.On(mutate.ResolveEveryOpen) {
+		// the bug of issue 9 item 1: resolved on every open, not recorded
+		return o.openAt(c, r, brokers.Start{Mode: o.spec.Start}, "")
+	}
+	if cp.Position == "" {
+		// The unit's first open: resolve its start once and record it, so
+		// that whoever opens it next starts from there.
+		mode := brokers.Earliest
+		if o.initial || mutate.On(mutate.LatestForNewUnits) {
+			mode = o.spec.Start
+		}
+		pos, err := o.record(c, mode)
+		if err != nil {
+			r.err, r.broker = err, !isStoreErr(err)
+			return r
+		}
+		r.checkpoint, r.resolved = pos, pos
+	}
+	if cause == nil {
+		start, ok := brokers.ParseStart(r.checkpoint)
+		if !ok {
+			r.err = fmt.Errorf("checkpoint %q: a start marker this drover does not know", r.checkpoint)
+			return r
+		}
+		rd, err := o.spec.Stream.Open(c, o.part, start)
+		if err == nil {
+			r.res = &resource{reader: rd}
+			return r
+		}
+		if !positionInvalid(err) {
+			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
+			return r
+		}
+		cause = err
+	}
+	// The checkpoint is not a position of the broker any more.
+	if mutate.On(mutate.KeepInvalidCheckpoint) {
+		// the bug of issue 9 item 3: read from the earliest, keep the checkpoint
+		return o.openAt(c, r, brokers.Start{Mode: brokers.Earliest}, "")
+	}
+	if o.spec.OnPositionReset == ResetFail {
+		r.operator = cause
+		return r
+	}
+	mode := brokers.Earliest
+	if o.spec.OnPositionReset == ResetLatest {
+		mode = brokers.Latest
+	}
+	pos, err := o.record(c, mode)
+	if err != nil {
+		r.err, r.broker = fmt.Errorf("reset checkpoint %s (%v): %w", r.checkpoint, cause, err), !isStoreErr(err)
+		return r
+	}
+	r.reset = &resetInfo{from: r.checkpoint, to: pos, cause: cause}
+	r.checkpoint = pos
+	start, _ := brokers.ParseStart(pos)
+	return o.openAt(c, r, start, " after a reset")
+}
+
+// openAt opens the reader at start into r, or records the broker's error.
+func (o streamOpen) openAt(c context.Context, r openResult, start brokers.Start, when string) openResult {
+	rd, err := o.spec.Stream.Open(c, o.part, start)
+	if err != nil {
+		r.err, r.broker = fmt.Errorf("open partition %s%s: %w", o.part, when, err), true
+		return r
+	}
+	r.res = &resource{reader: rd}
+	return r
+}
+
+// record resolves mode to a concrete start and writes it as the unit's
+// checkpoint by a fenced write; it returns the recorded position.
+func (o streamOpen) record(c context.Context, mode brokers.StartMode) (string, error) {
+	st, err := resolveStart(c, o.spec.Stream, o.part, mode)
+	if err != nil {
+		return "", fmt.Errorf("resolve the %s start of partition %s: %w", mode, o.part, err)
+	}
+	pos := brokers.StartPosition(st)
+	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true}
+	if _, err := o.store.Apply(c, b); err != nil {
+		return "", &storeError{fmt.Errorf("record checkpoint %s: %w", pos, err)}
+	}
+	return pos, nil
+}
+
+// storeError marks an error of the store inside a job that also calls the
+// broker.
+type storeError struct{ err error }
+
+func (e *storeError) Error() string { return e.err.Error() }
+func (e *storeError) Unwrap() error { return e.err }
+
+func isStoreErr(err error) bool {
+	var se *storeError
+	return errors.As(err, &se)
+}
+
+// resolveStart asks the stream for a concrete start (brokers.Resolver). A
+// stream that cannot resolve one is read from its beginning for Earliest
+// and refused for Latest.
+func resolveStart(c context.Context, s brokers.Stream, part string, mode brokers.StartMode) (brokers.Start, error) {
+	if r, ok := s.(brokers.Resolver); ok {
+		return r.Resolve(c, part, mode)
+	}
+	if mode == brokers.Earliest {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{}, fmt.Errorf("%T cannot resolve a latest start", s)
+}
+
+// positionInvalid: the checkpoint is no longer a position the broker can
+// read after (deleted by retention, or unknown to it).
+func positionInvalid(err error) bool {
+	return errors.Is(err, brokers.ErrPositionGone) || errors.Is(err, brokers.ErrPositionUnknown)
+}
+
+func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
+	if !u.spec.isQueue() && (r.err == nil || r.checkpoint != "") {
+		u.setCheckpoint(r.checkpoint)
+	}
+	if r.resolved != "" {
+		u.ne.env.trace("start-resolved", u.id, r.resolved)
+		u.ne.env.logger().Debug("start resolved", "unit", u.id, "start", r.resolved, "initial", u.initial)
+	}
+	u.justReset = r.reset != nil
+	if r.reset != nil {
+		u.positionReset(r.reset)
+	}
+	if r.err != nil {
+		if errors.Is(r.err, persistence.ErrLeaseLost) {
+			u.leaseLost(ctx, "open")
+			return
+		}
+		if r.broker && !brokers.Retryable(r.err) {
+			u.failNow(ctx, r.err)
+			return
+		}
+		u.fail(ctx, r.err, stepOpen)
+		return
+	}
+	if r.operator != nil {
+		u.needsOperator(ctx, r.operator)
+		return
+	}
+	if r.finished {
+		u.finished(ctx)
+		return
+	}
+	u.resetCause = nil
+	u.staleFinish = false
+	if r.reset == nil {
+		// a step that succeeded: failures are counted anew (not after a
+		// reset, so that a checkpoint invalid again after each reset counts
+		// up and fails the unit to its supervisor)
+		u.failures = 0
+	}
+	u.res = r.res
+	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
+	u.fetch(ctx)
+}
+
+// setCheckpoint records the stored checkpoint and the last applied
+// position it stands for.
+func (u *unitActor) setCheckpoint(cp string) {
+	u.checkpoint, u.position = cp, brokers.Applied(cp)
+	u.status(func(s *UnitStatus) { s.Position = cp })
+}
+
+// positionReset reports a checkpoint reset loudly: messages between the
+// old checkpoint and the new start were lost upstream (retention) or the
+// position was reused (a recreated topic).
+func (u *unitActor) positionReset(r *resetInfo) {
+	msg := fmt.Sprintf("checkpoint reset from %s to %s (on_position_reset: %s): %v", r.from, r.to, u.spec.OnPositionReset, r.cause)
+	u.ne.env.logger().Warn("checkpoint is no longer a position of the broker; reset by a fenced write",
+		"unit", u.id, "from", r.from, "to", r.to, "on_position_reset", u.spec.OnPositionReset.String(), "error", r.cause)
+	u.ne.env.trace("position-reset", u.id, r.from+" -> "+r.to)
+	u.ne.metrics.PositionReset(u.spec.Name, u.id)
+	now := u.now()
+	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+}
+
+// needsOperator parks a unit whose checkpoint is invalid under
+// on_position_reset: fail. It is not a failure of the unit: it waits in
+// retrying, with the reason, and looks again now and then whether the
+// checkpoint was moved.
+func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
+	if u.stopping {
+		u.finishStop(ctx, false)
+		return
+	}
+	msg := fmt.Sprintf("checkpoint %s is no longer a position of the broker (%v); on_position_reset is fail: move the checkpoint to go on", u.checkpoint, cause)
+	next := u.now().Add(u.ne.tuning.PositionCheck)
+	if !u.retrying {
+		u.ne.env.logger().Error("unit stopped on an invalid checkpoint (on_position_reset: fail)", "unit", u.id, "checkpoint", u.checkpoint, "error", cause)
+	}
+	u.retrying = true
+	u.ne.env.trace("position-invalid", u.id, u.checkpoint)
+	now := u.now()
+	u.status(func(s *UnitStatus) {
+		s.State = StateRetrying
+		s.setError(msg, now)
+		s.NextRetryAt = timePtr(next)
+	})
+	u.resetCause = nil // look at the checkpoint again next time
+	u.resumeAt = stepOpen
+	u.retry = u.after(ctx, u.ne.tuning.PositionCheck, timerRetry)
+}

@@ -1,0 +1,133 @@
+package actors
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/actors/exec"
+)
+
+// ---- stopping ----
+
+func (u *unitActor) beginStop(ctx actor.Context) {
+	if u.stopping {
+		return
+	}
+	u.stopping = true
+	u.ne.env.trace("stopping", u.id, "")
+	u.status(func(s *UnitStatus) { s.State = StateStopping; s.NextRetryAt = nil })
+	u.stopTimer = u.after(ctx, u.ne.tuning.StopTimeout, timerStopDeadline)
+	if u.fetching && u.inc.fetch != nil {
+		// a fetch holds nothing yet: cancel it; its result ends the stop
+		u.inc.fetch()
+	}
+	if u.inflight > 0 {
+		// the job in flight (an apply finishes its batch) continues the stop
+		return
+	}
+	if u.retry != nil {
+		u.retry.Stop()
+		u.retry = nil
+	}
+	u.stopWithHeld(ctx)
+}
+
+// stopWithHeld ends a stop: a queue batch that failed and waits for its
+// retry is given back first, so the next owner need not wait for its
+// deadline; a stream batch is simply dropped (the checkpoint says where
+// the next owner starts).
+func (u *unitActor) stopWithHeld(ctx actor.Context) {
+	if u.held != nil && u.spec.isQueue() {
+		u.nack(ctx, func(ctx actor.Context) { u.finishStop(ctx, false) })
+		return
+	}
+	u.held = nil
+	u.finishStop(ctx, false)
+}
+
+// finishStop releases the lease (unless forced) and stops the actor.
+func (u *unitActor) finishStop(ctx actor.Context, force bool) {
+	if u.releasing && !force {
+		return
+	}
+	u.stopExtend()
+	if force || !u.hasLease {
+		ctx.Stop(ctx.Self())
+		return
+	}
+	u.releasing = true
+	u.closeRes()
+	store, l := u.ne.env.Store, u.lease
+	ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
+	u.runSide(ctx, "release", func(c context.Context) any {
+		return releaseResult{err: store.Release(c, l)}
+	})
+}
+
+func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
+	if r.err == nil {
+		u.ne.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
+	}
+	u.dropLease(ctx)
+	ctx.Stop(ctx.Self())
+}
+
+// dropLease forgets the lease, in the tree too, at once: a successor may
+// acquire it before this actor has finished stopping, and the tree must not
+// show two holders.
+func (u *unitActor) dropLease(ctx actor.Context) {
+	if u.hasLease {
+		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
+	}
+	u.hasLease = false
+	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+}
+
+// end cancels the incarnation's jobs and timers (stop or restart). On a
+// hard stop with the lease still held it releases it in the background so
+// the next owner need not wait for expiry.
+func (u *unitActor) end(ctx actor.Context, stopping bool) {
+	if u.inc == nil || u.inc.ended.Load() {
+		return
+	}
+	u.inc.ended.Store(true)
+	u.inc.cancel()
+	for _, t := range []clock.Timer{u.retry, u.stopTimer, u.extendT} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	u.closeRes()
+	held, l, store := u.hasLease, u.lease, u.ne.env.Store
+	if held {
+		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
+	}
+	u.hasLease = false
+	if !stopping {
+		return // the next incarnation acquires the lease again
+	}
+	u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	if held {
+		u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "release"), func(c context.Context) any {
+			return store.Release(c, l)
+		}, func(any) {})
+	}
+}
+
+// closeRes closes the reader or receiver in the background: closing is
+// broker I/O and never runs on the mailbox. A job still using it is waited
+// for (the resource's lock), after its context was cancelled.
+func (u *unitActor) closeRes() {
+	res := u.res
+	if res == nil {
+		return
+	}
+	u.res = nil
+	u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "close"), func(context.Context) any {
+		res.close()
+		return nil
+	}, func(any) {})
+}
