@@ -404,7 +404,7 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 // earlier process) and releases it. When that fails it returns the lease
 // as it is now recorded, to try again: the one taken, when only the
 // release failed.
-func releaseOwn(c context.Context, store persistence.Store, l persistence.Lease, ttl time.Duration) (persistence.Lease, bool) {
+func releaseOwn(c context.Context, store persistence.Leases, l persistence.Lease, ttl time.Duration) (persistence.Lease, bool) {
 	nl, err := store.Acquire(c, persistence.AcquireRequest{Unit: l.Unit, Owner: l.Owner, TTL: ttl})
 	if err != nil {
 		return l, false

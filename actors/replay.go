@@ -24,6 +24,15 @@ type ReplayResult struct {
 // another source, or whose payload was cut (persistence.DeadLetter.Cut).
 var ErrNotReplayable = errors.New("dead letter cannot be replayed")
 
+// ReplayStore is what Replay uses of a store: the dead letter and its
+// status, the unit's current lease (the apply runs under its token) and
+// the apply. Every persistence.Store is one.
+type ReplayStore interface {
+	persistence.DeadLetters
+	persistence.Leases
+	persistence.Applier
+}
+
 // Replay applies dead letter id again through its source's decode and apply
 // path, as it is configured now (a fixed key field, a larger
 // max_message_bytes, a fixed handler), and marks it replayed; when it still
@@ -39,7 +48,7 @@ var ErrNotReplayable = errors.New("dead letter cannot be replayed")
 // them leaves the dead letter pending though applied, and replaying it again
 // applies the same message again (an idempotent upsert or delete in records
 // mode).
-func Replay(ctx context.Context, store persistence.Store, spec SourceSpec, id int64) (ReplayResult, error) {
+func Replay(ctx context.Context, store ReplayStore, spec SourceSpec, id int64) (ReplayResult, error) {
 	dl, err := store.DeadLetter(ctx, id)
 	if err != nil {
 		return ReplayResult{}, fmt.Errorf("dead letter %d: %w", id, err)
@@ -108,7 +117,7 @@ func Replay(ctx context.Context, store persistence.Store, spec SourceSpec, id in
 	return ReplayResult{Applied: true}, nil
 }
 
-func currentLease(ctx context.Context, store persistence.Store, unit string) (persistence.Lease, error) {
+func currentLease(ctx context.Context, store persistence.Leases, unit string) (persistence.Lease, error) {
 	ls, err := store.List(ctx)
 	if err != nil {
 		return persistence.Lease{}, fmt.Errorf("read leases: %w", err)

@@ -255,7 +255,7 @@ func newDLQReplay() *cobra.Command {
 	return cmd
 }
 
-func replayOne(ctx context.Context, s persistence.Store, cfg *config.Config, id int64) (string, error) {
+func replayOne(ctx context.Context, s actors.ReplayStore, cfg *config.Config, id int64) (string, error) {
 	d, err := s.DeadLetter(ctx, id)
 	if err != nil {
 		return "", err
