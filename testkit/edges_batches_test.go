@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/storetest"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -27,22 +28,6 @@ func hasBad(doc []byte) bool {
 	}
 	v, ok := obj["bad"]
 	return ok && string(v) != "null"
-}
-
-// docs makes n upserts keyed by id prefix-i; those whose index is in bad
-// carry "bad": true.
-func docs(n int, prefix string, bad ...int) []brokers.Message {
-	out := make([]brokers.Message, n)
-	for i := range out {
-		extra := ""
-		for _, b := range bad {
-			if b == i {
-				extra = `,"bad":true`
-			}
-		}
-		out[i] = brokers.Message{Key: fmt.Appendf(nil, "%s-%d", prefix, i), Value: fmt.Appendf(nil, `{"id":"%s-%d","n":%d%s}`, prefix, i, i, extra)}
-	}
-	return out
 }
 
 // 6a. A fetch that holds more bytes than batch_bytes is applied in several
@@ -133,7 +118,7 @@ func edgeRefusedStream(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 43, Nodes: 1})
 	c.StoreFaults().RefuseDocs("s", hasBad)
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	pos := must(c.Publish("s", "0", docs(40, "d", 5, 17, 18, 39)...))
+	pos := must(c.Publish("s", "0", storetest.RefusedDocs(40, "d", 5, 17, 18, 39)...))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +148,7 @@ func edgeRefusedQueue(t *testing.T) error {
 		t.Fatal(err)
 	}
 	c.Run(time.Second)
-	must(c.Publish("q", "", docs(30, "m", 0, 11, 29)...))
+	must(c.Publish("q", "", storetest.RefusedDocs(30, "m", 0, 11, 29)...))
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -185,7 +170,7 @@ func edgeRefusedHandler(t *testing.T) error {
 		return nil
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "h", BatchSize: 25, Handler: h}, 1))
-	must(c.Publish("h", "0", docs(20, "h", 3, 4, 12)...))
+	must(c.Publish("h", "0", storetest.RefusedDocs(20, "h", 3, 4, 12)...))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +202,7 @@ func edgeTransientNotDeadLettered(t *testing.T) error {
 	}
 	c.Run(time.Second)
 	c.StoreFaults().FailNext("apply", 3)
-	must(c.Publish("s", "0", docs(20, "t")...))
+	must(c.Publish("s", "0", storetest.RefusedDocs(20, "t")...))
 	c.Run(10 * time.Second) // Settle would clear the faults
 	if err := settle(c); err != nil {
 		return err
@@ -234,7 +219,7 @@ func edgeTransientNotDeadLettered(t *testing.T) error {
 	return nil
 }
 
-// refusedOnly checks that of n docs(prefix) the bad ones are the only
+// refusedOnly checks that of n storetest.RefusedDocs(prefix) the bad ones are the only
 // dead letters, each with the store's message, and the others applied.
 func refusedOnly(t *testing.T, c *testkit.Cluster, source string, n int, prefix string, bad ...int) error {
 	t.Helper()
@@ -314,7 +299,7 @@ func TestRefusalWarningsRateLimited(t *testing.T) {
 		bad = append(bad, i)
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
-	must(c.Publish("s", "0", docs(60, "w", bad...)...))
+	must(c.Publish("s", "0", storetest.RefusedDocs(60, "w", bad...)...))
 	if err := c.Start(); err != nil {
 		t.Fatal(err)
 	}

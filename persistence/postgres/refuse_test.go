@@ -2,14 +2,13 @@ package postgres
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/storetest"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -36,7 +35,7 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 			defer c.Close()
 			spec := actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 100}
 			if handler {
-				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: putAll("orders")}
+				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: storetest.PutAll("orders")}
 			}
 			if _, err := c.AddStream(spec, 1); err != nil {
 				t.Fatal(err)
@@ -45,7 +44,7 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 				t.Fatal(err)
 			}
 			// a first message makes the table; then the constraint
-			if _, err := c.Publish("orders", "0", checked(1, "first", nil)...); err != nil {
+			if _, err := c.Publish("orders", "0", storetest.RefusedDocs(1, "first")...); err != nil {
 				t.Fatal(err)
 			}
 			if !c.Settle(time.Minute) {
@@ -56,7 +55,7 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 				t.Fatalf("add the constraint: %v", err)
 			}
 			bad := []int{3, 4, 20}
-			pos, err := c.Publish("orders", "0", checked(30, "k", bad)...)
+			pos, err := c.Publish("orders", "0", storetest.RefusedDocs(30, "k", bad...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -66,66 +65,8 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 			if r := c.Report(); r.Lost != 0 || r.Duplicated != 0 || len(r.Violations) != 0 {
 				t.Fatalf("lost=%d duplicated=%d %v", r.Lost, r.Duplicated, r.Violations)
 			}
-			ctx := context.Background()
-			recs, err := store.Records(ctx, "orders", "", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) != 28 {
-				t.Errorf("%d records, want the first and the 27 the constraint lets through", len(recs))
-			}
-			for _, r := range recs {
-				if strings.Contains(string(r.Doc), `"bad"`) {
-					t.Errorf("record %s violates the constraint: %s", r.Key, r.Doc)
-				}
-			}
-			dls, err := store.DeadLetters(ctx, persistence.DeadLetterFilter{Source: "orders"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(dls) != 3 {
-				t.Fatalf("%d dead letters, want 3: %+v", len(dls), dls)
-			}
-			for i, d := range dls {
-				want := pos[bad[i]]
-				if d.Position != want || !strings.HasPrefix(d.Reason, "refused by the store: ") ||
-					!strings.Contains(d.Reason, `violates check constraint "no_bad" (SQLSTATE 23514)`) || !strings.Contains(string(d.Payload), `"bad":true`) {
-					t.Errorf("dead letter at %s (want %s): reason %q payload %s; want the server's message and the body", d.Position, want, d.Reason, d.Payload)
-				}
-			}
-			cp, err := store.Checkpoint(ctx, "orders/0")
-			if err != nil || cp.Position != pos[29] {
-				t.Errorf("checkpoint %q (%v), want %s", cp.Position, err, pos[29])
-			}
+			storetest.CheckRefused(t, store, "orders", pos, 28, bad, `violates check constraint "no_bad" (SQLSTATE 23514)`)
 		})
-	}
-}
-
-// checked makes n upserts keyed by id prefix<i>; those in bad carry
-// "bad": true.
-func checked(n int, prefix string, bad []int) []brokers.Message {
-	out := make([]brokers.Message, n)
-	for i := range out {
-		extra := ""
-		for _, b := range bad {
-			if b == i {
-				extra = `,"bad":true`
-			}
-		}
-		out[i] = brokers.Message{Key: fmt.Appendf(nil, "%s%d", prefix, i), Value: fmt.Appendf(nil, `{"id":"%s%d","n":%d%s}`, prefix, i, i, extra)}
-	}
-	return out
-}
-
-// putAll is a handler that writes every message's body under its key.
-func putAll(table string) actors.Handler {
-	return func(ctx context.Context, tx persistence.Tx, b actors.Batch) error {
-		for _, m := range b.Messages {
-			if err := tx.Put(ctx, table, string(m.Key), m.Value); err != nil {
-				return fmt.Errorf("write %s: %w", m.Key, err)
-			}
-		}
-		return nil
 	}
 }
 

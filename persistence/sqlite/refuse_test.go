@@ -3,16 +3,14 @@ package sqlite_test
 import (
 	"context"
 	"database/sql"
-	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/sqlite"
+	"github.com/drover-dev/drover/persistence/storetest"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -52,13 +50,13 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 			defer c.Close()
 			spec := actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 100}
 			if handler {
-				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: putAll("orders")}
+				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: storetest.PutAll("orders")}
 			}
 			if _, err := c.AddStream(spec, 1); err != nil {
 				t.Fatal(err)
 			}
-			bad := map[int]bool{3: true, 4: true, 20: true}
-			pos, err := c.Publish("orders", "0", checked(30, bad)...)
+			bad := []int{3, 4, 20}
+			pos, err := c.Publish("orders", "0", storetest.RefusedDocs(30, "k", bad...)...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,62 +69,7 @@ func TestRefusedRecordsDeadLettered(t *testing.T) {
 			if r := c.Report(); r.Lost != 0 || r.Duplicated != 0 || len(r.Violations) != 0 {
 				t.Fatalf("lost=%d duplicated=%d %v", r.Lost, r.Duplicated, r.Violations)
 			}
-			ctx := context.Background()
-			recs, err := c.Store().Records(ctx, "orders", "", 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(recs) != 27 {
-				t.Errorf("%d records, want the 27 the constraint lets through", len(recs))
-			}
-			for _, r := range recs {
-				if strings.Contains(string(r.Doc), `"bad"`) {
-					t.Errorf("record %s violates the constraint: %s", r.Key, r.Doc)
-				}
-			}
-			dls, err := c.Store().DeadLetters(ctx, persistence.DeadLetterFilter{Source: "orders"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(dls) != 3 {
-				t.Fatalf("%d dead letters, want 3: %+v", len(dls), dls)
-			}
-			for i, d := range dls {
-				want := pos[[]int{3, 4, 20}[i]]
-				if d.Position != want || !strings.HasPrefix(d.Reason, "refused by the store: ") ||
-					!strings.Contains(d.Reason, "CHECK constraint failed") || !strings.Contains(string(d.Payload), `"bad":true`) {
-					t.Errorf("dead letter at %s (want %s): reason %q payload %s; want SQLite's message and the body", d.Position, want, d.Reason, d.Payload)
-				}
-			}
-			cp, err := c.Store().Checkpoint(ctx, "orders/0")
-			if err != nil || cp.Position != pos[29] {
-				t.Errorf("checkpoint %q (%v), want %s", cp.Position, err, pos[29])
-			}
+			storetest.CheckRefused(t, c.Store(), "orders", pos, 27, bad, "CHECK constraint failed")
 		})
-	}
-}
-
-// checked makes n upserts keyed by id; those in bad carry "bad": true.
-func checked(n int, bad map[int]bool) []brokers.Message {
-	out := make([]brokers.Message, n)
-	for i := range out {
-		extra := ""
-		if bad[i] {
-			extra = `,"bad":true`
-		}
-		out[i] = brokers.Message{Key: fmt.Appendf(nil, "k%d", i), Value: fmt.Appendf(nil, `{"id":"k%d","n":%d%s}`, i, i, extra)}
-	}
-	return out
-}
-
-// putAll is a handler that writes every message's body under its key.
-func putAll(table string) actors.Handler {
-	return func(ctx context.Context, tx persistence.Tx, b actors.Batch) error {
-		for _, m := range b.Messages {
-			if err := tx.Put(ctx, table, string(m.Key), m.Value); err != nil {
-				return fmt.Errorf("write %s: %w", m.Key, err)
-			}
-		}
-		return nil
 	}
 }
