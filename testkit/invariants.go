@@ -190,7 +190,7 @@ func (c *Cluster) checkTrees(sids map[int]bool) {
 		if !sids[n.sid] {
 			continue
 		}
-		if n.node == nil || n.state != "running" || c.s.node(n.sid).paused {
+		if n.node == nil || n.state != "running" || c.s.isPaused(n.sid) {
 			c.forgetGhosts(name, nil)
 			continue
 		}

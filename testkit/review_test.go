@@ -4,7 +4,6 @@ package testkit_test
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -124,8 +123,6 @@ func TestDrainSurvivesASupervisorCrash(t *testing.T) {
 	}
 }
 
-var _ = errors.New
-
 // Found by review: how soon after losing its lease is a unit started again on
 // the same node? The supervisor means to wait LeaseLostPause (1 s).
 func TestLeaseLostPause(t *testing.T) {
@@ -179,11 +176,7 @@ func TestStaleMarkingIsDeterministic(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Run(40 * time.Second) // the next discovery lists 0, 1, 2 without children
-		n := 0
-		for _, e := range c.Log("finished-stale") {
-			_ = e
-			n++
-		}
+		n := len(c.Log("finished-stale"))
 		digests[c.Digest()] = true
 		t.Logf("digest %s, %d stale markings", c.Digest(), n)
 		c.Close()

@@ -77,22 +77,11 @@ func threeNodes(t *testing.T, storeURL string) {
 		t.Fatal(dumpLogs(c, err))
 	}
 	s := c.NewSampler()
-	sctx, stopSampling := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
+	stopSampling := sampling(ctx, s)
 	s.Sample(ctx)
 	s.Converged()
 
-	prod, err := c.NewProducer(7)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	pctx, stopProducing := context.WithCancel(ctx)
-	perr := make(chan error, 1)
-	go func() { perr <- prod.Run(pctx, 300) }()
-	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+	_, stopProducing := producing(t, ctx, c, 7)
 
 	// kill -9 node-3: its units run elsewhere within 2 s
 	n3, _ := c.Node("node-3")
@@ -169,21 +158,9 @@ func threeNodes(t *testing.T, storeURL string) {
 		t.Error("node-2's log does not say its units were handed over")
 	}
 
-	stopProducing()
-	if err := <-perr; err != nil {
-		t.Fatal(err)
-	}
-	sent := prod.Produced()
-	if err := c.WaitDrained(ctx, sent); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
+	sent := stopProducing()
+	v := drainAndVerify(t, ctx, c, sent)
 	stopSampling()
-	wg.Wait()
-	v, err := c.Verify(ctx, sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(v.Line())
 	if !v.OK() || v.Produced == 0 || v.DeadLettered == 0 {
 		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}
@@ -229,20 +206,9 @@ func TestFirstNodeRestartedWithEmptyJoinMergesBack(t *testing.T) {
 		t.Fatal(dumpLogs(c, err))
 	}
 	s := c.NewSampler()
-	sctx, stopSampling := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
+	stopSampling := sampling(ctx, s)
 
-	prod, err := c.NewProducer(13)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	pctx, stopProducing := context.WithCancel(ctx)
-	perr := make(chan error, 1)
-	go func() { perr <- prod.Run(pctx, 300) }()
-	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+	prod, stopProducing := producing(t, ctx, c, 13)
 
 	// kill -9 node-1 and wait until the others declared it dead: from then
 	// on memberlist alone never contacts it again
@@ -298,24 +264,12 @@ func TestFirstNodeRestartedWithEmptyJoinMergesBack(t *testing.T) {
 	more := prod.Total() + 600
 	waitFor(t, ctx, "more load after the merge", func() bool { return prod.Total() > more })
 
-	stopProducing()
-	if err := <-perr; err != nil {
-		t.Fatal(err)
-	}
-	sent := prod.Produced()
-	if err := c.WaitDrained(ctx, sent); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
+	sent := stopProducing()
+	v := drainAndVerify(t, ctx, c, sent)
 	stopSampling()
-	wg.Wait()
 	if tree, err := c.Tree(ctx); err != nil || !c.Converged(tree) {
 		t.Errorf("not converged at the end (%v)", err)
 	}
-	v, err := c.Verify(ctx, sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(v.Line())
 	if !v.OK() || v.Produced == 0 {
 		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}
@@ -339,6 +293,54 @@ func members(ctx context.Context, n *Node) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sampling runs s every 50 ms until the returned stop, which waits for it.
+func sampling(ctx context.Context, s *Sampler) (stop func()) {
+	sctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
+	return func() { cancel(); wg.Wait() }
+}
+
+// producing runs a producer from seed at 300 messages/s until the returned
+// stop (call it once), which returns what it produced; it waits until some
+// are produced.
+func producing(t *testing.T, ctx context.Context, c *Cluster, seed uint64) (prod *Producer, stop func() Produced) {
+	t.Helper()
+	prod, err := c.NewProducer(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pctx, cancel := context.WithCancel(ctx)
+	t.Cleanup(func() { cancel(); prod.Close() }) // also when the test fails first
+	perr := make(chan error, 1)
+	go func() { perr <- prod.Run(pctx, 300) }()
+	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+	return prod, func() Produced {
+		t.Helper()
+		cancel()
+		if err := <-perr; err != nil {
+			t.Fatal(err)
+		}
+		return prod.Produced()
+	}
+}
+
+// drainAndVerify waits until the cluster applied sent and returns the
+// verifier's verdict, logged.
+func drainAndVerify(t *testing.T, ctx context.Context, c *Cluster, sent Produced) Verdict {
+	t.Helper()
+	if err := c.WaitDrained(ctx, sent); err != nil {
+		t.Fatal(dumpLogs(c, err))
+	}
+	v, err := c.Verify(ctx, sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log(v.Line())
+	return v
 }
 
 func waitFor(t *testing.T, ctx context.Context, what string, cond func() bool) {

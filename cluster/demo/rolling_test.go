@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -47,24 +46,12 @@ func TestRollingSourceAdditionWithSQLite(t *testing.T) {
 		units[p] = fmt.Sprintf("%s/%d", added, p)
 	}
 	s.Watch(added, units, limit)
-	sctx, stopSampling := context.WithCancel(ctx)
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() { defer wg.Done(); s.Run(sctx, 50*time.Millisecond) }()
-	defer func() { stopSampling(); wg.Wait() }()
+	stopSampling := sampling(ctx, s)
+	defer stopSampling()
 	s.Sample(ctx)
 	s.Converged()
 
-	prod, err := c.NewProducer(17)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer prod.Close()
-	pctx, stopProducing := context.WithCancel(ctx)
-	defer stopProducing()
-	perr := make(chan error, 1)
-	go func() { perr <- prod.Run(pctx, 300) }()
-	waitFor(t, ctx, "some messages produced", func() bool { return prod.Total() > 300 })
+	prod, stopProducing := producing(t, ctx, c, 17)
 
 	unowned := func() string {
 		longest, bad := s.Unowned()
@@ -128,21 +115,9 @@ func TestRollingSourceAdditionWithSQLite(t *testing.T) {
 		waitFor(t, ctx, "more load after the step", func() bool { return prod.Total() > more })
 	}
 
-	stopProducing()
-	if err := <-perr; err != nil {
-		t.Fatal(err)
-	}
-	sent := prod.Produced()
-	if err := c.WaitDrained(ctx, sent); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
+	sent := stopProducing()
+	v := drainAndVerify(t, ctx, c, sent)
 	stopSampling()
-	wg.Wait()
-	v, err := c.Verify(ctx, sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(v.Line())
 	if !v.OK() || v.Produced == 0 {
 		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}
