@@ -123,7 +123,7 @@ func (c ConnConfig) withDefaults() ConnConfig {
 // LogValue shows the config with its secrets redacted.
 func (c ConnConfig) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.Any("urls", c.URLs),
+		slog.Any("urls", c.shownURLs()),
 		slog.String("name", c.Name),
 		slog.String("user", c.User),
 		slog.String("password", mask(c.Password)),
@@ -135,7 +135,17 @@ func (c ConnConfig) LogValue() slog.Value {
 // String shows the config with its secrets redacted.
 func (c ConnConfig) String() string {
 	return fmt.Sprintf("nats.ConnConfig{URLs:%v Name:%q User:%q Password:%s Token:%s CredsFile:%q}",
-		c.URLs, c.Name, c.User, mask(c.Password), mask(c.Token), c.CredsFile)
+		c.shownURLs(), c.Name, c.User, mask(c.Password), mask(c.Token), c.CredsFile)
+}
+
+// shownURLs are the URLs with any credentials in them masked: Validate
+// refuses those, but a config may be printed before it is validated.
+func (c ConnConfig) shownURLs() []string {
+	out := make([]string, len(c.URLs))
+	for i, u := range c.URLs {
+		out[i] = redact.URL(u)
+	}
+	return out
 }
 
 // mask shows that a secret is set, never what it is.

@@ -103,11 +103,14 @@ func TestDefaults(t *testing.T) {
 }
 
 func TestConnConfigRedactsSecrets(t *testing.T) {
-	c := ConnConfig{User: "alice", Password: "s3cret-pw", Token: "t0ken-xyz", CredsFile: "/etc/nats/a.creds"}
+	// credentials in a URL are refused by Validate, but a config may be
+	// printed before it is validated
+	c := ConnConfig{URLs: []string{"nats://url-t0ken-abc@h:4222", "nats://bob:url-pw-def@h:4223"},
+		User: "alice", Password: "s3cret-pw", Token: "t0ken-xyz", CredsFile: "/etc/nats/a.creds"}
 	var buf bytes.Buffer
 	slog.New(slog.NewTextHandler(&buf, nil)).Info("config", "conn", c)
 	for _, out := range []string{buf.String(), c.String(), fmt.Sprint(c), fmt.Sprintf("%v %+v", c, c)} {
-		if strings.Contains(out, "s3cret-pw") || strings.Contains(out, "t0ken-xyz") {
+		if strings.Contains(out, "s3cret-pw") || strings.Contains(out, "t0ken-xyz") || strings.Contains(out, "url-t0ken-abc") || strings.Contains(out, "url-pw-def") {
 			t.Fatalf("a secret shows: %s", out)
 		}
 		if !strings.Contains(out, "alice") {
