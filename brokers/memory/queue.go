@@ -221,7 +221,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 }
 
 func (q *Queue) openReceiver(ctx context.Context, owner *QueueClient, slot string) (*Receiver, error) {
-	if err := q.enter(ctx, OpOpen, nil); err != nil {
+	if _, err := q.enter(ctx, OpOpen, nil); err != nil {
 		return nil, err
 	}
 	q.mu.Lock()
@@ -273,26 +273,37 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-// enter checks that the call may start and runs op's injected delay.
-func (q *Queue) enter(ctx context.Context, op string, r *Receiver) error {
+// enter checks that the call may start and runs op's injected delay. It
+// reports whether it entered the call on r already (a settling call with
+// a delay: see enterCallLocked).
+func (q *Queue) enter(ctx context.Context, op string, r *Receiver) (entered bool, err error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return false, err
 	}
 	q.mu.Lock()
 	if err := q.closedLocked(op, r); err != nil {
 		q.mu.Unlock()
-		return err
+		return false, err
 	}
 	d := q.faults.delay(op)
 	if r != nil && d > 0 && op != OpReceive {
-		// the call is in progress for its delay (see enterCallLocked):
-		// under the testkit the delay is the job's result coming d later
+		// the call is in progress for its delay: under the testkit the
+		// delay is the job's result coming d later
 		r.enterCallLocked(op)
 		r.busyUntil = q.clock.Now().Add(d)
-		r.delayed = true
+		entered = true
 	}
 	q.mu.Unlock()
-	return pause(ctx, d)
+	if err := pause(ctx, d); err != nil {
+		if entered {
+			// cancelled: the call ends now, not at the end of its delay
+			q.mu.Lock()
+			r.busyUntil = q.clock.Now()
+			q.mu.Unlock()
+		}
+		return entered, err
+	}
+	return entered, nil
 }
 
 func (q *Queue) closedLocked(op string, r *Receiver) error {
@@ -321,10 +332,9 @@ type Receiver struct {
 	closed bool
 	// busyUntil is when the call in progress ends on the queue's clock (a
 	// Receive that waits is busy until its wait ends, a delayed call until
-	// its delay ends); delayed marks a settling call entered at its delay.
+	// its delay ends).
 	// Guarded by q.mu.
 	busyUntil time.Time
-	delayed   bool
 }
 
 // enterCall records the start of a call on r and counts it as a misuse
@@ -380,7 +390,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		return brokers.Result{}, &brokers.Error{Op: OpReceive, Err: fmt.Errorf("max %d must be positive", max)}
 	}
 	q := r.q
-	if err := q.enter(ctx, OpReceive, r); err != nil {
+	if _, err := q.enter(ctx, OpReceive, r); err != nil {
 		return brokers.Result{}, err
 	}
 	q.mu.Lock()
@@ -504,7 +514,8 @@ func (q *Queue) currentLocked(op string, m brokers.Message) (*queued, error) {
 // the messages of msgs whose handle is still their latest delivery.
 func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, apply func(targets []*queued)) error {
 	q := r.q
-	if err := q.enter(ctx, op, r); err != nil {
+	entered, err := q.enter(ctx, op, r)
+	if err != nil {
 		return err
 	}
 	q.mu.Lock()
@@ -512,9 +523,7 @@ func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message
 	if err := q.checkLocked(op, r); err != nil {
 		return err
 	}
-	if r.delayed {
-		r.delayed = false // entered already, with its delay
-	} else {
+	if !entered {
 		r.enterCallLocked(op)
 	}
 	var targets []*queued

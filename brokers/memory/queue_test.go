@@ -627,3 +627,30 @@ func TestQueueRecreate(t *testing.T) {
 		t.Fatalf("recreate of a closed queue: %v", err)
 	}
 }
+
+// A delayed settling call that is cancelled during its delay ends then:
+// the receiver's next call is no misuse (before, the call stayed "in
+// progress" until the end of its delay, and the next one was counted as
+// overlapping it).
+func TestCancelledDelayedCallEndsAtCancel(t *testing.T) {
+	q, _ := newTestQueue(t, time.Minute)
+	sendN(q, 1)
+	r := openReceiver(t, q, "s")
+	msgs := receive(t, r, 1)
+	q.Delay(OpAck, time.Hour)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	if err := r.Ack(ctx, msgs); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("ack during an hour's delay with a 20 ms deadline: %v", err)
+	}
+	q.Delay(OpAck, 0)
+	if _, err := r.Receive(context.Background(), 1, 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Extend(context.Background(), msgs, time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if m := q.Misuses(); len(m) > 0 {
+		t.Fatalf("the call after a cancelled one counted as a misuse: %v", m)
+	}
+}
