@@ -391,10 +391,11 @@ func (u *unitActor) sendCommit(pos string) {
 		switch {
 		case err == nil || c2.Err() != nil:
 		case !brokers.Retryable(err):
-			// not configured (no commit_to_group) or refused for good: stop
-			// asking, once said
+			// refused for good (a stream without a group is no Committer:
+			// cluster/node hands it over without): stop asking while the
+			// unit runs, and say so loudly once
 			if off.CompareAndSwap(false, true) {
-				log.Info("not recording positions in the broker", "unit", unit, "reason", err)
+				log.Warn("the broker refuses to record positions: not asking again until the unit restarts", "unit", unit, "error", err)
 			}
 		default:
 			log.Warn("record position in the broker", "unit", unit, "position", pos, "error", err)
