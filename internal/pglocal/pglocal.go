@@ -31,10 +31,11 @@ var ErrUnavailable = errors.New("no local PostgreSQL to run")
 
 // Cluster is one throwaway cluster.
 type Cluster struct {
-	bin   string // directory of initdb and pg_ctl
-	dir   string // the cluster's temporary directory
-	port  int    // chosen by the first Start, kept by the next ones
-	runAs bool   // run the binaries as the postgres user (we are root)
+	bin    string     // directory of initdb and pg_ctl
+	dir    string     // the cluster's temporary directory
+	port   int        // chosen by the first Start, kept by the next ones
+	runAs  bool       // run the binaries as the postgres user (we are root)
+	pgUser *user.User // that user, when runAs
 	// MaxConnections is the server's max_connections (default 200).
 	MaxConnections int
 }
@@ -79,10 +80,11 @@ func Init(ctx context.Context, bin, prefix string) (*Cluster, error) {
 		if _, err := exec.LookPath("runuser"); err != nil {
 			return nil, fmt.Errorf("%w: running as root, and runuser is not available to run initdb as the postgres user", ErrUnavailable)
 		}
-		if _, err := user.Lookup("postgres"); err != nil {
+		pg, err := user.Lookup("postgres")
+		if err != nil {
 			return nil, fmt.Errorf("%w: running as root and there is no postgres user to run initdb as", ErrUnavailable)
 		}
-		c.runAs = true
+		c.runAs, c.pgUser = true, pg
 	}
 	dir, err := os.MkdirTemp("", prefix)
 	if err != nil {
@@ -176,10 +178,7 @@ func (c *Cluster) start(ctx context.Context) error {
 // giveToPostgresUser makes the directory the postgres user's and checks
 // that user can reach it.
 func (c *Cluster) giveToPostgresUser() error {
-	u, err := user.Lookup("postgres")
-	if err != nil {
-		return fmt.Errorf("%w: running as root and there is no postgres user to run initdb as", ErrUnavailable)
-	}
+	u := c.pgUser
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
 	if err := os.Chown(c.dir, uid, gid); err != nil {

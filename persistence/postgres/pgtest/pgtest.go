@@ -218,6 +218,9 @@ func (s *Server) setup() {
 		return
 	}
 	bin, looked := pglocal.FindBin(os.Getenv(EnvBin))
+	if bin == "" && os.Getenv(EnvBin) != "" {
+		looked = EnvBin + "=" + looked
+	}
 	if bin == "" {
 		s.skip = fmt.Sprintf("%s is not set and no PostgreSQL binaries were found (looked in %s)", EnvURL, looked)
 		return
