@@ -13,6 +13,7 @@ import (
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/persistence"
 	memstore "github.com/drover-dev/drover/persistence/memory"
 )
 
@@ -266,5 +267,41 @@ func TestRefusingCommitterIsAskedOnce(t *testing.T) {
 	defer rs.mu.Unlock()
 	if rs.n != 1 {
 		t.Fatalf("the refusing committer was asked %d times, want once", rs.n)
+	}
+}
+
+// The sweep of an earlier process's leases leaves alone a lease a unit of
+// this node acquired since it was listed (before, the sweep took it over
+// with a new token and released it, fencing the live unit off).
+func TestReleaseOwnLeavesAReacquiredLease(t *testing.T) {
+	ctx := context.Background()
+	store := memstore.New(memstore.Config{})
+	req := persistence.AcquireRequest{Unit: "s/0", Owner: "n1", TTL: time.Minute}
+	earlier, err := store.Acquire(ctx, req) // the earlier process's, as listed
+	if err != nil {
+		t.Fatal(err)
+	}
+	live, err := store.Acquire(ctx, req) // this process's unit, since
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !releaseOwn(ctx, store, earlier) {
+		t.Fatal("a lease that moved on is to be tried again")
+	}
+	if _, err := store.Renew(ctx, live, time.Minute); err != nil {
+		t.Fatalf("the live unit's lease after the sweep: %v", err)
+	}
+	// a lease still as listed is released
+	if !releaseOwn(ctx, store, live) {
+		t.Fatal("release failed")
+	}
+	ls, err := store.List(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range ls {
+		if l.Unit == "s/0" && l.Owner != "" {
+			t.Fatalf("still held after release: %+v", l)
+		}
 	}
 }

@@ -154,7 +154,7 @@ func (l *leaser) retryOrphans(ctx actor.Context) {
 	if len(try) == 0 {
 		return
 	}
-	store, ttl := l.ne.env.Store, l.ne.minTTL
+	store := l.ne.env.Store
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "sweep"), func(c context.Context) any {
 		cur, err := store.List(c)
@@ -166,8 +166,8 @@ func (l *leaser) retryOrphans(ctx actor.Context) {
 			if !stillOwned(cur, o) {
 				continue // moved on meanwhile
 			}
-			if rest, ok := releaseOwn(c, store, o, ttl); !ok {
-				left = append(left, rest)
+			if !releaseOwn(c, store, o) {
+				left = append(left, o)
 			}
 		}
 		return &orphansDone{left: left}

@@ -367,12 +367,12 @@ type swept struct{ left []persistence.Lease }
 // this node's name belong to an earlier process of it (killed, or a zombie
 // that will find itself fenced), and nobody renews them. Others must not
 // wait for their expiry to take them over (this node is alive under that
-// name, so takeover by absence does not apply): the sweep takes each one
-// (which fences the earlier process) and releases it. Units this node
+// name, so takeover by absence does not apply): the sweep releases each
+// one with its listed token (which fences the earlier process). Units this node
 // wants it acquires again the normal way. A store that does not answer
 // does not hold the node up: those leases expire.
 func (a *nodeActor) sweep(ctx actor.Context) {
-	store, me, ttl := a.ne.env.Store, a.ne.env.Node, a.ne.minTTL
+	store, me := a.ne.env.Store, a.ne.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	log := a.ne.env.logger()
 	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "sweep"), func(c context.Context) any {
@@ -387,8 +387,8 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 			if l.Owner != me {
 				continue
 			}
-			if rest, ok := releaseOwn(c, store, l, ttl); !ok {
-				left = append(left, rest)
+			if !releaseOwn(c, store, l) {
+				left = append(left, l)
 				continue
 			}
 			n++
@@ -400,19 +400,15 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 	}, func(v any) { root.Send(self, v) })
 }
 
-// releaseOwn takes a lease recorded under this node's name (fencing the
-// earlier process) and releases it. When that fails it returns the lease
-// as it is now recorded, to try again: the one taken, when only the
-// release failed.
-func releaseOwn(c context.Context, store persistence.Leases, l persistence.Lease, ttl time.Duration) (persistence.Lease, bool) {
-	nl, err := store.Acquire(c, persistence.AcquireRequest{Unit: l.Unit, Owner: l.Owner, TTL: ttl})
-	if err != nil {
-		return l, false
-	}
-	if store.Release(c, nl) != nil {
-		return nl, false
-	}
-	return nl, true
+// releaseOwn releases a lease an earlier process of this node left, with
+// the token it was listed with: that fences the earlier process, and
+// fails (ErrLeaseLost) when the lease moved on meanwhile — expired, or
+// acquired again, by another node or by a unit of this one, whose lease
+// is left alone. It reports false, to try again, when the store did not
+// answer or the row was locked.
+func releaseOwn(c context.Context, store persistence.Leases, l persistence.Lease) bool {
+	err := store.Release(c, l)
+	return err == nil || errors.Is(err, persistence.ErrLeaseLost)
 }
 
 // announce gossips the sources this node runs with the unit sets it
