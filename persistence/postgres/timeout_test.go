@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -192,8 +193,18 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	if l.Owner != "node-2" || l.Token != stuck.Token+1 {
 		t.Errorf("lease = %+v, want node-2 token %d", l, stuck.Token+1)
 	}
-	if o.alive(t, s) {
-		t.Error("the takeover succeeded while the orphan still lives")
+	// The lock goes when the server aborts the orphan's transaction; its
+	// backend leaves pg_stat_activity a moment later, when it has exited.
+	// So the takeover must not come before the idle timeout could fire, and
+	// the backend must be gone soon after it.
+	if since := time.Since(orphanedAt); since < timeout {
+		t.Errorf("the takeover succeeded %s after the orphan went silent, before its idle timeout (%s): the orphan still held the fence", since, timeout)
+	}
+	for deadline := time.Now().Add(5 * time.Second); o.alive(t, s); {
+		if time.Now().After(deadline) {
+			t.Fatal("the takeover succeeded while the orphan still lives (its backend stayed 5 s after)")
+		}
+		runtime.Gosched()
 	}
 	if _, err := o.conn.Exec(context.Background(), "SELECT 1"); err == nil {
 		t.Error("the orphan's connection still works: the server did not cut it off")
