@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 	memstore "github.com/drover-dev/drover/persistence/memory"
 )
@@ -79,14 +79,14 @@ func TestUnitOrderIsNatural(t *testing.T) {
 }
 
 // static is a membership view that never changes.
-type static struct{ members []cluster.Member }
+type static struct{ members []placement.Member }
 
-func (s static) Local() cluster.Member                               { return s.members[0] }
-func (s static) Members() []cluster.Member                           { return append([]cluster.Member(nil), s.members...) }
-func (static) Watch(func()) func()                                   { return func() {} }
-func (static) SetState(context.Context, cluster.MemberState) error   { return nil }
-func (static) SetSources(context.Context, []cluster.SourceTag) error { return nil }
-func (static) Leave(context.Context) error                           { return nil }
+func (s static) Local() placement.Member                               { return s.members[0] }
+func (s static) Members() []placement.Member                           { return append([]placement.Member(nil), s.members...) }
+func (static) Watch(func()) func()                                     { return func() {} }
+func (static) SetState(context.Context, placement.MemberState) error   { return nil }
+func (static) SetSources(context.Context, []placement.SourceTag) error { return nil }
+func (static) Leave(context.Context) error                             { return nil }
 
 // The production wiring: protoactor's goroutine dispatcher, one goroutine
 // per job, the wall clock — under the race detector.
@@ -97,7 +97,7 @@ func TestRealGoroutinesApplyEverythingAndDrain(t *testing.T) {
 	ex := &exec.Goroutines{}
 	env := Env{
 		Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
-		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}},
+		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}},
 	}
 	n, err := Start(env, []SourceSpec{
 		{Name: "s", Stream: st, KeyField: "id", BatchSize: 50, MaxWait: 20 * time.Millisecond},
@@ -191,7 +191,7 @@ func TestCommitterGetsTheNewestPosition(t *testing.T) {
 	cs := &committing{Stream: st, got: map[string]string{}}
 	ex := &exec.Goroutines{}
 	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: memstore.New(memstore.Config{}),
-		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}}},
+		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}}},
 		[]SourceSpec{{Name: "s", Stream: cs, KeyField: "id", BatchSize: 10, MaxWait: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestRefusingCommitterIsAskedOnce(t *testing.T) {
 	ex := &exec.Goroutines{}
 	store := memstore.New(memstore.Config{})
 	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
-		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}}},
+		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}}},
 		[]SourceSpec{{Name: "s", Stream: rs, KeyField: "id", BatchSize: 1, MaxWait: 10 * time.Millisecond}})
 	if err != nil {
 		t.Fatal(err)

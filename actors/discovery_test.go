@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	memstore "github.com/drover-dev/drover/persistence/memory"
 )
 
@@ -52,7 +52,7 @@ func TestLateListingDoesNotReopenAFinishedParent(t *testing.T) {
 	var events []Event
 	env := Env{
 		Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
-		Membership: static{[]cluster.Member{{Name: "n1", State: cluster.StateAlive}}},
+		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}},
 		Trace: func(e Event) {
 			mu.Lock()
 			defer mu.Unlock()

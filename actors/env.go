@@ -9,14 +9,27 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 )
 
+// Clock, Timer and Executor are the time and the I/O executor the runtime
+// takes from outside. They live in the leaf packages internal/clock and
+// internal/exec (brokers and stores use them too, below the runtime) and
+// are named here for library users who bring their own.
+type (
+	Clock    = clock.Clock
+	Timer    = clock.Timer
+	Executor = exec.Executor
+)
+
+// RealClock is the machine's clock, what a nil Clock means.
+type RealClock = clock.Real
+
 // Env is everything a node's actors take from outside. Production wires
-// real parts (cluster.Node does); the testkit wires deterministic ones.
+// real parts (node.Start does); the testkit wires deterministic ones.
 type Env struct {
 	// Node is this node's name, unique in the cluster.
 	Node string
@@ -30,12 +43,12 @@ type Env struct {
 	// Executor runs every broker and store call.
 	Executor exec.Executor
 	// Membership is this node's view of the cluster.
-	Membership cluster.Membership
+	Membership placement.Membership
 	// MaxCapacity is cluster.max_capacity: placement counts a member's
 	// capacity as at most this, or as at most the smallest value an alive
-	// member gossips if that is less (cluster.EffectiveMaxCapacity); the
+	// member gossips if that is less (placement.EffectiveMaxCapacity); the
 	// Membership should gossip it as the local member's MaxCapacity. 0
-	// means cluster.DefaultMaxCapacity.
+	// means placement.DefaultMaxCapacity.
 	MaxCapacity float64
 	// Store is the database.
 	Store persistence.Store

@@ -13,9 +13,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -60,7 +60,7 @@ type nodeEnv struct {
 	// nodePID is the node actor.
 	leaser  *actor.PID
 	nodePID atomic.Pointer[actor.PID] // set once the node actor is spawned (after the leaser)
-	// digest is cluster.SourceDigestOf this node's source ids: a member
+	// digest is placement.SourceDigestOf this node's source ids: a member
 	// gossiping only a digest equal to it runs the same sources.
 	digest uint64
 	// minTTL is the shortest lease TTL of the node's sources.
@@ -134,12 +134,12 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	ids := make([]uint32, 0, len(full))
 	for _, s := range full {
 		ne.reg.addSource(s.Name, s.Type)
-		ids = append(ids, cluster.SourceID(s.Identity))
+		ids = append(ids, placement.SourceID(s.Identity))
 		if minTTL == 0 || s.LeaseTTL < minTTL {
 			minTTL = s.LeaseTTL
 		}
 	}
-	ne.digest = cluster.SourceDigestOf(ids)
+	ne.digest = placement.SourceDigestOf(ids)
 	ne.minTTL = minTTL
 	if ne.minTTL <= 0 {
 		ne.minTTL = 10 * time.Second
@@ -231,7 +231,7 @@ type nodeActor struct {
 	draining bool
 
 	// tags are the sources this node runs, as gossiped (by source name).
-	tags       map[string]cluster.SourceTag
+	tags       map[string]placement.SourceTag
 	announcing bool // a SetSources job is in flight
 	reannounce bool // tags changed while it was
 
@@ -260,10 +260,10 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
-		a.tags, a.restarts, a.restartedAt = map[string]cluster.SourceTag{}, map[string]int{}, map[string]time.Time{}
+		a.tags, a.restarts, a.restartedAt = map[string]placement.SourceTag{}, map[string]int{}, map[string]time.Time{}
 		a.down, a.self, a.restartT = map[string]bool{}, ctx.Self(), map[string]clock.Timer{}
 		for _, s := range a.specs {
-			a.tags[s.Name] = cluster.SourceTag{ID: cluster.SourceID(s.Identity)}
+			a.tags[s.Name] = placement.SourceTag{ID: placement.SourceID(s.Identity)}
 		}
 		a.announce(ctx)
 		a.sweep(ctx)
@@ -420,7 +420,7 @@ func (a *nodeActor) announce(ctx actor.Context) {
 		return
 	}
 	a.announcing, a.reannounce = true, false
-	tags := make([]cluster.SourceTag, 0, len(a.tags))
+	tags := make([]placement.SourceTag, 0, len(a.tags))
 	for name, t := range a.tags {
 		if !a.down[name] {
 			tags = append(tags, t)
@@ -481,14 +481,14 @@ func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, wh
 	a.restartT[name] = a.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
 }
 
-func memberNames(ms []cluster.Member) string {
+func memberNames(ms []placement.Member) string {
 	s := ""
 	for i, m := range ms {
 		if i > 0 {
 			s += ","
 		}
 		s += m.Name
-		if m.State != cluster.StateAlive {
+		if m.State != placement.StateAlive {
 			s += "(" + string(m.State) + ")"
 		}
 	}

@@ -11,11 +11,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -42,15 +42,15 @@ type supervisor struct {
 	// the store (persistence.Sources); nil until known. A unit not among
 	// them appeared later and starts at its earliest.
 	initial map[string]bool
-	members []cluster.Member
-	id      uint32 // cluster.SourceID of the spec's identity
+	members []placement.Member
+	id      uint32 // placement.SourceID of the spec's identity
 	// Discoveries may overlap (ticks, a finished unit, gossip): each has a
 	// number; a result older than one already applied is dropped, and a
 	// listing started before a unit finished does not count against it.
 	discSeq     uint64            // discoveries started
 	discApplied uint64            // the newest discovery applied
 	finishedAt  map[string]uint64 // unit -> discSeq when it finished here
-	hash        uint32            // cluster.UnitsHash of what this node discovered; 0 before
+	hash        uint32            // placement.UnitsHash of what this node discovered; 0 before
 	lastDisc    time.Time
 	discoveryAt time.Time         // when the discovery timer fires
 	children    map[string]*child // by unit id
@@ -112,7 +112,7 @@ type (
 	}
 	// crashSource makes a supervisor fail (fault injection).
 	crashSource    struct{ source string }
-	membersChanged struct{ members []cluster.Member }
+	membersChanged struct{ members []placement.Member }
 	drain          struct{}
 	drainedMsg     struct{ source string }
 	restartDue     struct {
@@ -128,7 +128,7 @@ type (
 )
 
 func newSupervisor(ne *nodeEnv, spec *SourceSpec) *supervisor {
-	return &supervisor{ne: ne, spec: spec, id: cluster.SourceID(spec.Identity)}
+	return &supervisor{ne: ne, spec: spec, id: placement.SourceID(spec.Identity)}
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -441,7 +441,7 @@ func (s *supervisor) announceUnits(ctx actor.Context) {
 			ids = append(ids, u)
 		}
 	}
-	h := cluster.UnitsHash(ids)
+	h := placement.UnitsHash(ids)
 	if h != s.hash {
 		s.hash = h
 		ctx.Send(ctx.Parent(), &sourceUnits{source: s.spec.Name, hash: h})
@@ -475,11 +475,11 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 
 // eligible are the members placement may give this source's units to:
 // those that run the source (gossiped source tags).
-func (s *supervisor) eligible() []cluster.Member {
+func (s *supervisor) eligible() []placement.Member {
 	if mutate.On(mutate.PlaceIgnoringSources) {
 		return s.members // the bug of issue 9 item 12
 	}
-	out := make([]cluster.Member, 0, len(s.members))
+	out := make([]placement.Member, 0, len(s.members))
 	for _, m := range s.members {
 		if _, runs, _ := m.Source(s.id, s.ne.digest); runs || m.Name == s.ne.env.Node {
 			out = append(out, m)
@@ -502,8 +502,8 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 		sort.Strings(eligible)
 		// The clamp of the whole view, not of the eligible members: the
 		// same on every node that sees the same view.
-		limit := cluster.EffectiveMaxCapacity(s.members, s.ne.env.MaxCapacity)
-		for _, u := range cluster.Owned(s.ne.env.Node, eligible, s.eligible(), limit) {
+		limit := placement.EffectiveMaxCapacity(s.members, s.ne.env.MaxCapacity)
+		for _, u := range placement.Owned(s.ne.env.Node, eligible, s.eligible(), limit) {
 			want[u] = true
 		}
 	}

@@ -8,11 +8,11 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/actors/decode"
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 )
 

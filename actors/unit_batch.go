@@ -9,9 +9,9 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )

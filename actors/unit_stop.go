@@ -6,8 +6,8 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // ---- stopping ----

@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
-	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/persistence"
 	memstore "github.com/drover-dev/drover/persistence/memory"
 )
@@ -580,7 +580,7 @@ func (c *Cluster) Stop(name string) error {
 	c.event("stop", name, "", "")
 	sid := n.sid
 	c.s.after(sid, 0, "leave", func() {
-		_ = n.member.SetState(context.Background(), cluster.StateLeaving)
+		_ = n.member.SetState(context.Background(), placement.StateLeaving)
 		done := n.node.Drain()
 		var wait func()
 		wait = func() {

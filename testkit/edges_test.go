@@ -13,9 +13,9 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/decode"
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/testkit"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // Simulated membership: what is modelled of memberlist, and what is not.
@@ -81,10 +81,10 @@ const gossipToTheDead = 30 * time.Second
 type worldMember struct {
 	name     string
 	schedID  int // the scheduler id of the current process; -1 when not running
-	state    cluster.MemberState
+	state    placement.MemberState
 	left     bool
 	isolated bool // partitioned away from every other node
-	sources  []cluster.SourceTag
+	sources  []placement.SourceTag
 	view     *simMembership // the current process's view
 }
 
@@ -159,7 +159,7 @@ func (w *world) join(name string, sid int, seeds []string) *simMembership {
 		w.order = append(w.order, name)
 		sort.Strings(w.order)
 	}
-	m.schedID, m.state, m.left, m.isolated = sid, cluster.StateAlive, false, false
+	m.schedID, m.state, m.left, m.isolated = sid, placement.StateAlive, false, false
 	v := &simMembership{w: w, me: m, sid: sid, join: slices.Clone(seeds), view: map[string]*viewEntry{},
 		dead: map[string]deadEntry{}, watchers: map[int]func(){}}
 	v.view[name] = &viewEntry{sid: sid, m: m.member(), heard: w.s.now}
@@ -268,13 +268,13 @@ func (w *world) views() map[string][]string {
 	return out
 }
 
-func (m *worldMember) member() cluster.Member {
-	return cluster.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1,
-		MaxCapacity: cluster.DefaultMaxCapacity, State: m.state,
+func (m *worldMember) member() placement.Member {
+	return placement.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1,
+		MaxCapacity: placement.DefaultMaxCapacity, State: m.state,
 		Sources: slices.Clone(m.sources)}
 }
 
-func sameMember(a, b cluster.Member) bool {
+func sameMember(a, b placement.Member) bool {
 	return a.Name == b.Name && a.Addr == b.Addr && a.DebugAddr == b.DebugAddr && a.Version == b.Version &&
 		a.Capacity == b.Capacity && a.MaxCapacity == b.MaxCapacity && a.State == b.State && a.SourceDigest == b.SourceDigest && slices.Equal(a.Sources, b.Sources)
 }
@@ -294,7 +294,7 @@ type simMembership struct {
 
 type viewEntry struct {
 	sid   int // the incarnation known
-	m     cluster.Member
+	m     placement.Member
 	heard time.Time
 }
 
@@ -452,10 +452,10 @@ func (v *simMembership) notify() {
 	}
 }
 
-func (v *simMembership) Local() cluster.Member { return v.me.member() }
+func (v *simMembership) Local() placement.Member { return v.me.member() }
 
-func (v *simMembership) Members() []cluster.Member {
-	out := make([]cluster.Member, 0, len(v.view))
+func (v *simMembership) Members() []placement.Member {
+	out := make([]placement.Member, 0, len(v.view))
 	for _, e := range v.view {
 		out = append(out, e.m)
 	}
@@ -472,7 +472,7 @@ func (v *simMembership) Watch(f func()) func() {
 
 // SetState announces a new state; this node sees it at once, the others at
 // their next probe.
-func (v *simMembership) SetState(_ context.Context, s cluster.MemberState) error {
+func (v *simMembership) SetState(_ context.Context, s placement.MemberState) error {
 	if !v.live() {
 		return nil
 	}
@@ -484,7 +484,7 @@ func (v *simMembership) SetState(_ context.Context, s cluster.MemberState) error
 
 // SetSources announces the sources this node runs; this node sees it at
 // once, the others at their next probe.
-func (v *simMembership) SetSources(_ context.Context, tags []cluster.SourceTag) error {
+func (v *simMembership) SetSources(_ context.Context, tags []placement.SourceTag) error {
 	if !v.live() {
 		return nil
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/testkit"
 )

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // Epoch is virtual time zero of every simulation.

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 )
 

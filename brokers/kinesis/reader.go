@@ -10,8 +10,8 @@ import (
 	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // Reader reads one shard in sequence-number order. It implements

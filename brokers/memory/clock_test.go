@@ -5,8 +5,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // fakeClock is a manual clock for tests. AfterFunc is not used by the

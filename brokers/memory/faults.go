@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // Operation names for FailNext and Delay.

@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/mutate"
 )
 

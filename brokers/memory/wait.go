@@ -4,8 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // waiter runs the waiting part of Fetch and Receive so that it behaves on

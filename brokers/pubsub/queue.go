@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // minPoll is the first pause between two Pulls while a Receive waits; it

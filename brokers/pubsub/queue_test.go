@@ -16,8 +16,8 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"google.golang.org/grpc/codes"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 func ctxT(t *testing.T, d time.Duration) context.Context {

@@ -12,8 +12,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
-	"github.com/drover-dev/drover/actors/exec"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/exec"
 )
 
 // Header names of the FIFO system attributes a message carries. User

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/cluster"
 )
 
 // Defaults.
@@ -35,7 +35,7 @@ const (
 	DefaultDiscoveryInterval      = 30 * time.Second
 	DefaultSQSWait                = 20 * time.Second
 	DefaultSQSVisibilityTimeout   = 30 * time.Second
-	DefaultMaxCapacity            = cluster.DefaultMaxCapacity
+	DefaultMaxCapacity            = placement.DefaultMaxCapacity
 )
 
 // Source types.
@@ -97,10 +97,10 @@ type Cluster struct {
 	// gossip is not encrypted. Key returns the bytes.
 	SecretKey Secret `json:"secret_key"`
 	// MaxCapacity is the most placement weight any member counts with,
-	// whatever capacity it gossips: above 0, at most cluster.MaxCapacity
+	// whatever capacity it gossips: above 0, at most placement.MaxCapacity
 	// (1000), default DefaultMaxCapacity (16). Each node gossips it, and
 	// placement clamps with the smallest value an alive member gossips
-	// (cluster.EffectiveMaxCapacity), so nodes with different values (a
+	// (placement.EffectiveMaxCapacity), so nodes with different values (a
 	// rolling change) still place units alike.
 	MaxCapacity float64 `json:"max_capacity"`
 }

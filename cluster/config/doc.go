@@ -45,7 +45,7 @@
 // Exposure. As node.debug_token is required when node.debug_addr is not a
 // loopback address, cluster.secret_key is required when cluster.bind or
 // cluster.advertise is not. node.capacity is at most cluster.max_capacity
-// (default 16, itself at most cluster.MaxCapacity, 1000), the clamp every
+// (default 16, itself at most placement.MaxCapacity, 1000), the clamp every
 // node applies to the capacity the others gossip (the smallest value any
 // alive member gossips, so it may differ between nodes for a while).
 // node.debug_tls holds paths of PEM files (cert and key together,

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
-	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres"
@@ -174,15 +174,15 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 		v.fail("node.debug_token", "required when node.debug_addr (%s) is not a loopback address", c.Node.DebugAddr)
 	}
 	// node.capacity is at most cluster.max_capacity (checked below), or
-	// at most cluster.MaxCapacity while that one is out of range.
-	maxCapOK := c.Cluster.MaxCapacity > 0 && c.Cluster.MaxCapacity <= cluster.MaxCapacity
-	capLimit, capWhat := float64(cluster.MaxCapacity), strconv.Itoa(cluster.MaxCapacity)
+	// at most placement.MaxCapacity while that one is out of range.
+	maxCapOK := c.Cluster.MaxCapacity > 0 && c.Cluster.MaxCapacity <= placement.MaxCapacity
+	capLimit, capWhat := float64(placement.MaxCapacity), strconv.Itoa(placement.MaxCapacity)
 	if maxCapOK {
 		capLimit, capWhat = c.Cluster.MaxCapacity, fmt.Sprintf("cluster.max_capacity (%v)", c.Cluster.MaxCapacity)
 	}
 	if !(c.Node.Capacity > 0) || c.Node.Capacity > capLimit {
 		hint := ""
-		if maxCapOK && c.Node.Capacity > capLimit && c.Node.Capacity <= float64(cluster.MaxCapacity) {
+		if maxCapOK && c.Node.Capacity > capLimit && c.Node.Capacity <= float64(placement.MaxCapacity) {
 			hint = " (or raise cluster.max_capacity, to the same value on every node)"
 		}
 		v.fail("node.capacity", "must be a number above 0 and at most %s, not %v%s", capWhat, c.Node.Capacity, hint)
@@ -208,7 +208,7 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 	}
 	v.oneOf("cluster.profile", c.Cluster.Profile, "default", "fast")
 	if !maxCapOK {
-		v.fail("cluster.max_capacity", "must be a number above 0 and at most %d, not %v", cluster.MaxCapacity, c.Cluster.MaxCapacity)
+		v.fail("cluster.max_capacity", "must be a number above 0 and at most %d, not %v", placement.MaxCapacity, c.Cluster.MaxCapacity)
 	}
 	if c.Cluster.SecretKey != "" {
 		b, err := base64.StdEncoding.DecodeString(strings.TrimSpace(c.Cluster.SecretKey.Reveal()))

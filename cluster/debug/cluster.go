@@ -12,7 +12,7 @@ import (
 	"sync"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // maxTreeBytes bounds the body of another member's tree.
@@ -97,7 +97,7 @@ func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
 // concurrently; it returns when every member answered or failed.
 func (s *Server) clusterTree(ctx context.Context) ClusterTree {
 	local := normalize(s.cfg.Node.Tree())
-	var others []cluster.Member
+	var others []placement.Member
 	seen := map[string]bool{local.Node: true}
 	for _, m := range s.cfg.Node.Members() {
 		if !seen[m.Name] {
@@ -127,7 +127,7 @@ func (s *Server) clusterTree(ctx context.Context) ClusterTree {
 // memberTree asks member m for its own tree. The token goes only to
 // members of authenticated gossip, and only over HTTPS when this endpoint
 // serves HTTPS; a member it may not go to is not asked at all.
-func (s *Server) memberTree(ctx context.Context, m cluster.Member) (actors.Tree, error) {
+func (s *Server) memberTree(ctx context.Context, m placement.Member) (actors.Tree, error) {
 	if s.cfg.Token != "" && !s.cfg.MembersAuthenticated {
 		return actors.Tree{}, fmt.Errorf("member %s not asked: %w", m.Name, ErrMembersNotAuthenticated)
 	}
@@ -177,7 +177,7 @@ func (s *Server) memberTree(ctx context.Context, m cluster.Member) (actors.Tree,
 // gossips that its endpoint serves TLS. A debug address without a host, or
 // with an unspecified one (0.0.0.0, ::), means "every interface" of that
 // member: the host of its gossip address reaches it.
-func treeURL(m cluster.Member) (string, error) {
+func treeURL(m placement.Member) (string, error) {
 	if m.DebugAddr == "" {
 		return "", fmt.Errorf("member %s gossips no debug address", m.Name)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // Defaults of Config's zero values.
@@ -41,7 +41,7 @@ type Node interface {
 	Tree() actors.Tree
 	// Members are the live members of this node's view (this node
 	// included), each with the debug address it gossips.
-	Members() []cluster.Member
+	Members() []placement.Member
 	// Ready is nil when the store is reachable and membership has joined;
 	// otherwise it says what is missing.
 	Ready() error

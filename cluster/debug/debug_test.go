@@ -20,7 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/cluster/metrics"
 )
 
@@ -34,7 +34,7 @@ type fakeNode struct {
 	mu      sync.Mutex
 	trees   []actors.Tree
 	calls   int
-	members []cluster.Member
+	members []placement.Member
 	ready   error
 }
 
@@ -46,7 +46,7 @@ func (f *fakeNode) Tree() actors.Tree {
 	return t
 }
 
-func (f *fakeNode) Members() []cluster.Member {
+func (f *fakeNode) Members() []placement.Member {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return slices.Clone(f.members)
@@ -58,7 +58,7 @@ func (f *fakeNode) Ready() error {
 	return f.ready
 }
 
-func (f *fakeNode) setMembers(ms ...cluster.Member) {
+func (f *fakeNode) setMembers(ms ...placement.Member) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.members = ms
@@ -260,12 +260,12 @@ func TestClusterScopeMergesMembersAndListsTheSilentOnesWithTheirError(t *testing
 	e := start(t, Config{Node: &fakeNode{trees: []actors.Tree{{Node: "node-z"}}}})
 	a := &fakeNode{trees: []actors.Tree{sampleTree("node-a", "orders/0")}}
 	a.setMembers(
-		cluster.Member{Name: "node-e", Addr: "127.0.0.1:1", DebugAddr: e.Addr()},
-		cluster.Member{Name: "node-a", Addr: "127.0.0.1:1", DebugAddr: "127.0.0.1:1"}, // itself: not asked
-		cluster.Member{Name: "node-c", Addr: "127.0.0.1:1", DebugAddr: dead},
-		cluster.Member{Name: "node-b", Addr: "127.0.0.1:1", DebugAddr: b.Addr(), State: cluster.StateLeaving},
-		cluster.Member{Name: "node-d", Addr: "127.0.0.1:1", DebugAddr: strings.TrimPrefix(d.URL, "http://")},
-		cluster.Member{Name: "node-f", Addr: "127.0.0.1:1"},
+		placement.Member{Name: "node-e", Addr: "127.0.0.1:1", DebugAddr: e.Addr()},
+		placement.Member{Name: "node-a", Addr: "127.0.0.1:1", DebugAddr: "127.0.0.1:1"}, // itself: not asked
+		placement.Member{Name: "node-c", Addr: "127.0.0.1:1", DebugAddr: dead},
+		placement.Member{Name: "node-b", Addr: "127.0.0.1:1", DebugAddr: b.Addr(), State: placement.StateLeaving},
+		placement.Member{Name: "node-d", Addr: "127.0.0.1:1", DebugAddr: strings.TrimPrefix(d.URL, "http://")},
+		placement.Member{Name: "node-f", Addr: "127.0.0.1:1"},
 	)
 	s := start(t, Config{Node: a})
 	r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster")
@@ -320,7 +320,7 @@ func TestClusterScopeGivesUpOnAMemberThatHangs(t *testing.T) {
 	defer hang.Close()
 	defer close(release)
 	a := &fakeNode{trees: []actors.Tree{{Node: "a"}}}
-	a.setMembers(cluster.Member{Name: "slow", DebugAddr: strings.TrimPrefix(hang.URL, "http://")})
+	a.setMembers(placement.Member{Name: "slow", DebugAddr: strings.TrimPrefix(hang.URL, "http://")})
 	s := start(t, Config{Node: a, FetchTimeout: 100 * time.Millisecond})
 	begin := time.Now()
 	r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster")
@@ -385,7 +385,7 @@ func TestClusterScopeForwardsTheToken(t *testing.T) {
 	b := start(t, Config{Token: "shared", Node: &fakeNode{trees: []actors.Tree{sampleTree("b", "orders/1")}}})
 	c := start(t, Config{Token: "other", Node: &fakeNode{trees: []actors.Tree{sampleTree("c", "orders/2")}}})
 	a := &fakeNode{trees: []actors.Tree{sampleTree("a", "orders/0")}}
-	a.setMembers(cluster.Member{Name: "b", DebugAddr: b.Addr()}, cluster.Member{Name: "c", DebugAddr: c.Addr()})
+	a.setMembers(placement.Member{Name: "b", DebugAddr: b.Addr()}, placement.Member{Name: "c", DebugAddr: c.Addr()})
 	s := start(t, Config{Token: "shared", Node: a, MembersAuthenticated: true})
 	r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster", "Authorization", "Bearer shared")
 	var got ClusterTree
@@ -483,18 +483,18 @@ func TestPageIsSelfContainedAndPolls(t *testing.T) {
 
 func TestTreeURL(t *testing.T) {
 	for _, tt := range []struct {
-		m       cluster.Member
+		m       placement.Member
 		want    string
 		wantErr string
 	}{
-		{cluster.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{cluster.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070/debug/tree", ""},
-		{cluster.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{cluster.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070/debug/tree", ""},
-		{cluster.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{cluster.Member{Name: "a", DebugAddr: ":7070"}, "", `member a: debug address ":7070" has no host`},
-		{cluster.Member{Name: "a", DebugAddr: "nohost"}, "", `member a: debug address "nohost"`},
-		{cluster.Member{Name: "a"}, "", "member a gossips no debug address"},
+		{placement.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: ":7070"}, "", `member a: debug address ":7070" has no host`},
+		{placement.Member{Name: "a", DebugAddr: "nohost"}, "", `member a: debug address "nohost"`},
+		{placement.Member{Name: "a"}, "", "member a gossips no debug address"},
 	} {
 		got, err := treeURL(tt.m)
 		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 const chromium = "/usr/bin/chromium"
@@ -40,9 +40,9 @@ func TestPageInHeadlessChromium(t *testing.T) {
 		withUnits("node-a", "orders/9"),
 	}}
 	a.setMembers(
-		cluster.Member{Name: "node-a", DebugAddr: "127.0.0.1:1"},
-		cluster.Member{Name: "node-b", DebugAddr: b.Addr()},
-		cluster.Member{Name: "node-c", DebugAddr: dead},
+		placement.Member{Name: "node-a", DebugAddr: "127.0.0.1:1"},
+		placement.Member{Name: "node-b", DebugAddr: b.Addr()},
+		placement.Member{Name: "node-c", DebugAddr: dead},
 	)
 	s := start(t, Config{Token: token, Node: a, MembersAuthenticated: true})
 

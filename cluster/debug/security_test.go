@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // recorder is a member's debug endpoint that records the Authorization
@@ -79,7 +79,7 @@ func clusterOf(t *testing.T, r response) map[string]NodeTree {
 func TestClusterScopeSendsTheTokenOnlyToAuthenticatedMembers(t *testing.T) {
 	intruder := newRecorder(t, "intruder")
 	a := &fakeNode{trees: []actors.Tree{{Node: "a"}}}
-	a.setMembers(cluster.Member{Name: "a"}, cluster.Member{Name: "intruder", Addr: "127.0.0.1:1", DebugAddr: intruder.addr()})
+	a.setMembers(placement.Member{Name: "a"}, placement.Member{Name: "intruder", Addr: "127.0.0.1:1", DebugAddr: intruder.addr()})
 
 	plain := start(t, Config{Token: "s3cret", Node: a})
 	for range 3 { // the page polls
@@ -199,9 +199,9 @@ func TestDebugTLS(t *testing.T) {
 	plain := newRecorder(t, "c")
 	a := &fakeNode{trees: []actors.Tree{{Node: "a"}}}
 	a.setMembers(
-		cluster.Member{Name: "b", DebugAddr: b.Addr(), DebugTLS: true},
-		cluster.Member{Name: "c", DebugAddr: plain.addr()},
-		cluster.Member{Name: "d", DebugAddr: d.Addr(), DebugTLS: true},
+		placement.Member{Name: "b", DebugAddr: b.Addr(), DebugTLS: true},
+		placement.Member{Name: "c", DebugAddr: plain.addr()},
+		placement.Member{Name: "d", DebugAddr: d.Addr(), DebugTLS: true},
 	)
 	s := start(t, Config{Token: "tok", Node: a, MembersAuthenticated: true, TLSCert: p.cert, TLSKey: p.key, TLSCA: p.ca})
 	if s.URL() != "https://"+s.Addr()+"/debug/" {
@@ -420,7 +420,7 @@ func TestConcurrentClusterViewsShareOneFanOut(t *testing.T) {
 		}
 	}()
 	a := &fakeNode{trees: []actors.Tree{{Node: "a"}}}
-	a.setMembers(cluster.Member{Name: "b", DebugAddr: strings.TrimPrefix(member.URL, "http://")})
+	a.setMembers(placement.Member{Name: "b", DebugAddr: strings.TrimPrefix(member.URL, "http://")})
 	s := start(t, Config{Node: a, FetchTimeout: 20 * time.Second})
 
 	const views = 6

@@ -11,7 +11,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/testkit"
+	"github.com/drover-dev/drover/internal/workload"
 )
 
 // Producer writes the demo workload to the topic and remembers every
@@ -19,7 +19,7 @@ import (
 type Producer struct {
 	client *kgo.Client
 	queues *queueProducer
-	wl     *testkit.Workload
+	wl     *workload.Workload
 	mu     sync.Mutex
 	sent   map[int32][]Sent // partition -> records in offset order
 	total  int
@@ -40,7 +40,7 @@ func (c *Cluster) NewProducer(seed uint64) (*Producer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("demo: producer: %w", err)
 	}
-	wl := testkit.NewWorkload(seed)
+	wl := workload.New(seed)
 	wl.Keys = 2000
 	wl.MaxBytes = MaxMessageBytes
 	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}, queues: newQueueProducer(c.q, seed+1)}, nil

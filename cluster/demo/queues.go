@@ -15,7 +15,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/testkit"
+	"github.com/drover-dev/drover/internal/workload"
 )
 
 // The demo's queues: a NATS JetStream stream read by two durable pull
@@ -159,7 +159,7 @@ func (c *Cluster) queueConfig() string {
 // tombstones.
 type queueProducer struct {
 	q    *queues
-	wl   *testkit.Workload
+	wl   *workload.Workload
 	mu   sync.Mutex
 	sent map[string][]QueueSent // source ("jobs", "events") -> messages
 }
@@ -172,7 +172,7 @@ type QueueSent struct {
 }
 
 func newQueueProducer(q *queues, seed uint64) *queueProducer {
-	wl := testkit.NewWorkload(seed)
+	wl := workload.New(seed)
 	wl.Keys, wl.Tombstones, wl.MaxBytes = 1<<30, false, MaxMessageBytes
 	return &queueProducer{q: q, wl: wl, sent: map[string][]QueueSent{}}
 }

@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/internal/workload"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
-	"github.com/drover-dev/drover/testkit"
 )
 
 // Verdict is the demo's result line.
@@ -159,7 +159,7 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 			m := r.Msg
 			m.Position = strconv.FormatInt(r.Offset, 10)
 			kafka = append(kafka, checked{audit: fmt.Sprintf("audit/%d@%s", p, m.Position),
-				dead: fmt.Sprintf("orders/%d@%s", p, m.Position), sent: testkit.Sent{Partition: strconv.Itoa(p), Msg: m}})
+				dead: fmt.Sprintf("orders/%d@%s", p, m.Position), sent: workload.Sent{Partition: strconv.Itoa(p), Msg: m}})
 		}
 	}
 	if err := v.check(ctx, s, "orders", counts, kafka, func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position }); err != nil {
@@ -199,7 +199,7 @@ func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdi
 		msg := m.Msg
 		msg.Position, msg.ID = m.ID, m.ID
 		// a queue keeps no order: each message is a partition of its own
-		items[i] = checked{audit: m.ID, dead: m.ID, sent: testkit.Sent{Partition: m.ID, Msg: msg}}
+		items[i] = checked{audit: m.ID, dead: m.ID, sent: workload.Sent{Partition: m.ID, Msg: msg}}
 	}
 	return v.check(ctx, s, src, counts, items, func(dl persistence.DeadLetter) string { return dl.Position })
 }
@@ -208,14 +208,14 @@ func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdi
 // its audit row, the key of its dead letter, and the message.
 type checked struct {
 	audit, dead string
-	sent        testkit.Sent
+	sent        workload.Sent
 }
 
 // check verifies one broker's messages: each is in the audit exactly once
 // (counts: audit key -> rows), and the records source's table and dead
-// letters are what testkit.Expect works out from them.
+// letters are what workload.Expect works out from them.
 func (v *Verdict) check(ctx context.Context, s persistence.Store, records string, counts map[string]int, msgs []checked, deadKey func(persistence.DeadLetter) string) error {
-	sents := make([]testkit.Sent, len(msgs))
+	sents := make([]workload.Sent, len(msgs))
 	for i, m := range msgs {
 		v.Produced++
 		switch n := counts[m.audit]; {
@@ -233,7 +233,7 @@ func (v *Verdict) check(ctx context.Context, s persistence.Store, records string
 		v.Duplicated += n
 		v.problem("duplicated: %s %s applied but never produced", records, k)
 	}
-	exp, err := testkit.Expect(decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}, sents)
+	exp, err := workload.Expect(decode.Config{KeyField: "id", MaxBytes: MaxMessageBytes}, sents)
 	if err != nil {
 		return fmt.Errorf("demo: %s: %w", records, err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // Profiles of failure detection.
@@ -66,13 +66,13 @@ type Config struct {
 	Capacity  float64
 	// MaxCapacity is this node's cluster.max_capacity, gossiped so that
 	// every node clamps capacities with the smallest value in the view
-	// (cluster.EffectiveMaxCapacity). 0 gossips none; negative is invalid.
+	// (placement.EffectiveMaxCapacity). 0 gossips none; negative is invalid.
 	MaxCapacity float64
 	// Sources are the sources this node runs, gossiped from the first
 	// metadata on (see Membership.SetSources for later changes). Nil: the
 	// node does not say (the others take it to run every source); an
 	// empty, non-nil slice: it runs none.
-	Sources []cluster.SourceTag
+	Sources []placement.SourceTag
 
 	// JoinTimeout is how long Join keeps trying when no member in Join
 	// answers (they may be starting too); 0 means DefaultJoinTimeout, a

@@ -1,4 +1,4 @@
-// Package gossip implements cluster.Membership on hashicorp/memberlist.
+// Package gossip implements placement.Membership on hashicorp/memberlist.
 //
 // Join starts a memberlist node, gossips this node's metadata (name, debug
 // address, version, capacity, max_capacity, alive/leaving, the sources it
@@ -44,7 +44,7 @@
 //     runs, 8 bytes each (base64 in the JSON metadata); when they do not
 //     fit in memberlist's 512 bytes of metadata (about 40 tags with short
 //     names; fewer with long names, addresses and versions), their digest
-//     (cluster.SourceDigestOf) goes instead, and every member, this one's
+//     (placement.SourceDigestOf) goes instead, and every member, this one's
 //     Local included, shows Sources nil and SourceDigest set. Nil tags say
 //     nothing (as a drover from before sources were gossiped, whose
 //     metadata decodes to Sources nil); empty tags say "runs none".

@@ -16,7 +16,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // defaultWait bounds SetState's and Leave's wait for their broadcast when
@@ -24,7 +24,7 @@ import (
 const defaultWait = 5 * time.Second
 
 // Membership is this node's membership of a memberlist cluster. It
-// implements cluster.Membership; its methods are safe for concurrent use.
+// implements placement.Membership; its methods are safe for concurrent use.
 type Membership struct {
 	ml  *memberlist.Memberlist
 	log *slog.Logger
@@ -40,11 +40,11 @@ type Membership struct {
 	dup atomic.Pointer[memberlist.Node]
 
 	mu      sync.Mutex
-	local   cluster.Member      // as gossiped, guarded by mu
-	sources []cluster.SourceTag // as last set, sorted by ID; guarded by mu
-	meta    []byte              // local metadata as gossiped, guarded by mu
-	left    bool                // Leave started, guarded by mu
-	updates sync.WaitGroup      // SetState/SetSources broadcasts; Add only under mu while !left
+	local   placement.Member      // as gossiped, guarded by mu
+	sources []placement.SourceTag // as last set, sorted by ID; guarded by mu
+	meta    []byte                // local metadata as gossiped, guarded by mu
+	left    bool                  // Leave started, guarded by mu
+	updates sync.WaitGroup        // SetState/SetSources broadcasts; Add only under mu while !left
 
 	// view is every other node memberlist counts as alive or suspect, as
 	// copied in the event callbacks. memberlist's Members() hands out
@@ -77,7 +77,7 @@ type Membership struct {
 // viewEntry is a node as the last event about it said.
 type viewEntry struct {
 	addr   string
-	member cluster.Member
+	member placement.Member
 	err    error // its metadata could not be read: not listed in Members
 }
 
@@ -86,7 +86,7 @@ type watcher struct {
 	stopped atomic.Bool
 }
 
-var _ cluster.Membership = (*Membership)(nil)
+var _ placement.Membership = (*Membership)(nil)
 
 // Join starts memberlist on cfg.Bind and joins the members in cfg.Join
 // (none: a new cluster). It returns once this node is a member.
@@ -112,7 +112,7 @@ func Join(ctx context.Context, cfg Config) (*Membership, error) {
 	m := &Membership{
 		log:        logger,
 		cfg:        cfg,
-		local:      cluster.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, DebugTLS: cfg.DebugTLS, Version: cfg.Version, Capacity: cfg.Capacity, MaxCapacity: cfg.MaxCapacity, State: cluster.StateAlive},
+		local:      placement.Member{Name: cfg.Name, DebugAddr: cfg.DebugAddr, DebugTLS: cfg.DebugTLS, Version: cfg.Version, Capacity: cfg.Capacity, MaxCapacity: cfg.MaxCapacity, State: placement.StateAlive},
 		sources:    sortedTags(cfg.Sources),
 		view:       map[string]viewEntry{},
 		gone:       map[string]gone{},
@@ -251,7 +251,7 @@ func oneLine(err error) string {
 }
 
 // Local returns this node as it gossips itself.
-func (m *Membership) Local() cluster.Member {
+func (m *Membership) Local() placement.Member {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.local
@@ -261,10 +261,10 @@ func (m *Membership) Local() cluster.Member {
 // (suspects are still members), this node included, sorted by name. A
 // member whose metadata cannot be read (another drover version, not a
 // drover node) is left out, and logged when it joins or changes.
-func (m *Membership) Members() []cluster.Member {
+func (m *Membership) Members() []placement.Member {
 	local := m.Local()
 	m.viewMu.Lock()
-	out := make([]cluster.Member, 0, len(m.view)+1)
+	out := make([]placement.Member, 0, len(m.view)+1)
 	for name, e := range m.view {
 		if name != local.Name && e.err == nil {
 			out = append(out, e.member)
@@ -272,7 +272,7 @@ func (m *Membership) Members() []cluster.Member {
 	}
 	m.viewMu.Unlock()
 	out = append(out, local)
-	slices.SortFunc(out, func(a, b cluster.Member) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b placement.Member) int { return strings.Compare(a.Name, b.Name) })
 	return out
 }
 
@@ -342,9 +342,9 @@ func (m *Membership) dispatch() {
 // broadcast went out to a member, ctx ends, or 5 s pass when ctx has no
 // deadline. An error from the wait does not undo the change: gossip
 // spreads it anyway.
-func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error {
-	if s != cluster.StateAlive && s != cluster.StateLeaving {
-		return fmt.Errorf("set state %q: not %q or %q", s, cluster.StateAlive, cluster.StateLeaving)
+func (m *Membership) SetState(ctx context.Context, s placement.MemberState) error {
+	if s != placement.StateAlive && s != placement.StateLeaving {
+		return fmt.Errorf("set state %q: not %q or %q", s, placement.StateAlive, placement.StateLeaving)
 	}
 	what := fmt.Sprintf("set state %s", s)
 	if err := m.announce(ctx, what, func() { m.local.State = s }); err != nil {
@@ -361,7 +361,7 @@ func (m *Membership) SetState(ctx context.Context, s cluster.MemberState) error 
 // every source); an empty one says it runs none. When the tags do not fit
 // in memberlist's 512 bytes of metadata, their digest is gossiped instead:
 // Local and the others then see Sources nil and SourceDigest set.
-func (m *Membership) SetSources(ctx context.Context, tags []cluster.SourceTag) error {
+func (m *Membership) SetSources(ctx context.Context, tags []placement.SourceTag) error {
 	sorted := sortedTags(tags)
 	if err := m.announce(ctx, "set sources", func() { m.sources = sorted }); err != nil {
 		return err
@@ -461,9 +461,9 @@ func (m *Membership) stop(wait time.Duration) error {
 		// that left.
 		deadline := time.Now().Add(wait)
 		m.mu.Lock()
-		announce := m.local.State != cluster.StateLeaving
+		announce := m.local.State != placement.StateLeaving
 		if announce {
-			m.local.State = cluster.StateLeaving
+			m.local.State = placement.StateLeaving
 			m.encodeLocal()
 		}
 		m.mu.Unlock()
@@ -547,7 +547,7 @@ func (d *eventDelegate) NotifyLeave(n *memberlist.Node) {
 	// memberlist v0.7.0 never sets n.State: a member that said "leaving"
 	// before it went is taken to have left, any other to have died.
 	how := "died"
-	if prev, ok := m.view[n.Name]; ok && prev.err == nil && prev.member.State == cluster.StateLeaving {
+	if prev, ok := m.view[n.Name]; ok && prev.err == nil && prev.member.State == placement.StateLeaving {
 		how = "left"
 	}
 	delete(m.view, n.Name)

@@ -20,7 +20,7 @@ import (
 	"github.com/hashicorp/memberlist"
 	"go.uber.org/goleak"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // These tests run real memberlist nodes on 127.0.0.1 with dynamic ports,
@@ -91,7 +91,7 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) tim
 	return time.Since(begin)
 }
 
-func names(ms []cluster.Member) []string {
+func names(ms []placement.Member) []string {
 	out := make([]string, len(ms))
 	for i, m := range ms {
 		out[i] = m.Name
@@ -99,13 +99,13 @@ func names(ms []cluster.Member) []string {
 	return out
 }
 
-func find(ms []cluster.Member, name string) (cluster.Member, bool) {
+func find(ms []placement.Member, name string) (placement.Member, bool) {
 	for _, m := range ms {
 		if m.Name == name {
 			return m, true
 		}
 	}
-	return cluster.Member{}, false
+	return placement.Member{}, false
 }
 
 func sees(m *Membership, want ...string) func() bool {
@@ -165,10 +165,10 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 		took := waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 		t.Logf("%s converged in %v", m.cfg.Name, took)
 	}
-	want := map[string]cluster.Member{
-		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, MaxCapacity: 8, State: cluster.StateAlive},
-		"b": {Name: "b", Addr: b.Local().Addr, DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", State: cluster.StateAlive},
-		"c": {Name: "c", Addr: c.Local().Addr, Capacity: 0.5, MaxCapacity: 16, State: cluster.StateAlive},
+	want := map[string]placement.Member{
+		"a": {Name: "a", Addr: a.Local().Addr, DebugAddr: "127.0.0.1:7070", DebugTLS: true, Version: "v1.2.3", Capacity: 2, MaxCapacity: 8, State: placement.StateAlive},
+		"b": {Name: "b", Addr: b.Local().Addr, DebugAddr: "127.0.0.1:7071", Version: "v1.2.4", State: placement.StateAlive},
+		"c": {Name: "c", Addr: c.Local().Addr, Capacity: 0.5, MaxCapacity: 16, State: placement.StateAlive},
 	}
 	for _, m := range []*Membership{a, b, c} {
 		for _, got := range m.Members() {
@@ -225,7 +225,7 @@ func TestGracefulLeaveSeenQuickly(t *testing.T) {
 	if err := c.Leave(t.Context()); err != nil {
 		t.Errorf("second leave: %v", err)
 	}
-	if err := c.SetState(t.Context(), cluster.StateLeaving); !errors.Is(err, ErrLeft) {
+	if err := c.SetState(t.Context(), placement.StateLeaving); !errors.Is(err, ErrLeft) {
 		t.Errorf("SetState after Leave = %v, want ErrLeft", err)
 	}
 }
@@ -237,19 +237,19 @@ func TestSetStateLeavingSeenByOthers(t *testing.T) {
 	for _, m := range []*Membership{a, b, c} {
 		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 	}
-	state := func(m *Membership, name string) cluster.MemberState {
+	state := func(m *Membership, name string) placement.MemberState {
 		mem, _ := find(m.Members(), name)
 		return mem.State
 	}
 
-	if err := b.SetState(t.Context(), cluster.StateLeaving); err != nil {
+	if err := b.SetState(t.Context(), placement.StateLeaving); err != nil {
 		t.Fatalf("SetState(leaving): %v", err)
 	}
-	if got := b.Local().State; got != cluster.StateLeaving {
+	if got := b.Local().State; got != placement.StateLeaving {
 		t.Errorf("b.Local().State = %q after SetState(leaving)", got)
 	}
 	took := waitUntil(t, time.Second, "a and c see b leaving", func() bool {
-		return state(a, "b") == cluster.StateLeaving && state(c, "b") == cluster.StateLeaving
+		return state(a, "b") == placement.StateLeaving && state(c, "b") == placement.StateLeaving
 	})
 	t.Logf("leaving state seen by both in %v", took)
 	// Leaving members are still members.
@@ -257,11 +257,11 @@ func TestSetStateLeavingSeenByOthers(t *testing.T) {
 		t.Errorf("a sees %v, want b still listed while leaving", got)
 	}
 
-	if err := b.SetState(t.Context(), cluster.StateAlive); err != nil {
+	if err := b.SetState(t.Context(), placement.StateAlive); err != nil {
 		t.Fatalf("SetState(alive): %v", err)
 	}
 	waitUntil(t, time.Second, "a and c see b alive again", func() bool {
-		return state(a, "b") == cluster.StateAlive && state(c, "b") == cluster.StateAlive
+		return state(a, "b") == placement.StateAlive && state(c, "b") == placement.StateAlive
 	})
 
 	if err := b.SetState(t.Context(), "sleeping"); err == nil {
@@ -269,7 +269,7 @@ func TestSetStateLeavingSeenByOthers(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := b.SetState(ctx, cluster.StateLeaving); !errors.Is(err, context.Canceled) {
+	if err := b.SetState(ctx, placement.StateLeaving); !errors.Is(err, context.Canceled) {
 		t.Errorf("SetState with a cancelled ctx = %v, want context.Canceled", err)
 	}
 }
@@ -324,13 +324,13 @@ func TestWatch(t *testing.T) {
 	mu.Lock()
 	before := stoppedCalls
 	mu.Unlock()
-	if err := b.SetState(t.Context(), cluster.StateLeaving); err != nil {
+	if err := b.SetState(t.Context(), placement.StateLeaving); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.After(2 * time.Second)
 	for {
 		got := <-liveSaw
-		if m, _ := find(a.Members(), "b"); m.State == cluster.StateLeaving && slices.Equal(got, []string{"a", "b"}) {
+		if m, _ := find(a.Members(), "b"); m.State == placement.StateLeaving && slices.Equal(got, []string{"a", "b"}) {
 			break
 		}
 		select {
@@ -670,7 +670,7 @@ func TestLeaveStopsAllGoroutines(t *testing.T) {
 	stop := b.Watch(func() {})
 	defer stop()
 	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
-	if err := b.SetState(t.Context(), cluster.StateLeaving); err != nil {
+	if err := b.SetState(t.Context(), placement.StateLeaving); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []*Membership{b, a} {
@@ -697,7 +697,7 @@ func TestRestartAtSameAddressRejoinsAtOnce(t *testing.T) {
 	b2 := start(t, Config{Name: "b", Bind: addr, Capacity: 3, Join: []string{a.Local().Addr}})
 	took := waitUntil(t, time.Second, "a sees the restarted b with its new metadata", func() bool {
 		m, ok := find(a.Members(), "b")
-		return ok && m.Capacity == 3 && m.State == cluster.StateAlive
+		return ok && m.Capacity == 3 && m.State == placement.StateAlive
 	})
 	t.Logf("restarted b seen in %v", took)
 	if b2.Local().Addr != addr {

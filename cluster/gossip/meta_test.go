@@ -12,18 +12,18 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
-func tagsN(n int) []cluster.SourceTag {
-	out := make([]cluster.SourceTag, n)
+func tagsN(n int) []placement.SourceTag {
+	out := make([]placement.SourceTag, n)
 	for i := range out {
-		out[i] = cluster.SourceTag{ID: cluster.SourceID("source-" + string(rune('A'+i%26)) + strings.Repeat("x", i/26)), Units: uint32(i + 1)}
+		out[i] = placement.SourceTag{ID: placement.SourceID("source-" + string(rune('A'+i%26)) + strings.Repeat("x", i/26)), Units: uint32(i + 1)}
 	}
 	return sortedTags(out)
 }
 
-func ids(tags []cluster.SourceTag) []uint32 {
+func ids(tags []placement.SourceTag) []uint32 {
 	out := make([]uint32, len(tags))
 	for i, t := range tags {
 		out[i] = t.ID
@@ -34,18 +34,18 @@ func ids(tags []cluster.SourceTag) []uint32 {
 // Issue 9, item 12: the sources a node runs are gossiped from its first
 // metadata on, and every SetSources reaches the others.
 func TestSourcesGossiped(t *testing.T) {
-	initial := []cluster.SourceTag{{ID: 70, Units: 1}, {ID: 3}} // not sorted: Join sorts
+	initial := []placement.SourceTag{{ID: 70, Units: 1}, {ID: 3}} // not sorted: Join sorts
 	a := start(t, Config{Name: "a", Sources: initial})
 	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
 	c := start(t, Config{Name: "c", Join: []string{a.Local().Addr}})
 	for _, m := range []*Membership{a, b, c} {
 		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 	}
-	sourcesOf := func(m *Membership, name string) cluster.Member {
+	sourcesOf := func(m *Membership, name string) placement.Member {
 		mem, _ := find(m.Members(), name)
 		return mem
 	}
-	wantA := []cluster.SourceTag{{ID: 3}, {ID: 70, Units: 1}}
+	wantA := []placement.SourceTag{{ID: 3}, {ID: 70, Units: 1}}
 	if got := a.Local().Sources; !reflect.DeepEqual(got, wantA) {
 		t.Errorf("a.Local().Sources = %v, want %v", got, wantA)
 	}
@@ -61,15 +61,15 @@ func TestSourcesGossiped(t *testing.T) {
 	// b announces its sources: Local and b's watchers see them at once,
 	// the others through gossip.
 	var mu sync.Mutex
-	var watched []cluster.SourceTag
+	var watched []placement.SourceTag
 	stop := b.Watch(func() {
 		mu.Lock()
 		watched = b.Local().Sources
 		mu.Unlock()
 	})
 	defer stop()
-	tags := []cluster.SourceTag{{ID: 9, Units: 44}, {ID: 5, Units: 0xffffffff}}
-	want := []cluster.SourceTag{{ID: 5, Units: 0xffffffff}, {ID: 9, Units: 44}}
+	tags := []placement.SourceTag{{ID: 9, Units: 44}, {ID: 5, Units: 0xffffffff}}
+	want := []placement.SourceTag{{ID: 5, Units: 0xffffffff}, {ID: 9, Units: 44}}
 	if err := b.SetSources(t.Context(), tags); err != nil {
 		t.Fatalf("SetSources: %v", err)
 	}
@@ -88,7 +88,7 @@ func TestSourcesGossiped(t *testing.T) {
 	t.Logf("b's sources seen by a and c in %v", took)
 
 	// Running no source is not the same as saying nothing.
-	if err := b.SetSources(t.Context(), []cluster.SourceTag{}); err != nil {
+	if err := b.SetSources(t.Context(), []placement.SourceTag{}); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 2*time.Second, "a sees b running no source", func() bool {
@@ -105,12 +105,12 @@ func TestSourcesGossiped(t *testing.T) {
 
 	// The state and the sources travel together: one does not undo the
 	// other.
-	if err := a.SetState(t.Context(), cluster.StateLeaving); err != nil {
+	if err := a.SetState(t.Context(), placement.StateLeaving); err != nil {
 		t.Fatal(err)
 	}
 	waitUntil(t, 2*time.Second, "c sees a leaving with its sources", func() bool {
 		got := sourcesOf(c, "a")
-		return got.State == cluster.StateLeaving && reflect.DeepEqual(got.Sources, wantA)
+		return got.State == placement.StateLeaving && reflect.DeepEqual(got.Sources, wantA)
 	})
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -128,11 +128,11 @@ func TestSourcesDigestWhenTheyDoNotFit(t *testing.T) {
 	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
 	waitUntil(t, 2*time.Second, "a and b see each other", func() bool { return sees(a, "a", "b")() && sees(b, "a", "b")() })
 
-	digest := cluster.SourceDigestOf(ids(many))
+	digest := placement.SourceDigestOf(ids(many))
 	if got := a.Local(); got.Sources != nil || got.SourceDigest != digest {
 		t.Errorf("a.Local() sources %v digest %d, want nil and %d", got.Sources, got.SourceDigest, digest)
 	}
-	seen := func() cluster.Member { m, _ := find(b.Members(), "a"); return m }
+	seen := func() placement.Member { m, _ := find(b.Members(), "a"); return m }
 	if got := seen(); got.Sources != nil || got.SourceDigest != digest {
 		t.Errorf("b sees a's sources %v digest %d, want nil and %d", got.Sources, got.SourceDigest, digest)
 	}
@@ -192,12 +192,12 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 			t.Fatalf("name of %d bytes: %v", len(name), err)
 		}
 		for n := 0; n <= 70; n++ {
-			tags := make([]cluster.SourceTag, n)
+			tags := make([]placement.SourceTag, n)
 			for i := range tags {
-				tags[i] = cluster.SourceTag{ID: math.MaxUint32 - uint32(i), Units: math.MaxUint32}
+				tags[i] = placement.SourceTag{ID: math.MaxUint32 - uint32(i), Units: math.MaxUint32}
 			}
 			tags = sortedTags(tags)
-			for _, s := range []cluster.MemberState{cluster.StateAlive, cluster.StateLeaving} {
+			for _, s := range []placement.MemberState{placement.StateAlive, placement.StateLeaving} {
 				b := newMeta(c, s, tags).encode()
 				if len(b) > memberlist.MetaMaxSize {
 					t.Fatalf("name %d bytes, %d tags, %s: %d bytes of metadata, limit %d", len(name), n, s, len(b), memberlist.MetaMaxSize)
@@ -210,11 +210,11 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 					if !reflect.DeepEqual(got.Sources, tags) || got.SourceDigest != 0 {
 						t.Fatalf("%d tags decode to %v", n, got.Sources)
 					}
-					if name == names[0] && s == cluster.StateAlive {
+					if name == names[0] && s == placement.StateAlive {
 						tagsFit = n
 					}
-				} else if got.SourceDigest != cluster.SourceDigestOf(ids(tags)) {
-					t.Fatalf("%d tags: digest %d, want %d", n, got.SourceDigest, cluster.SourceDigestOf(ids(tags)))
+				} else if got.SourceDigest != placement.SourceDigestOf(ids(tags)) {
+					t.Fatalf("%d tags: digest %d, want %d", n, got.SourceDigest, placement.SourceDigestOf(ids(tags)))
 				}
 			}
 		}
@@ -224,7 +224,7 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 	small := Config{Name: "node-1", DebugAddr: "127.0.0.1:7070", Version: "v1.0.0", Capacity: 1}
 	fit := 0
 	for n := 1; n < 100; n++ {
-		if newMeta(small, cluster.StateAlive, tagsN(n)).Tags == nil {
+		if newMeta(small, placement.StateAlive, tagsN(n)).Tags == nil {
 			break
 		}
 		fit = n
@@ -237,7 +237,7 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 	// NodeMeta never hands memberlist more than the limit.
 	c := base
 	c.Name = names[0]
-	m := &Membership{cfg: c, local: cluster.Member{State: cluster.StateLeaving}, sources: tagsN(70)}
+	m := &Membership{cfg: c, local: placement.Member{State: placement.StateLeaving}, sources: tagsN(70)}
 	m.encodeLocal()
 	if b := (*metaDelegate)(m).NodeMeta(memberlist.MetaMaxSize); len(b) > memberlist.MetaMaxSize {
 		t.Errorf("NodeMeta: %d bytes", len(b))
@@ -246,20 +246,20 @@ func TestMetadataSizeWorstCase(t *testing.T) {
 
 // Metadata from a drover that did not gossip sources decodes to Sources
 // nil and no digest: "did not say"; nor max_capacity: MaxCapacity 0, left
-// out of cluster.EffectiveMaxCapacity.
+// out of placement.EffectiveMaxCapacity.
 func TestMetadataWithoutSources(t *testing.T) {
 	got, err := member(&memberlist.Node{Name: "old", Meta: []byte(`{"n":"old","d":"127.0.0.1:7070","v":"v0.9","c":2,"s":"alive"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := cluster.Member{Name: "old", Addr: got.Addr, DebugAddr: "127.0.0.1:7070", Version: "v0.9", Capacity: 2, State: cluster.StateAlive}
+	want := placement.Member{Name: "old", Addr: got.Addr, DebugAddr: "127.0.0.1:7070", Version: "v0.9", Capacity: 2, State: placement.StateAlive}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("old metadata decodes to %+v, want %+v", got, want)
 	}
-	if _, runs, known := got.Source(cluster.SourceID("orders"), 1); !runs || known {
+	if _, runs, known := got.Source(placement.SourceID("orders"), 1); !runs || known {
 		t.Errorf("an old member runs %v known %v, want true false", runs, known)
 	}
-	if got, err := member(&memberlist.Node{Name: "new", Meta: newMeta(Config{Name: "new", MaxCapacity: 4}, cluster.StateAlive, nil).encode()}); err != nil || got.MaxCapacity != 4 {
+	if got, err := member(&memberlist.Node{Name: "new", Meta: newMeta(Config{Name: "new", MaxCapacity: 4}, placement.StateAlive, nil).encode()}); err != nil || got.MaxCapacity != 4 {
 		t.Errorf("max_capacity 4 decodes to %v (%v)", got.MaxCapacity, err)
 	}
 	// A newer drover's unknown keys are ignored.

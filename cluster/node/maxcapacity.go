@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // mixedCapWarnEvery is the least time between two logs of mixedCapWarner.
@@ -23,20 +23,20 @@ type mixedCapWarner struct {
 	own float64 // this node's cluster.max_capacity
 
 	mu     sync.Mutex
-	logged string    // the cluster.MaxCapacityMismatch last logged
+	logged string    // the placement.MaxCapacityMismatch last logged
 	at     time.Time // when
 }
 
 // observe looks at a view of the members, at time now.
-func (w *mixedCapWarner) observe(members []cluster.Member, now time.Time) {
-	mixed := cluster.MaxCapacityMismatch(members)
+func (w *mixedCapWarner) observe(members []placement.Member, now time.Time) {
+	mixed := placement.MaxCapacityMismatch(members)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if mixed == w.logged || (!w.at.IsZero() && now.Sub(w.at) < mixedCapWarnEvery) {
 		return
 	}
 	w.logged, w.at = mixed, now
-	limit := cluster.EffectiveMaxCapacity(members, w.own)
+	limit := placement.EffectiveMaxCapacity(members, w.own)
 	if mixed == "" {
 		w.log.Info("members agree on cluster.max_capacity again", "max_capacity", limit)
 		return

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 )
 
 // Members gossiping different cluster.max_capacity values are logged once
@@ -16,12 +16,12 @@ import (
 func TestMixedMaxCapacityWarnedOncePerChange(t *testing.T) {
 	var buf bytes.Buffer
 	w := mixedCapWarner{log: slog.New(slog.NewTextHandler(&buf, nil)), own: 8}
-	m := func(name string, maxCapacity float64) cluster.Member {
-		return cluster.Member{Name: name, Capacity: 1, MaxCapacity: maxCapacity, State: cluster.StateAlive}
+	m := func(name string, maxCapacity float64) placement.Member {
+		return placement.Member{Name: name, Capacity: 1, MaxCapacity: maxCapacity, State: placement.StateAlive}
 	}
-	agree := []cluster.Member{m("a", 8), m("b", 8)}
-	mixed := []cluster.Member{m("a", 8), m("b", 8), m("c", 4)}
-	mixed2 := []cluster.Member{m("a", 8), m("b", 2), m("c", 4)}
+	agree := []placement.Member{m("a", 8), m("b", 8)}
+	mixed := []placement.Member{m("a", 8), m("b", 8), m("c", 4)}
+	mixed2 := []placement.Member{m("a", 8), m("b", 2), m("c", 4)}
 	lines := func() []string {
 		s := strings.TrimSpace(buf.String())
 		buf.Reset()

@@ -15,15 +15,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/actors/clock"
-	"github.com/drover-dev/drover/actors/exec"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/sqs"
-	"github.com/drover-dev/drover/cluster"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/gossip"
 	"github.com/drover-dev/drover/cluster/metrics"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
 )
@@ -124,9 +124,9 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		return fmt.Errorf("debug endpoint: %w", err)
 	}
 
-	tags := make([]cluster.SourceTag, 0, len(specs)) // non-nil: "runs these", even none
+	tags := make([]placement.SourceTag, 0, len(specs)) // non-nil: "runs these", even none
 	for _, sp := range specs {
-		tags = append(tags, cluster.SourceTag{ID: cluster.SourceID(sp.Identity)})
+		tags = append(tags, placement.SourceTag{ID: placement.SourceID(sp.Identity)})
 	}
 	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
 	n.member, err = gossip.Join(ctx, gossip.Config{
@@ -274,7 +274,7 @@ func seed() uint64 {
 func (n *Node) Tree() actors.Tree { return n.actors.Tree() }
 
 // Members is the membership view (debug.Node).
-func (n *Node) Members() []cluster.Member { return n.member.Members() }
+func (n *Node) Members() []placement.Member { return n.member.Members() }
 
 // Ready is nil when the store answered its last health check and the node
 // is in the membership (debug.Node).
@@ -354,7 +354,7 @@ func (n *Node) pruneDedupe(ctx context.Context, retention time.Duration) {
 func (n *Node) Shutdown(ctx context.Context) error {
 	start := time.Now()
 	n.log.Info("leaving the cluster")
-	if err := n.member.SetState(ctx, cluster.StateLeaving); err != nil {
+	if err := n.member.SetState(ctx, placement.StateLeaving); err != nil {
 		n.log.Warn("announce leaving", "error", err)
 	}
 	var err error

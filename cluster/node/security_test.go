@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/gossip"
@@ -195,18 +195,18 @@ sources:
 
 	var want []string
 	waitFor("n1 runs what placement with max_capacity 2 gives it", func() bool {
-		want = cluster.Owned("n1", units, n.Members(), 2)
+		want = placement.Owned("n1", units, n.Members(), 2)
 		return slices.Equal(running(), want)
 	})
 	if len(want) < 7 {
 		t.Fatalf("n1 keeps %d of 24 units beside a member gossiping 1e9 with max_capacity 2, want at least 7: %v", len(want), want)
 	}
-	if d := cluster.Owned("n1", units, n.Members(), cluster.DefaultMaxCapacity); len(d) > 3 {
+	if d := placement.Owned("n1", units, n.Members(), placement.DefaultMaxCapacity); len(d) > 3 {
 		t.Fatalf("with the default clamp n1 would keep %d units, want at most 3: the case does not tell the two apart", len(d))
 	}
 }
 
-func hasMember(ms []cluster.Member, name string) bool {
+func hasMember(ms []placement.Member, name string) bool {
 	for _, m := range ms {
 		if m.Name == name {
 			return true

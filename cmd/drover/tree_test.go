@@ -14,7 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/cluster"
+	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/cluster/debug"
 )
 
@@ -22,7 +22,7 @@ import (
 type treeNode struct {
 	mu      sync.Mutex
 	tree    actors.Tree
-	members []cluster.Member
+	members []placement.Member
 }
 
 func (n *treeNode) Tree() actors.Tree {
@@ -31,7 +31,7 @@ func (n *treeNode) Tree() actors.Tree {
 	return n.tree
 }
 
-func (n *treeNode) Members() []cluster.Member {
+func (n *treeNode) Members() []placement.Member {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return slices.Clone(n.members)
@@ -145,7 +145,7 @@ func TestTreeClusterPrintsOneBlockPerNode(t *testing.T) {
 	}
 	dead := ln.Addr().String()
 	ln.Close()
-	one := &treeNode{tree: treeSample(t), members: []cluster.Member{
+	one := &treeNode{tree: treeSample(t), members: []placement.Member{
 		{Name: "node-1", DebugAddr: "127.0.0.1:1"},
 		{Name: "node-3", DebugAddr: dead},
 		{Name: "node-2", DebugAddr: s2.Addr()},

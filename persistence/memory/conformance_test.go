@@ -3,7 +3,7 @@ package memory_test
 import (
 	"testing"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/memory"
 	"github.com/drover-dev/drover/persistence/storetest"

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 )
 

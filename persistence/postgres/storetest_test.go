@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 	"github.com/drover-dev/drover/persistence/storetest"

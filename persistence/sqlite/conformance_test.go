@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/sqlite"
 	"github.com/drover-dev/drover/persistence/storetest"

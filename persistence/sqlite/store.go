@@ -16,7 +16,7 @@ import (
 	msqlite "modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 )
 

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/memory"

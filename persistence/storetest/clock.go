@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/drover-dev/drover/actors/clock"
+	"github.com/drover-dev/drover/internal/clock"
 )
 
 // Clock is a manual clock.Clock for stores that take an injected clock: time

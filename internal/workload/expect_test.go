@@ -1,4 +1,4 @@
-package testkit_test
+package workload_test
 
 import (
 	"strings"
@@ -6,7 +6,7 @@ import (
 
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/testkit"
+	"github.com/drover-dev/drover/internal/workload"
 )
 
 func m(key, body string) brokers.Message {
@@ -15,7 +15,7 @@ func m(key, body string) brokers.Message {
 
 func TestExpectFoldsPerKeyAndCollectsDeadLetters(t *testing.T) {
 	dc := decode.Config{KeyField: "id"}
-	e, err := testkit.Expect(dc, []testkit.Sent{
+	e, err := workload.Expect(dc, []workload.Sent{
 		{Partition: "0", Msg: m("1", `{"id":1,"v":"a"}`)},
 		{Partition: "0", Msg: m("1", `{"id":1,"v":"b"}`)},
 		{Partition: "1", Msg: m("2", `{"id":2}`)},
@@ -31,7 +31,7 @@ func TestExpectFoldsPerKeyAndCollectsDeadLetters(t *testing.T) {
 	if len(e.Dead) != 1 || !strings.HasPrefix(e.Dead[4], "invalid JSON") {
 		t.Errorf("dead %v", e.Dead)
 	}
-	_, err = testkit.Expect(dc, []testkit.Sent{
+	_, err = workload.Expect(dc, []workload.Sent{
 		{Partition: "0", Msg: m("1", `{"id":1}`)},
 		{Partition: "1", Msg: m("1", `{"id":1,"v":2}`)},
 	})
