@@ -179,8 +179,16 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 	return v, nil
 }
 
+// contents is the part of a store the verdict reads back: records, dead
+// letters and checkpoints.
+type contents interface {
+	persistence.Records
+	persistence.DeadLetters
+	persistence.Checkpoints
+}
+
 // verifyQueue checks one queue (jobs, events) and its audit source.
-func (c *Cluster) verifyQueue(ctx context.Context, s persistence.Store, v *Verdict, src string, msgs []QueueSent) error {
+func (c *Cluster) verifyQueue(ctx context.Context, s contents, v *Verdict, src string, msgs []QueueSent) error {
 	counts := map[string]int{}
 	if err := stores.Query(ctx, c.cfg.StoreURL, `SELECT position, count(*) FROM drover_audit WHERE source = $1 GROUP BY position`, []any{src + "_audit"},
 		func(scan func(...any) error) error {
@@ -214,7 +222,7 @@ type checked struct {
 // check verifies one broker's messages: each is in the audit exactly once
 // (counts: audit key -> rows), and the records source's table and dead
 // letters are what workload.Expect works out from them.
-func (v *Verdict) check(ctx context.Context, s persistence.Store, records string, counts map[string]int, msgs []checked, deadKey func(persistence.DeadLetter) string) error {
+func (v *Verdict) check(ctx context.Context, s contents, records string, counts map[string]int, msgs []checked, deadKey func(persistence.DeadLetter) string) error {
 	sents := make([]workload.Sent, len(msgs))
 	for i, m := range msgs {
 		v.Produced++
@@ -245,7 +253,7 @@ func (v *Verdict) check(ctx context.Context, s persistence.Store, records string
 }
 
 // compare checks a records table and the dead letters of its source.
-func (v *Verdict) compare(ctx context.Context, s persistence.Store, source string, want, wantDead map[string]string, deadKey func(persistence.DeadLetter) string) error {
+func (v *Verdict) compare(ctx context.Context, s contents, source string, want, wantDead map[string]string, deadKey func(persistence.DeadLetter) string) error {
 	got := map[string]string{}
 	for after := ""; ; {
 		rs, err := s.Records(ctx, source, after, 5000)

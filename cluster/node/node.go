@@ -302,12 +302,7 @@ func (n *Node) watchStore(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
-		c, cancel := context.WithTimeout(ctx, 2*time.Second)
-		_, err := n.store.Checkpoint(c, "drover/health")
-		cancel()
-		if errors.Is(err, persistence.ErrNotFound) {
-			err = nil
-		}
+		err := checkStore(ctx, n.store, 2*time.Second)
 		if ctx.Err() != nil {
 			return
 		}
@@ -320,6 +315,18 @@ func (n *Node) watchStore(ctx context.Context) {
 		case <-t.C:
 		}
 	}
+}
+
+// checkStore asks the store one cheap question, within timeout: whether
+// it can read a checkpoint (one that does not exist is an answer too).
+func checkStore(ctx context.Context, s persistence.Checkpoints, timeout time.Duration) error {
+	c, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_, err := s.Checkpoint(c, "drover/health")
+	if errors.Is(err, persistence.ErrNotFound) {
+		return nil
+	}
+	return err
 }
 
 // pruneDedupe forgets queue message ids older than the retention, hourly.
@@ -335,15 +342,21 @@ func (n *Node) pruneDedupe(ctx context.Context, retention time.Duration) {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			c, cancel := context.WithTimeout(ctx, time.Minute)
-			k, err := n.store.PruneDedupe(c, time.Now().Add(-retention))
-			cancel()
-			if err != nil {
-				n.log.Warn("prune dedupe table", "error", err)
-			} else if k > 0 {
-				n.log.Info("pruned dedupe table", "ids", k)
-			}
+			pruneOnce(ctx, n.store, time.Now().Add(-retention), n.log)
 		}
+	}
+}
+
+// pruneOnce forgets the queue message ids applied before, within a minute,
+// and logs the outcome.
+func pruneOnce(ctx context.Context, s persistence.Dedupe, before time.Time, log *slog.Logger) {
+	c, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	k, err := s.PruneDedupe(c, before)
+	if err != nil {
+		log.Warn("prune dedupe table", "error", err)
+	} else if k > 0 {
+		log.Info("pruned dedupe table", "ids", k)
 	}
 }
 

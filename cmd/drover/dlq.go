@@ -136,26 +136,8 @@ func newDLQList() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			dls, err := s.DeadLetters(cmd.Context(), persistence.DeadLetterFilter{Source: source,
-				Status: persistence.DeadLetterStatus(status), AfterID: after, Limit: limit})
-			if err != nil {
-				return &exitError{1, err}
-			}
-			out := cmd.OutOrStdout()
-			if f.json {
-				return writeJSON(out, jsonDeadLetters(dls, false))
-			}
-			if len(dls) == 0 {
-				fmt.Fprintln(out, "no dead letters")
-				return nil
-			}
-			w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(w, "ID\tSOURCE\tUNIT\tPOSITION\tSTATUS\tATTEMPTS\tLAST FAILED\tREASON")
-			for _, d := range dls {
-				fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position),
-					oneLine(string(d.Status)), d.Attempts, d.LastFailedAt.UTC().Format(time.RFC3339), clipLine(d.Reason, 80))
-			}
-			return w.Flush()
+			return listDeadLetters(cmd.Context(), s, persistence.DeadLetterFilter{Source: source,
+				Status: persistence.DeadLetterStatus(status), AfterID: after, Limit: limit}, cmd.OutOrStdout(), f.json)
 		},
 	}
 	f.add(cmd)
@@ -165,6 +147,28 @@ func newDLQList() *cobra.Command {
 	cmd.Flags().Int64Var(&after, "after", 0, "ids after this one (paging)")
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	return cmd
+}
+
+// listDeadLetters writes the dead letters f selects, as a table or JSON.
+func listDeadLetters(ctx context.Context, s persistence.DeadLetters, f persistence.DeadLetterFilter, out io.Writer, asJSON bool) error {
+	dls, err := s.DeadLetters(ctx, f)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	if asJSON {
+		return writeJSON(out, jsonDeadLetters(dls, false))
+	}
+	if len(dls) == 0 {
+		fmt.Fprintln(out, "no dead letters")
+		return nil
+	}
+	w := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "ID\tSOURCE\tUNIT\tPOSITION\tSTATUS\tATTEMPTS\tLAST FAILED\tREASON")
+	for _, d := range dls {
+		fmt.Fprintf(w, "%d\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position),
+			oneLine(string(d.Status)), d.Attempts, d.LastFailedAt.UTC().Format(time.RFC3339), clipLine(d.Reason, 80))
+	}
+	return w.Flush()
 }
 
 func newDLQShow() *cobra.Command {
@@ -191,32 +195,38 @@ func newDLQShow() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			d, err := s.DeadLetter(cmd.Context(), ids[0])
-			if err != nil {
-				return &exitError{1, err}
-			}
-			if raw {
-				_, err := out.Write(d.Payload)
-				return err
-			}
-			if f.json {
-				return writeJSON(out, jsonDeadLetters([]persistence.DeadLetter{d}, true)[0])
-			}
-			size := fmt.Sprintf("%d bytes", len(d.Payload))
-			if d.Cut() {
-				size = fmt.Sprintf("%d of %d bytes: cut at dead_letter_max_bytes", len(d.Payload), d.PayloadBytes)
-			}
-			fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%s):\n%s\n",
-				d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position), oneLine(d.MsgKey), oneLine(string(d.Status)), d.Attempts,
-				d.FirstFailedAt.UTC().Format(time.RFC3339Nano), d.LastFailedAt.UTC().Format(time.RFC3339Nano),
-				escapeTerminal(d.Reason, true), size, printable(d.Payload))
-			return nil
+			return showDeadLetter(cmd.Context(), s, ids[0], out, raw, f.json)
 		},
 	}
 	f.add(cmd)
 	cmd.Flags().BoolVar(&f.json, "json", false, "print JSON")
 	cmd.Flags().BoolVar(&raw, "raw", false, "write only the payload's bytes, unescaped (refused when stdout is a terminal)")
 	return cmd
+}
+
+// showDeadLetter writes one dead letter with its payload: escaped text,
+// JSON, or (raw) the payload's bytes alone.
+func showDeadLetter(ctx context.Context, s persistence.DeadLetters, id int64, out io.Writer, raw, asJSON bool) error {
+	d, err := s.DeadLetter(ctx, id)
+	if err != nil {
+		return &exitError{1, err}
+	}
+	if raw {
+		_, err := out.Write(d.Payload)
+		return err
+	}
+	if asJSON {
+		return writeJSON(out, jsonDeadLetters([]persistence.DeadLetter{d}, true)[0])
+	}
+	size := fmt.Sprintf("%d bytes", len(d.Payload))
+	if d.Cut() {
+		size = fmt.Sprintf("%d of %d bytes: cut at dead_letter_max_bytes", len(d.Payload), d.PayloadBytes)
+	}
+	fmt.Fprintf(out, "id:          %d\nsource:      %s\nunit:        %s\nposition:    %s\nkey:         %s\nstatus:      %s\nattempts:    %d\nfirst failed %s\nlast failed  %s\nreason:      %s\npayload (%s):\n%s\n",
+		d.ID, oneLine(d.Source), oneLine(d.Unit), oneLine(d.Position), oneLine(d.MsgKey), oneLine(string(d.Status)), d.Attempts,
+		d.FirstFailedAt.UTC().Format(time.RFC3339Nano), d.LastFailedAt.UTC().Format(time.RFC3339Nano),
+		escapeTerminal(d.Reason, true), size, printable(d.Payload))
+	return nil
 }
 
 func newDLQReplay() *cobra.Command {
@@ -234,25 +244,30 @@ func newDLQReplay() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			out := cmd.OutOrStdout()
-			failed := 0
-			for _, id := range ids {
-				msg, err := replayOne(cmd.Context(), s, cfg, id)
-				if err != nil {
-					failed++
-					fmt.Fprintf(out, "%d: %s\n", id, escapeTerminal(err.Error(), false))
-					continue
-				}
-				fmt.Fprintf(out, "%d: %s\n", id, msg)
-			}
-			if failed > 0 {
-				return &exitError{1, fmt.Errorf("%d of %d dead letters not replayed", failed, len(ids))}
-			}
-			return nil
+			return replayDeadLetters(cmd.Context(), s, cfg, ids, cmd.OutOrStdout())
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// replayDeadLetters replays each of ids, one line of outcome each; it
+// fails (exit 1) when any of them was not replayed.
+func replayDeadLetters(ctx context.Context, s actors.ReplayStore, cfg *config.Config, ids []int64, out io.Writer) error {
+	failed := 0
+	for _, id := range ids {
+		msg, err := replayOne(ctx, s, cfg, id)
+		if err != nil {
+			failed++
+			fmt.Fprintf(out, "%d: %s\n", id, escapeTerminal(err.Error(), false))
+			continue
+		}
+		fmt.Fprintf(out, "%d: %s\n", id, msg)
+	}
+	if failed > 0 {
+		return &exitError{1, fmt.Errorf("%d of %d dead letters not replayed", failed, len(ids))}
+	}
+	return nil
 }
 
 func replayOne(ctx context.Context, s actors.ReplayStore, cfg *config.Config, id int64) (string, error) {
@@ -300,17 +315,23 @@ func newDLQResolve() *cobra.Command {
 				return err
 			}
 			defer s.Close()
-			for _, id := range ids {
-				if err := s.SetDeadLetterStatus(cmd.Context(), id, persistence.DeadLetterResolved); err != nil {
-					return &exitError{1, fmt.Errorf("resolve %d: %w", id, err)}
-				}
-				fmt.Fprintf(cmd.OutOrStdout(), "%d: resolved\n", id)
-			}
-			return nil
+			return resolveDeadLetters(cmd.Context(), s, ids, cmd.OutOrStdout())
 		},
 	}
 	f.add(cmd)
 	return cmd
+}
+
+// resolveDeadLetters marks each of ids resolved, stopping at the first
+// that cannot be.
+func resolveDeadLetters(ctx context.Context, s persistence.DeadLetters, ids []int64, out io.Writer) error {
+	for _, id := range ids {
+		if err := s.SetDeadLetterStatus(ctx, id, persistence.DeadLetterResolved); err != nil {
+			return &exitError{1, fmt.Errorf("resolve %d: %w", id, err)}
+		}
+		fmt.Fprintf(out, "%d: resolved\n", id)
+	}
+	return nil
 }
 
 func parseIDs(args []string) ([]int64, error) {

@@ -42,12 +42,20 @@ func PutAll(table string) actors.Handler {
 	}
 }
 
+// Contents is the part of a store a check reads back: records, dead
+// letters and checkpoints.
+type Contents interface {
+	persistence.Records
+	persistence.DeadLetters
+	persistence.Checkpoints
+}
+
 // CheckRefused checks what a run over RefusedDocs left in store for
 // source (one partition, "0"; pos the positions of the published docs):
 // records records, none of them bad; a dead letter for each bad index, at
 // its position, whose reason is the store's message (containing reason)
 // and whose payload is the body; the checkpoint at the last position.
-func CheckRefused(t *testing.T, store persistence.Store, source string, pos []string, records int, bad []int, reason string) {
+func CheckRefused(t *testing.T, store Contents, source string, pos []string, records int, bad []int, reason string) {
 	t.Helper()
 	ctx := context.Background()
 	recs, err := store.Records(ctx, source, "", 0)
