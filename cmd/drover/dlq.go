@@ -30,7 +30,8 @@ type dlqFlags struct {
 	json   bool
 	// readOnly: the command only reads (list, show). Every dlq command
 	// refuses a SQLite file that does not exist; the read commands also
-	// open it read-only (no migration, no write).
+	// open the store read-only (no migration, no write; on PostgreSQL
+	// read-only sessions).
 	readOnly bool
 }
 

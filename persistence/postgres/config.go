@@ -37,6 +37,13 @@ type Config struct {
 	Timeout time.Duration
 	// Logger receives migration and table-creation messages; nil discards.
 	Logger *slog.Logger
+	// ReadOnly opens the store for tools that only look (drover dlq list,
+	// show): every connection starts with default_transaction_read_only
+	// on, whatever the URL says, so the server refuses any write
+	// (SQLSTATE 25006), and Open creates and migrates nothing: a schema
+	// without drover's tables, or at another version than this drover's,
+	// is an error naming it.
+	ReadOnly bool
 }
 
 var schemaRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,62}$`)

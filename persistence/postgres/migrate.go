@@ -112,6 +112,36 @@ func (s *Store) migrate(ctx context.Context, createSchema bool) error {
 	return nil
 }
 
+// checkVersion is what a read-only Open does instead of migrating: the
+// schema must hold drover's tables at exactly this drover's version.
+func (s *Store) checkVersion(ctx context.Context) error {
+	ms, err := migrations()
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	latest := ms[len(ms)-1].version
+	var hasTable bool
+	if err := s.pool.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", s.name("drover_migrations")).Scan(&hasTable); err != nil {
+		return wrapf(err, "read catalog")
+	}
+	if !hasTable {
+		return fmt.Errorf("schema %s holds no drover tables (opened read-only: nothing is created)", s.schema)
+	}
+	var cur int
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(max(version), 0) FROM "+s.name("drover_migrations")).Scan(&cur); err != nil {
+		return wrapf(err, "read schema version")
+	}
+	switch {
+	case cur > latest:
+		return fmt.Errorf("schema %s: the database is at version %d, this drover knows up to version %d: %w",
+			s.schema, cur, latest, persistence.ErrSchemaTooNew)
+	case cur < latest:
+		return fmt.Errorf("schema %s is at version %d, this drover reads version %d: a node of this version migrates it on start (opened read-only: nothing is migrated)",
+			s.schema, cur, latest)
+	}
+	return nil
+}
+
 // migrationStart takes the migration lock of the schema, creates the
 // schema and the version table when missing, and returns the version the
 // database is at. It creates nothing that exists already, so an up-to-date

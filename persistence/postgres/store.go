@@ -21,6 +21,8 @@ type Store struct {
 	schema  string        // every table lives in this schema
 	timeout time.Duration // bounds every call (Config.Timeout)
 	sql     statements
+	// readOnly: Config.ReadOnly; every session refuses writes
+	readOnly bool
 
 	mu     sync.Mutex             // guards tables
 	tables map[string]*recordsSQL // records tables known to exist
@@ -60,6 +62,9 @@ func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
 			pc.ConnConfig.RuntimeParams[k] = v
 		}
 	}
+	if cfg.ReadOnly {
+		pc.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
+	}
 	ctx, cancel := context.WithTimeout(ctx, cfg.timeout())
 	defer cancel()
 	log := cfg.Logger
@@ -71,11 +76,12 @@ func open(ctx context.Context, pc *pgxpool.Config, cfg Config) (*Store, error) {
 		return nil, wrapf(err, "open postgres store")
 	}
 	s := &Store{
-		pool:    pool,
-		log:     log,
-		schema:  cfg.Schema,
-		timeout: cfg.timeout(),
-		tables:  make(map[string]*recordsSQL),
+		pool:     pool,
+		log:      log,
+		schema:   cfg.Schema,
+		readOnly: cfg.ReadOnly,
+		timeout:  cfg.timeout(),
+		tables:   make(map[string]*recordsSQL),
 	}
 	if err := s.setup(ctx, cfg.Schema != ""); err != nil {
 		pool.Close()
@@ -99,6 +105,9 @@ func (s *Store) setup(ctx context.Context, createSchema bool) error {
 		s.schema = *cur
 	}
 	s.sql = newStatements(s.name)
+	if s.readOnly {
+		return s.checkVersion(ctx)
+	}
 	return s.migrate(ctx, createSchema)
 }
 

@@ -548,3 +548,41 @@ func TestDeadLetterBinaryKey(t *testing.T) {
 		t.Errorf("dead letter key %q payload %q; want the key made valid text and the payload intact", ds[0].MsgKey, ds[0].Payload)
 	}
 }
+
+// A store opened ReadOnly (drover dlq list, show) reads what a node wrote,
+// and the server refuses every write it is asked for; it creates and
+// migrates nothing, so a database without drover's tables stays empty.
+func TestReadOnlyOpenWritesNothing(t *testing.T) {
+	url := pg.URL(t)
+	w := openTest(t, url, Config{})
+	l := acquire(t, w, "orders/0", "node-1")
+	if _, err := w.Apply(t.Context(), &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l,
+		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte("x"), Reason: "not JSON"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	r := openTest(t, url, Config{ReadOnly: true})
+	ds, err := r.DeadLetters(t.Context(), persistence.DeadLetterFilter{})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("read-only dead letters = %v, %v; want the one written", ds, err)
+	}
+	var pe *Error
+	if err := r.SetDeadLetterStatus(t.Context(), ds[0].ID, persistence.DeadLetterResolved); !errors.As(err, &pe) || pe.Code != "25006" {
+		t.Errorf("resolve through a read-only store: %v, want the server's read-only refusal (SQLSTATE 25006)", err)
+	}
+	if d, err := w.DeadLetter(t.Context(), ds[0].ID); err != nil || d.Status != persistence.DeadLetterPending {
+		t.Errorf("after the refused resolve: %+v, %v; want it still pending", d, err)
+	}
+	if _, err := r.Acquire(t.Context(), persistence.AcquireRequest{Unit: "orders/1", Owner: "tool", TTL: time.Hour, Live: []string{"tool"}}); err == nil {
+		t.Error("a read-only store acquired a lease")
+	}
+
+	_, err = Open(t.Context(), url, Config{ReadOnly: true, Schema: "never_made"})
+	if err == nil || !strings.Contains(err.Error(), "never_made") {
+		t.Errorf("read-only open of a schema without drover's tables: %v, want an error naming it", err)
+	}
+	var made bool
+	if err := w.pool.QueryRow(t.Context(), "SELECT EXISTS (SELECT 1 FROM pg_namespace WHERE nspname = 'never_made')").Scan(&made); err != nil || made {
+		t.Errorf("the read-only open created schema never_made (%v)", err)
+	}
+}

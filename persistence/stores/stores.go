@@ -39,9 +39,11 @@ type Options struct {
 	// change a store (drover dlq) must not create one at a mistyped path.
 	// A PostgreSQL database must exist anyway.
 	MustExist bool
-	// ReadOnly opens a SQLite file read-only (sqlite.Config.ReadOnly, and
-	// MustExist): nothing is created, migrated or written. PostgreSQL
-	// ignores it and migrates as always.
+	// ReadOnly opens the store read-only: nothing is created, migrated or
+	// written. SQLite opens the file read-only (sqlite.Config.ReadOnly, and
+	// MustExist); PostgreSQL starts every connection read-only
+	// (postgres.Config.ReadOnly) and requires the schema at this drover's
+	// version.
 	ReadOnly bool
 }
 
@@ -156,7 +158,8 @@ func Open(ctx context.Context, rawURL string, opts Options) (persistence.Store, 
 	}
 	switch t.Kind {
 	case Postgres:
-		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger, Timeout: opts.Timeout, MaxConns: int32(opts.MaxConns)})
+		s, err := postgres.Open(ctx, t.Path, postgres.Config{Logger: opts.Logger, Timeout: opts.Timeout, MaxConns: int32(opts.MaxConns),
+			ReadOnly: opts.ReadOnly})
 		if err != nil {
 			return nil, scrub(rawURL, err)
 		}
