@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"strings"
 	"syscall"
 	"time"
 
@@ -83,7 +82,7 @@ before it removes anything.`,
 					return &exitError{2, fmt.Errorf("--chaos is the duration: drop --duration")}
 				case len(kills) > 0 || restart:
 					return &exitError{2, fmt.Errorf("--chaos chooses its own kills and restarts: drop --kill and --restart")}
-				case storeURL != "" && !strings.HasPrefix(storeURL, "postgres://") && !strings.HasPrefix(storeURL, "postgresql://"):
+				case storeURL != "" && !networkedStore(storeURL):
 					return &exitError{2, fmt.Errorf("--chaos cuts store connections, so it needs a networked store: --store postgres://…, or no --store for a throwaway PostgreSQL")}
 				}
 				if !cmd.Flags().Changed("seed") {
@@ -203,4 +202,12 @@ before it removes anything.`,
 	f.DurationVar(&chaos, "chaos", 0, "produce this long while kill -9s, SIGTERMs, restarts and store cuts hit random nodes every 2–8 s")
 	f.BoolVar(&keep, "keep", false, "keep the previous run's store instead of starting fresh")
 	return cmd
+}
+
+// networkedStore says whether --store names a PostgreSQL server (the
+// scheme in any case, as the store opener reads it), whose connections
+// --chaos can cut.
+func networkedStore(storeURL string) bool {
+	t, err := stores.Parse(storeURL)
+	return err == nil && t.Kind == stores.Postgres
 }

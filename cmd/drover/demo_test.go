@@ -27,6 +27,23 @@ func TestDemoChaosRefusesWhatItCannotDo(t *testing.T) {
 	}
 }
 
+// --chaos reads the store's scheme as the store opener does, in any case:
+// POSTGRES:// is the networked store it needs, not a refusal.
+func TestChaosStoreSchemeInAnyCase(t *testing.T) {
+	for url, want := range map[string]bool{
+		"postgres://u@db:5432/x":   true,
+		"POSTGRES://u@db:5432/x":   true,
+		"PostgreSQL://u@db:5432/x": true,
+		"sqlite:./x.db":            false,
+		"memory:":                  false,
+		"postgres:x":               false, // no host: not a store at all
+	} {
+		if got := networkedStore(url); got != want {
+			t.Errorf("networkedStore(%q) = %v, want %v", url, got, want)
+		}
+	}
+}
+
 // Issue 10, item 9: `drover demo --dir X` deleted X/drover.db*, its
 // node-*.yaml and node-*.log before validating anything. A directory that
 // is not empty and not a previous demo's is refused with exit 2, and its
