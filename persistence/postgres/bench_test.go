@@ -18,6 +18,7 @@ import (
 //
 //	go test -run '^$' -bench Apply -benchtime 200x ./persistence/postgres/
 func BenchmarkApply(b *testing.B) {
+	b.ReportAllocs()
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchApply(b, n) })
 	}

@@ -15,6 +15,7 @@ import (
 // documents change every time (so every row is rewritten), with the
 // checkpoint, on a file with WAL and synchronous=NORMAL.
 func BenchmarkApply(b *testing.B) {
+	b.ReportAllocs()
 	for _, size := range []int{1, 100, 1000} {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			ctx := context.Background()

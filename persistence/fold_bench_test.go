@@ -1,0 +1,26 @@
+package persistence
+
+import (
+	"strconv"
+	"testing"
+)
+
+// BenchmarkFold folds a 500-op batch over 100 keys (each key touched five
+// times, a delete now and then), the shape of a hot topic's batch.
+func BenchmarkFold(b *testing.B) {
+	ops := make([]Op, 500)
+	for i := range ops {
+		k := "k" + strconv.Itoa(i%100)
+		ops[i] = Op{Kind: OpUpsert, Key: k, Doc: []byte(`{"id":"` + k + `","seq":` + strconv.Itoa(i) + `}`), Position: strconv.Itoa(i)}
+		if i%17 == 0 {
+			ops[i] = Op{Kind: OpDelete, Key: k, Position: strconv.Itoa(i)}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(Fold(ops)); n != 100 {
+			b.Fatalf("folded to %d ops, want 100", n)
+		}
+	}
+	b.ReportMetric(float64(len(ops)*b.N)/b.Elapsed().Seconds(), "ops/s")
+}
