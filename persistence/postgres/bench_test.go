@@ -18,13 +18,13 @@ import (
 //
 //	go test -run '^$' -bench Apply -benchtime 200x ./persistence/postgres/
 func BenchmarkApply(b *testing.B) {
-	b.ReportAllocs()
 	for _, n := range []int{1, 100, 1000} {
 		b.Run(fmt.Sprintf("rows=%d", n), func(b *testing.B) { benchApply(b, n) })
 	}
 }
 
 func benchApply(b *testing.B, n int) {
+	b.ReportAllocs()
 	s, err := Open(b.Context(), pg.URL(b), Config{})
 	if err != nil {
 		b.Fatal(err)
