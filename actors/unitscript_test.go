@@ -209,6 +209,25 @@ type unitWorld struct {
 	renewEvery  time.Duration // the leaser's round, when it runs
 	extendEvery time.Duration // a queue unit's deadline extension
 	lastRow     string
+	refuse      map[string]bool // positions the handler refuses (Permanent)
+}
+
+// handle is the Handler of a source started with handler: it prints the
+// batch and refuses the first message handler-refuses named.
+func (w *unitWorld) handle(_ context.Context, _ persistence.Tx, b Batch) error {
+	var pos []string
+	for _, m := range b.Messages {
+		pos = append(pos, m.Position)
+	}
+	w.printf("  handler: %s token=%d [%s]", b.IdempotencyKey, b.Token, strings.Join(pos, " "))
+	for _, m := range b.Messages {
+		if w.refuse[m.Position] {
+			delete(w.refuse, m.Position)
+			w.printf("  handler: refuses %s", m.Position)
+			return Permanent(m, errors.New("no such customer"))
+		}
+	}
+	return nil
 }
 
 func (w *unitWorld) close() {
@@ -306,6 +325,12 @@ func (w *unitWorld) command(cmd string, args []string) error {
 		}
 		w.printf("partition %s trimmed before %s", w.part.ID, args[0])
 		return nil
+	case "handler-refuses": // the handler returns Permanent for a message
+		if len(args) != 1 || w.spec.Handler == nil {
+			return errors.New("handler-refuses POSITION (start handler)")
+		}
+		w.refuse[args[0]] = true
+		return nil
 	case "pending":
 		for _, s := range w.pendingList() {
 			w.printf("%s", s)
@@ -326,9 +351,10 @@ func (w *unitWorld) command(cmd string, args []string) error {
 // start builds the world and spawns the unit: a stream source "s" with one
 // partition "0" of a memory stream, node n1 in a view of n1 and n2.
 //
-//	start [queue] [max-failures=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew]
+//	start [queue] [handler] [max-failures=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew]
 //
-// queue makes it a queue source "s" of one slot (ack deadline 4.5 s, so its
+// handler gives the source a Handler (handler-refuses makes it return
+// Permanent for a message). queue makes it a queue source "s" of one slot (ack deadline 4.5 s, so its
 // deadline is extended every 1.5 s; nack delay 500 ms). renew runs the node's real leaser (renewal rounds every
 // 2 s); without it the harness only prints what the unit registers and
 // drops. A start in a started script begins a new world (time, jobs and
@@ -360,6 +386,7 @@ func (w *unitWorld) start(args []string) error {
 	s := SourceSpec{Name: "s", KeyField: "id", BatchSize: 10, BatchBytes: batchBytes, MaxMessageBytes: batchBytes, MaxDeadLetterBytes: batchBytes,
 		MaxWait: time.Second, MaxConsecutiveFailures: maxFailures, LeaseTTL: 9 * time.Second}
 	w.part = brokers.Partition{ID: "0"}
+	w.refuse = map[string]bool{}
 	if flags["queue"] {
 		w.queue, _ = memory.NewQueue(memory.QueueConfig{AckDeadline: 4500 * time.Millisecond, Clock: clk})
 		w.squeue = &scriptQueue{Queue: w.queue, w: w, inject: map[string]error{}}
@@ -382,6 +409,9 @@ func (w *unitWorld) start(args []string) error {
 		spec.OnPositionReset = ResetFail
 	default:
 		return fmt.Errorf("on-reset=%s", kv["on-reset"])
+	}
+	if flags["handler"] {
+		spec.Handler = w.handle
 	}
 	w.spec = &spec
 	if w.queue != nil {
