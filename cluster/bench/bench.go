@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -169,7 +170,12 @@ func (r Result) Line() string {
 		r.Partitions, r.Messages, r.Drover, r.Ceiling, r.VsCeiling(), ms(r.P50), ms(r.P99), r.Loop, ms(r.Max))
 }
 
-func ms(d time.Duration) string { return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond)) }
+func ms(d time.Duration) string {
+	if d == 0 {
+		return "-" // not measured
+	}
+	return fmt.Sprintf("%.1fms", float64(d)/float64(time.Millisecond))
+}
 
 // Run measures what o asks and prints a line per figure to out, the last
 // being Result.Line (or, with Idle, IdleResult.Line).
@@ -206,8 +212,8 @@ func Run(ctx context.Context, o Options, out io.Writer) (Result, error) {
 
 	res := Result{Partitions: o.Partitions, Messages: o.Messages}
 	w := newWorkload(o.Partitions, o.Messages, o.Keys, o.Payload)
-	fmt.Fprintf(out, "bench: store %s, kfake in process, %d partitions, %d messages over %d keys, %d-byte payloads, batch %d, max_wait %s\n",
-		kind, o.Partitions, o.Messages, o.Keys, o.Payload, o.Batch, o.MaxWait)
+	fmt.Fprintf(out, "bench: store %s, kfake in process, %d partitions, %d messages over %d keys, %d-byte payloads, batch %d, max_wait %s; %d CPUs, load average %s\n",
+		kind, o.Partitions, o.Messages, o.Keys, o.Payload, o.Batch, o.MaxWait, runtime.NumCPU(), loadAverage())
 
 	env, err := newEnv(ctx, o, storeURL, kind)
 	if err != nil {
@@ -285,4 +291,14 @@ func prepareStore(ctx context.Context, o Options, out io.Writer) (url, kind stri
 		return c.URL(), "postgres (throwaway)", func() { _ = c.Remove() }, nil
 	}
 	return o.Store, "postgres " + redact.URL(o.Store), func() {}, nil
+}
+
+// loadAverage is the 1-minute load average (Linux), or "unknown": figures
+// taken on a busy machine are lower, and the header says how busy it was.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return f[0]
+	}
+	return "unknown"
 }

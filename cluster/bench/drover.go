@@ -282,6 +282,9 @@ func (e *env) startNodes(ctx context.Context, addr, source string) (*nodeSet, er
 		gossip[i] = "127.0.0.1:" + strconv.Itoa(p)
 	}
 	s := &nodeSet{what: fmt.Sprintf("%d node processes", e.o.Nodes)}
+	if e.o.Nodes == 1 {
+		s.what = "one node process"
+	}
 	for i := range e.o.Nodes {
 		name := fmt.Sprintf("bench-%d", i+1)
 		var join []string

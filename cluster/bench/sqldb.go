@@ -88,6 +88,20 @@ func (d *pgDB) create(ctx context.Context, table string) error {
 	if err != nil {
 		return fmt.Errorf("create %s: %w", table, err)
 	}
+	// connect every worker's connection before a clock starts
+	conns := make([]*pgxpool.Conn, 0, d.n)
+	defer func() {
+		for _, c := range conns {
+			c.Release()
+		}
+	}()
+	for range d.n {
+		c, err := d.pool.Acquire(ctx)
+		if err != nil {
+			return fmt.Errorf("connect to postgres: %w", err)
+		}
+		conns = append(conns, c)
+	}
 	return nil
 }
 

@@ -66,15 +66,13 @@ the 1-unit node and the node's CPU over --idle-window.`,
 			if o.LatencyFor == 0 {
 				o.SkipLatency = true
 			}
+			bin, err := os.Executable()
+			if err != nil {
+				return &exitError{1, err}
+			}
+			o.Binary = bin // for --nodes and --idle
 			if err := o.Validate(); err != nil {
 				return &exitError{2, err}
-			}
-			if o.Nodes > 0 || o.Idle > 0 {
-				bin, err := os.Executable()
-				if err != nil {
-					return &exitError{1, err}
-				}
-				o.Binary = bin
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
