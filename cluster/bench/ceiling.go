@@ -29,6 +29,9 @@ func (e *env) runCeiling(ctx context.Context, w *workload, out io.Writer) (float
 		p := partitionOf(b.unit)
 		queues[p%n] = append(queues[p%n], b)
 	}
+	limit := 60*time.Second + time.Duration(w.messages)*time.Millisecond // 1,000 msg/s at least
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
 	began := time.Now()
 	err = writeAll(ctx, n, func(ctx context.Context, i int) error {
 		for _, b := range queues[i] {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"os"
 	"os/exec"
@@ -210,9 +211,10 @@ func (e *env) verify(ctx context.Context, table string, w *workload) (int, error
 // nodeSet is the drover nodes of a run: one in this process, or node
 // processes.
 type nodeSet struct {
-	what  string
-	inner *node.Node
-	procs []*proc
+	what     string
+	inner    *node.Node
+	innerLog *os.File // its warnings and errors
+	procs    []*proc
 }
 
 type proc struct {
@@ -267,11 +269,18 @@ func (e *env) startNodes(ctx context.Context, addr, source string) (*nodeSet, er
 		if err != nil {
 			return nil, fmt.Errorf("bench node config: %w", err)
 		}
-		n, err := node.Start(ctx, cfg, node.Options{Version: "bench"})
+		logPath := filepath.Join(e.o.Dir, source+"-bench-1.log")
+		logf, err := os.Create(logPath)
 		if err != nil {
+			return nil, err
+		}
+		log := slog.New(slog.NewTextHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		n, err := node.Start(ctx, cfg, node.Options{Version: "bench", Logger: log})
+		if err != nil {
+			logf.Close()
 			return nil, fmt.Errorf("start node: %w", err)
 		}
-		return &nodeSet{what: "one node in this process", inner: n}, nil
+		return &nodeSet{what: "one node in this process", inner: n, innerLog: logf}, nil
 	}
 	ports, err := freePorts(e.o.Nodes)
 	if err != nil {
@@ -350,6 +359,7 @@ func (s *nodeSet) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		_ = s.inner.Shutdown(ctx)
 		cancel()
+		_ = s.innerLog.Close()
 	}
 	for _, p := range s.procs {
 		_ = p.cmd.Process.Signal(syscall.SIGTERM)

@@ -27,6 +27,9 @@ func (e *env) runLoop(ctx context.Context, addr string, w *workload, out io.Writ
 		return 0, err
 	}
 	ends := w.ends()
+	limit := 60*time.Second + time.Duration(w.messages)*time.Millisecond // 1,000 msg/s at least
+	ctx, cancelAll := context.WithTimeout(ctx, limit)
+	defer cancelAll()
 	began := time.Now()
 	parts := map[int32]kgo.Offset{}
 	for p := range w.partitions {
