@@ -50,6 +50,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo(), newDLQ())
+	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo(), newDLQ(), newBench())
 	return root
 }

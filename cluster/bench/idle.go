@@ -1,0 +1,191 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/drover-dev/drover/persistence/stores"
+)
+
+// IdleResult is the idle figure: a node process with one idle unit, then
+// one with Units, each on a fresh SQLite file, every unit a partition of a
+// memory source that never receives a message.
+type IdleResult struct {
+	Units int
+	// RSS and BaseRSS are the resident memory (bytes) of the Units-unit
+	// and of the 1-unit node at the end of their windows.
+	RSS, BaseRSS int64
+	// CPU and BaseCPU are the node's CPU time over its window, in percent
+	// of one core.
+	CPU, BaseCPU float64
+	// Window is the Units-unit node's; the 1-unit node's is at most 10 s.
+	Window, BaseWindow time.Duration
+}
+
+// PerUnit is the resident memory per unit above the 1-unit node, in bytes.
+func (r IdleResult) PerUnit() float64 {
+	if r.Units <= 1 {
+		return 0
+	}
+	return float64(r.RSS-r.BaseRSS) / float64(r.Units-1)
+}
+
+// Line is the last line Run prints with Options.Idle.
+func (r IdleResult) Line() string {
+	return fmt.Sprintf("bench: idle units=%d rss=%.1fMB base_rss=%.1fMB per_unit=%.1fKB cpu=%.1f%% base_cpu=%.1f%% window=%s",
+		r.Units, mb(r.RSS), mb(r.BaseRSS), r.PerUnit()/1024, r.CPU, r.BaseCPU, r.Window)
+}
+
+func mb(b int64) float64 { return float64(b) / (1 << 20) }
+
+// maxMemoryPartitions is the most partitions config allows a memory source.
+const maxMemoryPartitions = 1024
+
+func runIdle(ctx context.Context, o Options, out io.Writer) (*IdleResult, error) {
+	res := &IdleResult{Units: o.Idle, Window: o.IdleWindow, BaseWindow: min(o.IdleWindow, 10*time.Second)}
+	fmt.Fprintf(out, "bench: idle units on memory sources, SQLite, one node process each: 1 unit (%s), then %d units (%s)\n",
+		res.BaseWindow, o.Idle, o.IdleWindow)
+	var err error
+	if res.BaseRSS, res.BaseCPU, err = idleNode(ctx, o, 1, res.BaseWindow); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "idle: 1 unit: rss=%.1fMB cpu=%.1f%% of a core over %s\n", mb(res.BaseRSS), res.BaseCPU, res.BaseWindow)
+	if res.RSS, res.CPU, err = idleNode(ctx, o, o.Idle, o.IdleWindow); err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "idle: %d units: rss=%.1fMB (%.1fKB per unit above 1 unit) cpu=%.1f%% of a core over %s\n",
+		o.Idle, mb(res.RSS), res.PerUnit()/1024, res.CPU, o.IdleWindow)
+	fmt.Fprintln(out, res.Line())
+	return res, nil
+}
+
+// idleNode runs a node process with units idle units until every unit
+// has opened (its start is recorded as a checkpoint), then measures its
+// CPU over window and its RSS at the end.
+func idleNode(ctx context.Context, o Options, units int, window time.Duration) (rss int64, cpu float64, err error) {
+	storeURL := "sqlite:" + filepath.Join(o.Dir, fmt.Sprintf("idle-%d.db", units))
+	st, err := stores.Open(ctx, storeURL, stores.Options{})
+	if err != nil {
+		return 0, 0, fmt.Errorf("idle store: %w", err)
+	}
+	defer st.Close()
+	var sources strings.Builder
+	var names []string
+	var sizes []int
+	for left, i := units, 0; left > 0; i++ {
+		n := min(left, maxMemoryPartitions)
+		left -= n
+		name := fmt.Sprintf("idle_%d", i)
+		names, sizes = append(names, name), append(sizes, n)
+		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", name, n, name)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, 0, err
+	}
+	name := fmt.Sprintf("idle-%d", units)
+	cfg := fmt.Sprintf("# drover bench idle node (generated)\nnode:\n  name: %s\n  debug_addr: 127.0.0.1:0\ncluster:\n  bind: 127.0.0.1:%d\n  profile: fast\nstore:\n  url: ${env:%s}\nlog:\n  level: warn\nsources:\n%s",
+		name, ports[0], storeEnv, sources.String())
+	path := filepath.Join(o.Dir, name+".yaml")
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		return 0, 0, err
+	}
+	p, err := startProc(o.Binary, name, path, filepath.Join(o.Dir, name+".log"), []string{storeEnv + "=" + storeURL})
+	if err != nil {
+		return 0, 0, err
+	}
+	s := &nodeSet{procs: []*proc{p}}
+	defer s.stop()
+
+	// every unit open
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute+time.Duration(units)*20*time.Millisecond)
+	defer cancel()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for opened := 0; opened < units; {
+		opened = 0
+		for i, src := range names {
+			cps, err := st.Checkpoints(wctx, src)
+			if err == nil {
+				opened += min(len(cps), sizes[i])
+			}
+		}
+		if err := s.dead(); err != nil {
+			return 0, 0, err
+		}
+		select {
+		case <-wctx.Done():
+			return 0, 0, fmt.Errorf("idle: %d of %d units opened in time; see %s", opened, units, p.log)
+		case <-t.C:
+		}
+	}
+
+	pid := p.cmd.Process.Pid
+	c0, err := cpuTicks(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	began := time.Now()
+	select {
+	case <-ctx.Done():
+		return 0, 0, ctx.Err()
+	case <-time.After(window):
+	}
+	c1, err := cpuTicks(pid)
+	if err != nil {
+		return 0, 0, err
+	}
+	took := time.Since(began)
+	if rss, err = residentBytes(pid); err != nil {
+		return 0, 0, err
+	}
+	// /proc counts CPU in clock ticks, USER_HZ: 100 on Linux
+	cpu = float64(c1-c0) / 100 / took.Seconds() * 100
+	return rss, cpu, s.dead()
+}
+
+// cpuTicks is the process's user + system time in clock ticks
+// (/proc/PID/stat fields 14 and 15).
+func cpuTicks(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, fmt.Errorf("idle: CPU time needs Linux's /proc: %w", err)
+	}
+	// the command name (field 2) is in parentheses and may hold spaces
+	i := bytes.LastIndexByte(b, ')')
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0, fmt.Errorf("idle: /proc/%d/stat: %d fields", pid, len(f))
+	}
+	u, err1 := strconv.ParseInt(f[11], 10, 64)
+	s, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("idle: /proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
+	}
+	return u + s, nil
+}
+
+// residentBytes is VmRSS of /proc/PID/status.
+func residentBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("idle: memory needs Linux's /proc: %w", err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("idle: VmRSS %q", v)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("idle: no VmRSS in /proc/%d/status", pid)
+}
