@@ -7,9 +7,10 @@
 //
 //   - Order per partition: a Reader returns its partition's records in
 //     offset order, each once, with Position the decimal offset.
-//   - Isolation: read_committed by default (Config.ReadUncommitted opts
-//     out): a reader returns the records of committed transactions and
-//     records written outside transactions, never those of aborted ones,
+//   - Isolation: read_committed by default (Config.Isolation
+//     ReadUncommitted opts out): a reader returns the records of
+//     committed transactions and records written outside transactions,
+//     never those of aborted ones,
 //     and waits at the last stable offset (LSO) while a transaction is
 //     open, so records written after it are held back with it. Control
 //     records (transaction markers) are never returned, with either

@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres"
@@ -23,7 +25,6 @@ var (
 	nodeNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	sourceNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	handlerNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	kafkaTopicRE  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 	// JetStream stream and consumer names: no whitespace, '.', '*', '>',
 	// or path separators.
 	natsNameRE = regexp.MustCompile(`^[^\s.*>/\\]+$`)
@@ -385,7 +386,7 @@ func (v *checker) source(p string, s *Source) {
 	}
 
 	if k := s.Kafka; k != nil {
-		v.kafka(p+".kafka", k)
+		v.adapter(p+".kafka", k.Validate())
 	}
 	if n := s.NATS; n != nil {
 		v.nats(p+".nats", n)
@@ -464,37 +465,31 @@ func (v *checker) keyPair(p, id string, secret Secret) {
 	}
 }
 
-func (v *checker) kafka(p string, k *Kafka) {
-	if len(k.Brokers) == 0 {
-		v.fail(p+".brokers", "required: at least one host:port")
+// adapter records the problems an adapter's Validate found in its
+// section at prefix, each under its path there; the values they quote are
+// shown as showValue says (not at all when they came through a
+// reference).
+func (v *checker) adapter(prefix string, err error) {
+	if err == nil {
+		return
 	}
-	for i, b := range k.Brokers {
-		v.addr(fmt.Sprintf("%s.brokers[%d]", p, i), b, true)
+	var fes brokers.FieldErrors
+	if !errors.As(err, &fes) {
+		v.errs = append(v.errs, FieldError{Path: prefix, Msg: scrubQuoted(v.origins, prefix, err.Error())})
+		return
 	}
-	switch {
-	case k.Topic == "":
-		v.fail(p+".topic", "required")
-	case !kafkaTopicRE.MatchString(k.Topic) || k.Topic == "." || k.Topic == "..":
-		v.fail(p+".topic", "%q must be 1 to 249 letters, digits, '.', '_' or '-'", k.Topic)
-	}
-	if k.FetchMaxBytes < 0 {
-		v.fail(p+".fetch_max_bytes", "must not be negative, not %d", k.FetchMaxBytes)
-	}
-	if k.Isolation != "" {
-		v.oneOf(p+".isolation", k.Isolation, KafkaReadCommitted, KafkaReadUncommitted)
-	}
-	if t := k.TLS; t != nil {
-		if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
-			v.fail(p+".tls.enabled", "must be true when other tls settings are given")
+	for _, fe := range fes {
+		path := prefix
+		if fe.Path != "" {
+			path += "." + fe.Path
 		}
-		if (t.CertFile == "") != (t.KeyFile == "") {
-			v.fail(p+".tls", "cert_file and key_file go together")
-		}
-	}
-	if sa := k.SASL; sa != nil {
-		v.oneOf(p+".sasl.mechanism", sa.Mechanism, "plain", "scram-sha-256", "scram-sha-512")
-		v.required(p+".sasl.username", sa.Username)
-		v.required(p+".sasl.password", sa.Password.Reveal())
+		msg := goQuoted.ReplaceAllStringFunc(fe.Msg, func(q string) string {
+			if u, err := strconv.Unquote(q); err == nil {
+				return showValue(v.origins, path, u)
+			}
+			return q
+		})
+		v.errs = append(v.errs, FieldError{Path: path, Msg: msg})
 	}
 }
 

@@ -60,23 +60,13 @@ func openMemory(s config.Source) (Source, error) {
 }
 
 func openKafka(s config.Source, log *slog.Logger) (Source, error) {
-	k := s.Kafka
-	cfg := kafka.Config{
-		Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, FetchMaxBytes: int32(k.FetchMaxBytes),
-		CommitToGroup: k.CommitToGroup, ReadUncommitted: k.Isolation == config.KafkaReadUncommitted, Logger: log,
-	}
-	if k.TLS != nil {
-		cfg.TLS = kafka.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
-			InsecureSkipVerify: k.TLS.InsecureSkipVerify}
-	}
-	if k.SASL != nil {
-		cfg.SASL = kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()}
-	}
+	cfg := *s.Kafka // the adapter's own Config, read from the file
+	cfg.Logger = log
 	st, err := kafka.New(cfg)
 	if err != nil {
 		return Source{}, err
 	}
-	if k.CommitToGroup == "" {
+	if cfg.CommitToGroup == "" {
 		return Source{Stream: noCommit{Stream: st, r: st}}, nil
 	}
 	return Source{Stream: st}, nil
