@@ -79,6 +79,11 @@ type Config struct {
 	// records of open and aborted transactions too (Kafka's
 	// isolation.level=read_uncommitted).
 	Isolation string `yaml:"isolation" json:"isolation,omitempty"`
+	// Rack is where this node runs (an availability zone, say: the
+	// brokers' broker.rack names): fetches then read from the replica in
+	// the same rack when the cluster has a replica.selector.class that
+	// picks one (KIP-392), saving cross-zone traffic. Empty: the leader.
+	Rack string `yaml:"rack" json:"rack,omitempty"`
 	// Logger receives the adapter's and the client library's logs. nil
 	// discards them. Secrets are never logged.
 	Logger *slog.Logger `yaml:"-" json:"-"`
@@ -228,6 +233,9 @@ func (c Config) clientOpts() ([]kgo.Opt, error) {
 		kgo.RetryTimeout(c.RequestTimeout),
 		kgo.DialTimeout(min(c.RequestTimeout, DefaultRequestTimeout)),
 		kgo.WithLogger(kgoLogger{c.Logger}),
+	}
+	if c.Rack != "" {
+		opts = append(opts, kgo.Rack(c.Rack))
 	}
 	tc, err := c.TLS.tlsConfig()
 	if err != nil {
