@@ -15,6 +15,8 @@ import (
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
+	"github.com/drover-dev/drover/brokers/kinesis"
+	"github.com/drover-dev/drover/brokers/sqs"
 )
 
 // Defaults.
@@ -34,8 +36,8 @@ const (
 	DefaultDeadLetterMaxBytes     = 256 << 10 // decode.DefaultMaxDeadLetterBytes
 	DefaultLeaseTTL               = 10 * time.Second
 	DefaultDiscoveryInterval      = 30 * time.Second
-	DefaultSQSWait                = 20 * time.Second
-	DefaultSQSVisibilityTimeout   = 30 * time.Second
+	DefaultSQSWait                = sqs.DefaultWaitTime
+	DefaultSQSVisibilityTimeout   = sqs.DefaultVisibilityTimeout
 	DefaultMaxCapacity            = placement.DefaultMaxCapacity
 )
 
@@ -193,12 +195,12 @@ type Source struct {
 	LeaseTTL           time.Duration `yaml:"lease_ttl" json:"lease_ttl"`                   // default 10s
 	DiscoveryInterval  time.Duration `yaml:"discovery_interval" json:"discovery_interval"` // default 30s
 
-	Kafka   *kafka.Config `yaml:"kafka" json:"kafka,omitempty"`
-	Kinesis *Kinesis      `yaml:"kinesis" json:"kinesis,omitempty"`
-	SQS     *SQS          `yaml:"sqs" json:"sqs,omitempty"`
-	PubSub  *PubSub       `yaml:"pubsub" json:"pubsub,omitempty"`
-	NATS    *NATS         `yaml:"nats" json:"nats,omitempty"`
-	Memory  *Memory       `yaml:"memory" json:"memory,omitempty"`
+	Kafka   *kafka.Config   `yaml:"kafka" json:"kafka,omitempty"`
+	Kinesis *kinesis.Config `yaml:"kinesis" json:"kinesis,omitempty"`
+	SQS     *sqs.Config     `yaml:"sqs" json:"sqs,omitempty"`
+	PubSub  *PubSub         `yaml:"pubsub" json:"pubsub,omitempty"`
+	NATS    *NATS           `yaml:"nats" json:"nats,omitempty"`
+	Memory  *Memory         `yaml:"memory" json:"memory,omitempty"`
 }
 
 // IsQueue reports whether the source is a queue (competing consumer slots)
@@ -281,29 +283,6 @@ type PubSub struct {
 	MaxOutstanding  int    `yaml:"max_outstanding" json:"max_outstanding,omitempty"` // 0: the client's default
 }
 
-// SQS is an Amazon SQS source.
-type SQS struct {
-	QueueURL          string        `yaml:"queue_url" json:"queue_url"`
-	Region            string        `yaml:"region" json:"region"`
-	Endpoint          string        `yaml:"endpoint" json:"endpoint,omitempty"`           // http(s) URL of a compatible server
-	Wait              time.Duration `yaml:"wait" json:"wait"`                             // long poll, 0..20s, default 20s
-	VisibilityTimeout time.Duration `yaml:"visibility_timeout" json:"visibility_timeout"` // 0..12h, default (and 0) 30s; every receive asks for it, whatever the queue's attribute says
-	AccessKeyID       string        `yaml:"access_key_id" json:"access_key_id,omitempty"`
-	SecretAccessKey   Secret        `yaml:"secret_access_key" json:"secret_access_key,omitempty"`
-}
-
-// FIFO reports a FIFO queue (its URL ends in ".fifo").
-func (q SQS) FIFO() bool { return strings.HasSuffix(q.QueueURL, ".fifo") }
-
-// Kinesis is an Amazon Kinesis source.
-type Kinesis struct {
-	Stream          string `yaml:"stream" json:"stream"`
-	Region          string `yaml:"region" json:"region"`
-	Endpoint        string `yaml:"endpoint" json:"endpoint,omitempty"` // http(s) URL of a compatible server
-	AccessKeyID     string `yaml:"access_key_id" json:"access_key_id,omitempty"`
-	SecretAccessKey Secret `yaml:"secret_access_key" json:"secret_access_key,omitempty"`
-}
-
 // Memory is an in-memory source (the demo and the simulator): a stream of
 // Partitions partitions, or a queue.
 type Memory struct {
@@ -375,11 +354,13 @@ func (c *Config) Redacted() *Config {
 		if s.SQS != nil {
 			q := *s.SQS
 			q.SecretAccessKey = Secret(q.SecretAccessKey.String())
+			q.SessionToken = Secret(q.SessionToken.String())
 			s.SQS = &q
 		}
 		if s.Kinesis != nil {
 			k := *s.Kinesis
 			k.SecretAccessKey = Secret(k.SecretAccessKey.String())
+			k.SessionToken = Secret(k.SessionToken.String())
 			s.Kinesis = &k
 		}
 		if s.PubSub != nil {

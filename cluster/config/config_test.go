@@ -217,10 +217,10 @@ func TestFullConfig(t *testing.T) {
 		t.Errorf("orders %+v", o)
 	}
 	q := c.Sources[1]
-	if !q.IsQueue() || q.Slots != 4 || !q.SQS.FIFO() || q.SQS.Wait != 5*time.Second || q.SQS.VisibilityTimeout != DefaultSQSVisibilityTimeout || q.Records.Table != "jobs_q" {
+	if !q.IsQueue() || q.Slots != 4 || !q.SQS.FIFO() || q.SQS.WaitTime != 5*time.Second || q.SQS.VisibilityTimeout != DefaultSQSVisibilityTimeout || q.Records.Table != "jobs_q" {
 		t.Errorf("jobs-q %+v %+v", q, q.SQS)
 	}
-	if k := c.Sources[2]; k.IsQueue() || k.Kinesis.Stream != "clicks" {
+	if k := c.Sources[2]; k.IsQueue() || k.Kinesis.StreamName != "clicks" {
 		t.Errorf("clicks %+v", k)
 	}
 	if e := c.Sources[3]; e.Mode != "handler" || e.HandlerName != "billing.v2" || e.Records.Table != "" || !e.IsQueue() || e.PubSub.MaxOutstanding != 100 {

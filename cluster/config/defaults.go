@@ -1,6 +1,10 @@
 package config
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/drover-dev/drover/brokers/sqs"
+)
 
 // Defaults, in one place: what a section holds before the file is read
 // (setDefaults: the file's values override them), and what depends on
@@ -27,8 +31,8 @@ func setDefaults(p any) {
 			MaxMessageBytes: DefaultMaxMessageBytes, LeaseTTL: DefaultLeaseTTL, DiscoveryInterval: DefaultDiscoveryInterval,
 			BatchBytes: DefaultBatchBytes, DeadLetterMaxBytes: DefaultDeadLetterMaxBytes,
 		}
-	case *SQS:
-		s.Wait, s.VisibilityTimeout = DefaultSQSWait, DefaultSQSVisibilityTimeout
+	case *sqs.Config:
+		s.WaitTime, s.VisibilityTimeout = sqs.DefaultWaitTime, sqs.DefaultVisibilityTimeout
 	case *NATS:
 		s.Mode = NATSQueue
 	}

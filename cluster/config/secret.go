@@ -57,30 +57,12 @@ func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 // verb" path, which ignores the Secret's own methods; a Format method on
 // the pointed-to type is consulted before that.
 
-type (
-	natsView    NATS
-	sqsView     SQS
-	kinesisView Kinesis
-)
+type natsView NATS
 
 // Format prints the section with its password and URL redacted.
 func (n NATS) Format(f fmt.State, verb rune) {
 	v := natsView(n)
 	v.Password = Secret(v.Password.String())
 	v.URL = SecretURL(v.URL.String())
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
-}
-
-// Format prints the section with its secret access key redacted.
-func (q SQS) Format(f fmt.State, verb rune) {
-	v := sqsView(q)
-	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
-}
-
-// Format prints the section with its secret access key redacted.
-func (k Kinesis) Format(f fmt.State, verb rune) {
-	v := kinesisView(k)
-	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
 	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
 }

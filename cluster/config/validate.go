@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -140,14 +141,6 @@ func (v *checker) addr(path, s string, needHost bool) (host string, ok bool) {
 		return "", false
 	}
 	return h, true
-}
-
-// httpURL checks an http(s) URL with a host.
-func (v *checker) httpURL(path, s string) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.fail(path, "%q must be an http:// or https:// URL with a host", s)
-	}
 }
 
 func isLoopback(host string) bool {
@@ -386,32 +379,24 @@ func (v *checker) source(p string, s *Source) {
 	}
 
 	if k := s.Kafka; k != nil {
-		v.adapter(p+".kafka", k.Validate())
+		v.adapter(p+".kafka", k, k.Validate())
 	}
 	if n := s.NATS; n != nil {
 		v.nats(p+".nats", n)
 	}
 	if sq := s.SQS; sq != nil {
-		q := p + ".sqs"
-		v.required(q+".region", sq.Region)
-		if v.required(q+".queue_url", sq.QueueURL) {
-			v.httpURL(q+".queue_url", sq.QueueURL)
+		var own []brokers.FieldError
+		if strings.TrimSpace(sq.Region) == "" {
+			own = append(own, brokers.FieldError{Path: "region", Msg: "required"})
 		}
-		if sq.Endpoint != "" {
-			v.httpURL(q+".endpoint", sq.Endpoint)
-		}
-		v.durBetween(q+".wait", sq.Wait, 0, 20*time.Second)
-		v.durBetween(q+".visibility_timeout", sq.VisibilityTimeout, 0, 12*time.Hour)
-		v.keyPair(q, sq.AccessKeyID, sq.SecretAccessKey)
+		v.adapter(p+".sqs", sq, sq.Validate(), own...)
 	}
 	if k := s.Kinesis; k != nil {
-		q := p + ".kinesis"
-		v.required(q+".stream", k.Stream)
-		v.required(q+".region", k.Region)
-		if k.Endpoint != "" {
-			v.httpURL(q+".endpoint", k.Endpoint)
+		var own []brokers.FieldError
+		if strings.TrimSpace(k.Region) == "" {
+			own = append(own, brokers.FieldError{Path: "region", Msg: "required"})
 		}
-		v.keyPair(q, k.AccessKeyID, k.SecretAccessKey)
+		v.adapter(p+".kinesis", k, k.Validate(), own...)
 	}
 	if ps := s.PubSub; ps != nil {
 		q := p + ".pubsub"
@@ -456,27 +441,24 @@ func (v *checker) debugTLS(p string, t DebugTLS) {
 	}
 }
 
-func (v *checker) keyPair(p, id string, secret Secret) {
-	switch {
-	case id != "" && secret == "":
-		v.fail(p+".secret_access_key", "required with access_key_id")
-	case id == "" && secret != "":
-		v.fail(p+".access_key_id", "required with secret_access_key")
-	}
-}
-
-// adapter records the problems an adapter's Validate found in its
+// adapter records the problems an adapter's Validate found (err) in its
 // section at prefix, each under its path there; the values they quote are
 // shown as showValue says (not at all when they came through a
-// reference).
-func (v *checker) adapter(prefix string, err error) {
-	if err == nil {
-		return
-	}
+// reference). own are the config file's rules for the section beyond the
+// adapter's: each goes before the first problem of a later field of sec
+// (the section's Config), so that problems come in the order of its
+// fields.
+func (v *checker) adapter(prefix string, sec any, err error, own ...brokers.FieldError) {
 	var fes brokers.FieldErrors
-	if !errors.As(err, &fes) {
-		v.errs = append(v.errs, FieldError{Path: prefix, Msg: scrubQuoted(v.origins, prefix, err.Error())})
-		return
+	if err != nil && !errors.As(err, &fes) {
+		fes = brokers.FieldErrors{{Msg: err.Error()}}
+	}
+	for _, o := range own {
+		i := 0
+		for i < len(fes) && fieldIndex(sec, fes[i].Path) <= fieldIndex(sec, o.Path) {
+			i++
+		}
+		fes = append(fes[:i], append(brokers.FieldErrors{o}, fes[i:]...)...)
 	}
 	for _, fe := range fes {
 		path := prefix
@@ -491,6 +473,21 @@ func (v *checker) adapter(prefix string, err error) {
 		})
 		v.errs = append(v.errs, FieldError{Path: path, Msg: msg})
 	}
+}
+
+// fieldIndex is the index in the struct sec points to of the field a
+// problem's path starts with (by its yaml name); past the last field for
+// the section as a whole.
+func fieldIndex(sec any, path string) int {
+	name, _, _ := strings.Cut(path, ".")
+	name, _, _ = strings.Cut(name, "[")
+	t := reflect.TypeOf(sec).Elem()
+	for i := 0; i < t.NumField(); i++ {
+		if yamlName(t.Field(i)) == name {
+			return i
+		}
+	}
+	return t.NumField()
 }
 
 func (v *checker) nats(p string, n *NATS) {

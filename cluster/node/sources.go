@@ -93,7 +93,7 @@ func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.St
 // user:password@ to User and Password, and a user name alone to Token, as
 // NATS itself reads nats://TOKEN@host.
 func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
-	c := nats.ConnConfig{User: n.User, Password: n.Password.Reveal(), CredsFile: n.CredentialsFile, Logger: log}
+	c := nats.ConnConfig{User: n.User, Password: n.Password, CredsFile: n.CredentialsFile, Logger: log}
 	for i, raw := range strings.Split(n.URL.Reveal(), ",") {
 		raw = strings.TrimSpace(raw)
 		u, err := url.Parse(raw) // its error would quote the URL
@@ -106,10 +106,10 @@ func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
 					c.User = u.User.Username()
 				}
 				if c.Password == "" {
-					c.Password = p
+					c.Password = brokers.Secret(p)
 				}
 			} else if c.Token == "" {
-				c.Token = u.User.Username()
+				c.Token = brokers.Secret(u.User.Username())
 			}
 			u.User = nil
 		}
@@ -168,26 +168,23 @@ func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source,
 }
 
 func openSQS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	q := s.SQS
-	cfg := sqs.Config{QueueURL: q.QueueURL, Region: q.Region, Endpoint: q.Endpoint,
-		AccessKeyID: q.AccessKeyID, SecretAccessKey: q.SecretAccessKey.Reveal(), WaitTime: q.Wait,
-		VisibilityTimeout: q.VisibilityTimeout, Logger: log}
+	cfg := *s.SQS // the adapter's own Config, read from the file
+	cfg.Logger = log
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenQueue("sqs queue "+q.QueueURL, log, func(ctx context.Context) (*sqs.Queue, error) {
+	return lazyOpenQueue("sqs queue "+cfg.QueueURL, log, func(ctx context.Context) (*sqs.Queue, error) {
 		return sqs.NewQueue(ctx, cfg)
 	}), nil
 }
 
 func openKinesis(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	k := s.Kinesis
-	cfg := kinesis.Config{StreamName: k.Stream, Region: k.Region, Endpoint: k.Endpoint,
-		AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey.Reveal(), Logger: log}
+	cfg := *s.Kinesis // the adapter's own Config, read from the file
+	cfg.Logger = log
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenStream("kinesis stream "+k.Stream, log, func(ctx context.Context) (*kinesis.Stream, error) {
+	return lazyOpenStream("kinesis stream "+cfg.StreamName, log, func(ctx context.Context) (*kinesis.Stream, error) {
 		return kinesis.NewStream(ctx, cfg)
 	}), nil
 }
