@@ -63,8 +63,8 @@
 //     Kafka's own retriable flag, connection errors retryable, TLS and
 //     authentication failures not) or as the caller's ctx.Err(); no
 //     franz-go type is visible outside.
-//   - Secrets: the SASL password is never logged; Config's SASL prints it
-//     redacted.
+//   - Secrets: the SASL password is a brokers.Secret: never logged, and
+//     every way of printing a Config shows it "[redacted]".
 //
 // # Clients and goroutines
 //
