@@ -195,6 +195,9 @@ type Source struct {
 	LeaseTTL           time.Duration `yaml:"lease_ttl" json:"lease_ttl"`                   // default 10s
 	DiscoveryInterval  time.Duration `yaml:"discovery_interval" json:"discovery_interval"` // default 30s
 
+	// The broker sections. kafka, kinesis and sqs are their adapters'
+	// own Configs: the adapter describes, checks and defaults their
+	// settings (architecture §9).
 	Kafka   *kafka.Config   `yaml:"kafka" json:"kafka,omitempty"`
 	Kinesis *kinesis.Config `yaml:"kinesis" json:"kinesis,omitempty"`
 	SQS     *sqs.Config     `yaml:"sqs" json:"sqs,omitempty"`
