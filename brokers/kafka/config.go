@@ -3,14 +3,20 @@ package kafka
 import (
 	"crypto/tls"
 	"crypto/x509"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/drover-dev/drover/brokers"
 )
 
 // Defaults for zero Config fields.
@@ -28,145 +34,169 @@ const (
 	MechanismSCRAMSHA512 = "scram-sha-512"
 )
 
+// Isolation levels.
+const (
+	ReadCommitted   = "read_committed"
+	ReadUncommitted = "read_uncommitted"
+)
+
 // Config configures a Stream. Zero values mean the defaults.
+//
+// It is also the kafka section of a node's config file (architecture §9):
+// the yaml tags are the file's names, cluster/config reads the section
+// into it and reports Validate's problems under sources[i].kafka. A
+// setting is added here and nowhere else: a field with its tag, its check
+// in Validate, its default in withDefaults, and what it sets on the
+// client in clientOpts.
 type Config struct {
 	// Brokers are the seed brokers, each "host:port" (no scheme).
 	// Required.
-	Brokers []string
+	Brokers []string `yaml:"brokers" json:"brokers"`
 	// Topic is the topic read as a stream. Required.
-	Topic string
+	Topic string `yaml:"topic" json:"topic"`
 	// ClientID identifies drover to the brokers. Default "drover".
-	ClientID string
+	ClientID string `yaml:"client_id" json:"client_id,omitempty"`
 	// TLS, when enabled, encrypts connections.
-	TLS TLS
+	TLS TLS `yaml:"tls" json:"tls,omitzero"`
 	// SASL, when a mechanism is set, authenticates connections.
-	SASL SASL
+	SASL SASL `yaml:"sasl" json:"sasl,omitzero"`
 	// FetchMaxBytes bounds one fetch response. Default 50 MiB.
-	FetchMaxBytes int32
+	FetchMaxBytes int32 `yaml:"fetch_max_bytes" json:"fetch_max_bytes,omitempty"`
 	// FetchMaxPartitionBytes bounds one partition of a fetch response.
-	// Default 1 MiB.
-	FetchMaxPartitionBytes int32
+	// Default 1 MiB. Not a config file setting.
+	FetchMaxPartitionBytes int32 `yaml:"-" json:"-"`
 	// RequestTimeout bounds a metadata, offset or commit request, retries
-	// included. Default 10 s.
-	RequestTimeout time.Duration
+	// included. Default 10 s. Not a config file setting.
+	RequestTimeout time.Duration `yaml:"-" json:"-"`
 	// CommitToGroup, when set, is the Kafka consumer group Stream.Committed
 	// writes drover's positions to, so that broker-side lag tools see
 	// drover's progress. drover never reads it back.
-	CommitToGroup string
-	// ReadUncommitted reads the records of open and aborted transactions
-	// too (Kafka's isolation.level=read_uncommitted). By default a reader
-	// is read_committed: it returns only the records of committed
-	// transactions (and records written outside transactions), and stays
-	// behind the last stable offset while a transaction is open.
-	ReadUncommitted bool
+	CommitToGroup string `yaml:"commit_to_group" json:"commit_to_group,omitempty"`
+	// Isolation is ReadCommitted (the default, also when empty): a reader
+	// returns only the records of committed transactions (and records
+	// written outside transactions), and stays behind the last stable
+	// offset while a transaction is open. ReadUncommitted reads the
+	// records of open and aborted transactions too (Kafka's
+	// isolation.level=read_uncommitted).
+	Isolation string `yaml:"isolation" json:"isolation,omitempty"`
+	// Rack is where this node runs (an availability zone, say: the
+	// brokers' broker.rack names): fetches then read from the replica in
+	// the same rack when the cluster has a replica.selector.class that
+	// picks one (KIP-392), saving cross-zone traffic. Empty: the leader.
+	Rack string `yaml:"rack" json:"rack,omitempty"`
 	// Logger receives the adapter's and the client library's logs. nil
 	// discards them. Secrets are never logged.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
 // TLS configures encrypted connections.
 type TLS struct {
-	Enable bool
+	Enable bool `yaml:"enabled" json:"enabled"`
 	// CAFile is a PEM file of CAs to trust instead of the system's.
-	CAFile string
+	CAFile string `yaml:"ca_file" json:"ca_file,omitempty"`
 	// CertFile and KeyFile are a PEM client certificate and its key, for
 	// mutual TLS. Both or neither.
-	CertFile, KeyFile string
+	CertFile string `yaml:"cert_file" json:"cert_file,omitempty"`
+	KeyFile  string `yaml:"key_file" json:"key_file,omitempty"`
 	// InsecureSkipVerify accepts any server certificate. Tests only.
-	InsecureSkipVerify bool
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify" json:"insecure_skip_verify,omitempty"`
 }
 
 // SASL configures authentication. Password is never logged or printed.
 type SASL struct {
-	// Mechanism is "plain", "scram-sha-256" or "scram-sha-512"; empty
-	// disables SASL.
-	Mechanism string
-	User      string
-	Password  string
+	// Mechanism is "plain", "scram-sha-256" or "scram-sha-512" (any
+	// case); empty disables SASL. With a mechanism, User and Password are
+	// required.
+	Mechanism string         `yaml:"mechanism" json:"mechanism"`
+	User      string         `yaml:"username" json:"username"`
+	Password  brokers.Secret `yaml:"password" json:"password"`
 }
 
-// String prints the SASL settings without the password.
-func (s SASL) String() string {
-	pw := ""
-	if s.Password != "" {
-		pw = "[redacted]"
-	}
-	return fmt.Sprintf("{Mechanism:%s User:%s Password:%s}", s.Mechanism, s.User, pw)
+// Format prints the config whatever the verb with its secrets masked: fmt
+// would print a *Config inside another value with %s or %q through a path
+// that ignores Secret's methods.
+func (c Config) Format(f fmt.State, verb rune) {
+	type view Config
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(c))
 }
 
-// GoString is String, so that %#v does not print the password either.
-func (s SASL) GoString() string { return "kafka.SASL" + s.String() }
+var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
-// LogValue keeps the password out of structured logs.
-func (s SASL) LogValue() slog.Value {
-	return slog.GroupValue(slog.String("mechanism", s.Mechanism), slog.String("user", s.User))
-}
-
-// Validate reports every problem of c, each naming its field.
+// Validate reports every problem of c, each at the path of its field in
+// the config file's names, as brokers.FieldErrors wrapped in "kafka
+// config: ".
 func (c Config) Validate() error {
-	var errs []error
+	var e brokers.FieldErrors
 	if len(c.Brokers) == 0 {
-		errs = append(errs, errors.New("brokers: required"))
+		e.Add("brokers", "required: at least one host:port")
 	}
 	for i, b := range c.Brokers {
-		if err := validateBroker(b); err != nil {
-			errs = append(errs, fmt.Errorf("brokers[%d] %q: %w", i, b, err))
-		}
+		checkBroker(&e, fmt.Sprintf("brokers[%d]", i), b)
 	}
-	if strings.TrimSpace(c.Topic) == "" {
-		errs = append(errs, errors.New("topic: required"))
-	}
-	switch strings.ToLower(c.SASL.Mechanism) {
-	case "":
-	case MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512:
-		if c.SASL.User == "" {
-			errs = append(errs, errors.New("sasl.user: required with a mechanism"))
-		}
-	default:
-		errs = append(errs, fmt.Errorf("sasl.mechanism %q: want plain, scram-sha-256 or scram-sha-512", c.SASL.Mechanism))
-	}
-	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
-		errs = append(errs, errors.New("tls: cert_file and key_file go together"))
-	}
-	if !c.TLS.Enable && (c.TLS.CAFile != "" || c.TLS.CertFile != "" || c.TLS.InsecureSkipVerify) {
-		errs = append(errs, errors.New("tls: files or insecure_skip_verify set but tls is not enabled"))
+	switch {
+	case strings.TrimSpace(c.Topic) == "":
+		e.Add("topic", "required")
+	case !topicRE.MatchString(c.Topic) || c.Topic == "." || c.Topic == "..":
+		e.Add("topic", "%q must be 1 to 249 letters, digits, '.', '_' or '-'", c.Topic)
 	}
 	if c.FetchMaxBytes < 0 {
-		errs = append(errs, fmt.Errorf("fetch_max_bytes: %d is negative", c.FetchMaxBytes))
+		e.Add("fetch_max_bytes", "must not be negative, not %d", c.FetchMaxBytes)
 	}
 	if c.FetchMaxPartitionBytes < 0 {
-		errs = append(errs, fmt.Errorf("fetch_max_partition_bytes: %d is negative", c.FetchMaxPartitionBytes))
+		e.Add("fetch_max_partition_bytes", "must not be negative, not %d", c.FetchMaxPartitionBytes)
 	}
 	if c.RequestTimeout < 0 {
-		errs = append(errs, fmt.Errorf("request_timeout: %v is negative", c.RequestTimeout))
+		e.Add("request_timeout", "must not be negative, not %v", c.RequestTimeout)
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("kafka config: %w", err)
+	if c.Isolation != "" && c.Isolation != ReadCommitted && c.Isolation != ReadUncommitted {
+		e.Add("isolation", "must be one of %s, %s, not %q", ReadCommitted, ReadUncommitted, c.Isolation)
 	}
-	return nil
+	if t := c.TLS; !t.Enable && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
+		e.Add("tls.enabled", "must be true when other tls settings are given")
+	}
+	if (c.TLS.CertFile == "") != (c.TLS.KeyFile == "") {
+		e.Add("tls", "cert_file and key_file go together")
+	}
+	if s := c.SASL; s.Mechanism != "" || s.User != "" || s.Password != "" {
+		switch strings.ToLower(s.Mechanism) {
+		case MechanismPlain, MechanismSCRAMSHA256, MechanismSCRAMSHA512:
+		case "":
+			e.Add("sasl.mechanism", "required: one of plain, scram-sha-256, scram-sha-512")
+		default:
+			e.Add("sasl.mechanism", "must be one of plain, scram-sha-256, scram-sha-512, not %q", s.Mechanism)
+		}
+		if strings.TrimSpace(s.User) == "" {
+			e.Add("sasl.username", "required")
+		}
+		if strings.TrimSpace(s.Password.Reveal()) == "" {
+			e.Add("sasl.password", "required")
+		}
+	}
+	return e.Err("kafka config")
 }
 
-// validateBroker accepts "host:port" with a port in 1..65535 and no scheme,
-// path or credentials.
-func validateBroker(b string) error {
+// checkBroker accepts "host:port" with a host and a port in 1..65535, and
+// no scheme.
+func checkBroker(e *brokers.FieldErrors, path, b string) {
 	if strings.Contains(b, "://") {
-		return errors.New("must be host:port without a scheme")
-	}
-	if strings.ContainsAny(b, "/@?# \t") {
-		return errors.New("must be host:port, nothing else")
+		e.Add(path, "%q must be host:port, without a URL scheme", b)
+		return
 	}
 	host, port, err := net.SplitHostPort(b)
 	if err != nil {
-		return errors.New("must be host:port")
+		e.Add(path, "%q must be host:port", b)
+		return
 	}
-	if host == "" {
-		return errors.New("host is empty")
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+		e.Add(path, "%q: port %q must be a number from 1 to 65535", b, port)
+		return
 	}
-	n, err := strconv.Atoi(port)
-	if err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("port %q is not in 1..65535", port)
+	switch {
+	case host == "":
+		e.Add(path, "%q: host is missing", b)
+	case strings.ContainsAny(host, " /@?#"):
+		e.Add(path, "%q: %q is not a host name or IP address", b, host)
 	}
-	return nil
 }
 
 func (c Config) withDefaults() Config {
@@ -182,11 +212,48 @@ func (c Config) withDefaults() Config {
 	if c.RequestTimeout == 0 {
 		c.RequestTimeout = DefaultRequestTimeout
 	}
+	if c.Isolation == "" {
+		c.Isolation = ReadCommitted
+	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
 	c.SASL.Mechanism = strings.ToLower(c.SASL.Mechanism)
 	return c
+}
+
+func (c Config) readUncommitted() bool { return c.Isolation == ReadUncommitted }
+
+// clientOpts are the options of every client of a Config with its
+// defaults: where and how to connect.
+func (c Config) clientOpts() ([]kgo.Opt, error) {
+	opts := []kgo.Opt{
+		kgo.SeedBrokers(c.Brokers...),
+		kgo.ClientID(c.ClientID),
+		kgo.RetryTimeout(c.RequestTimeout),
+		kgo.DialTimeout(min(c.RequestTimeout, DefaultRequestTimeout)),
+		kgo.WithLogger(kgoLogger{c.Logger}),
+	}
+	if c.Rack != "" {
+		opts = append(opts, kgo.Rack(c.Rack))
+	}
+	tc, err := c.TLS.tlsConfig()
+	if err != nil {
+		return nil, err
+	}
+	if tc != nil {
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	user, pass := c.SASL.User, c.SASL.Password.Reveal()
+	switch c.SASL.Mechanism {
+	case MechanismPlain:
+		opts = append(opts, kgo.SASL(plain.Auth{User: user, Pass: pass}.AsMechanism()))
+	case MechanismSCRAMSHA256:
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha256Mechanism()))
+	case MechanismSCRAMSHA512:
+		opts = append(opts, kgo.SASL(scram.Auth{User: user, Pass: pass}.AsSha512Mechanism()))
+	}
+	return opts, nil
 }
 
 // tlsConfig builds the client TLS config, or nil when TLS is off.

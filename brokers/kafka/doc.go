@@ -7,9 +7,10 @@
 //
 //   - Order per partition: a Reader returns its partition's records in
 //     offset order, each once, with Position the decimal offset.
-//   - Isolation: read_committed by default (Config.ReadUncommitted opts
-//     out): a reader returns the records of committed transactions and
-//     records written outside transactions, never those of aborted ones,
+//   - Isolation: read_committed by default (Config.Isolation
+//     ReadUncommitted opts out): a reader returns the records of
+//     committed transactions and records written outside transactions,
+//     never those of aborted ones,
 //     and waits at the last stable offset (LSO) while a transaction is
 //     open, so records written after it are held back with it. Control
 //     records (transaction markers) are never returned, with either
@@ -62,8 +63,8 @@
 //     Kafka's own retriable flag, connection errors retryable, TLS and
 //     authentication failures not) or as the caller's ctx.Err(); no
 //     franz-go type is visible outside.
-//   - Secrets: the SASL password is never logged; Config's SASL prints it
-//     redacted.
+//   - Secrets: the SASL password is a brokers.Secret: never logged, and
+//     every way of printing a Config shows it "[redacted]".
 //
 // # Clients and goroutines
 //

@@ -179,7 +179,7 @@ func (f *fetchState) absorb(ctx context.Context, fetches kgo.Fetches) {
 				fp := &t.Partitions[i]
 				if fp.Partition == r.partition && t.Topic == r.s.cfg.Topic {
 					end := fp.LastStableOffset
-					if r.s.cfg.ReadUncommitted {
+					if r.s.cfg.readUncommitted() {
 						end = fp.HighWatermark
 					}
 					if end >= 0 {

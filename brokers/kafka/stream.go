@@ -14,8 +14,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
-	"github.com/twmb/franz-go/pkg/sasl/plain"
-	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/drover-dev/drover/brokers"
 )
@@ -43,7 +41,7 @@ func New(cfg Config) (*Stream, error) {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	base, err := baseOpts(cfg)
+	base, err := cfg.clientOpts()
 	if err != nil {
 		return nil, fmt.Errorf("kafka config: %w", err)
 	}
@@ -59,33 +57,6 @@ func New(cfg Config) (*Stream, error) {
 		adm:     kadm.NewClient(admin),
 		readers: make(map[*Reader]struct{}),
 	}, nil
-}
-
-// baseOpts are the options of every client: where and how to connect.
-func baseOpts(cfg Config) ([]kgo.Opt, error) {
-	opts := []kgo.Opt{
-		kgo.SeedBrokers(cfg.Brokers...),
-		kgo.ClientID(cfg.ClientID),
-		kgo.RetryTimeout(cfg.RequestTimeout),
-		kgo.DialTimeout(min(cfg.RequestTimeout, DefaultRequestTimeout)),
-		kgo.WithLogger(kgoLogger{cfg.Logger}),
-	}
-	tc, err := cfg.TLS.tlsConfig()
-	if err != nil {
-		return nil, err
-	}
-	if tc != nil {
-		opts = append(opts, kgo.DialTLSConfig(tc))
-	}
-	switch cfg.SASL.Mechanism {
-	case MechanismPlain:
-		opts = append(opts, kgo.SASL(plain.Auth{User: cfg.SASL.User, Pass: cfg.SASL.Password}.AsMechanism()))
-	case MechanismSCRAMSHA256:
-		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASL.User, Pass: cfg.SASL.Password}.AsSha256Mechanism()))
-	case MechanismSCRAMSHA512:
-		opts = append(opts, kgo.SASL(scram.Auth{User: cfg.SASL.User, Pass: cfg.SASL.Password}.AsSha512Mechanism()))
-	}
-	return opts, nil
 }
 
 func (s *Stream) closedErr(op string) error {
@@ -241,7 +212,7 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 		// need to know where the next fetch starts.
 		kgo.KeepControlRecords(),
 	)
-	if !s.cfg.ReadUncommitted {
+	if !s.cfg.readUncommitted() {
 		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
 	}
 	cl, err := kgo.NewClient(opts...)
@@ -301,7 +272,7 @@ type lister func(ctx context.Context, topics ...string) (kadm.ListedOffsets, err
 // endLister lists where a reader that starts at the end starts: the last
 // stable offset when read_committed, the high watermark otherwise.
 func (s *Stream) endLister() lister {
-	if s.cfg.ReadUncommitted {
+	if s.cfg.readUncommitted() {
 		return s.adm.ListEndOffsets
 	}
 	return s.adm.ListCommittedOffsets

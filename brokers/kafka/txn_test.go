@@ -246,7 +246,7 @@ func TestReadCommitted(t *testing.T) {
 func TestReadUncommitted(t *testing.T) {
 	fc := startCluster(t, 1)
 	writeTxnLog(t, fc)
-	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, ReadUncommitted: true})
+	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, Isolation: kafka.ReadUncommitted})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -308,7 +308,7 @@ func TestReadCommittedOpenTransaction(t *testing.T) {
 	}
 	expectNothing(t, early, 300*time.Millisecond)
 
-	uncommitted, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, ReadUncommitted: true})
+	uncommitted, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, Isolation: kafka.ReadUncommitted})
 	if err != nil {
 		t.Fatal(err)
 	}

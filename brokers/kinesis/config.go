@@ -1,12 +1,13 @@
 package kinesis
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/brokers"
 )
 
 // Defaults and limits of Config.
@@ -26,82 +27,93 @@ const (
 )
 
 // Config configures a Stream. Zero values mean the defaults.
+//
+// It is also the kinesis section of a node's config file (architecture
+// §9): the yaml tags are the file's names, cluster/config reads the
+// section into it and reports Validate's problems under
+// sources[i].kinesis.
 type Config struct {
 	// StreamName names the stream. One of StreamName and StreamARN is
 	// required; StreamARN wins when both are set.
-	StreamName string
+	StreamName string `yaml:"stream" json:"stream"`
 	// StreamARN names the stream by ARN (needed for a stream of another
 	// account).
-	StreamARN string
+	StreamARN string `yaml:"-" json:"stream_arn,omitempty"`
 
 	// Region is the AWS region. Empty means the default chain's
 	// (AWS_REGION, the shared config), or else the region in StreamARN.
-	Region string
+	// (A config file must name it.)
+	Region string `yaml:"region" json:"region"`
 	// Endpoint overrides the service endpoint, e.g. an emulator's
 	// "http://127.0.0.1:4567". It must be an http or https URL.
-	Endpoint string
+	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
 	// AccessKeyID and SecretAccessKey are static credentials (with
 	// SessionToken for temporary ones). Empty means the SDK's default
-	// chain. The secret is never logged or printed; put it in a drover
-	// config only through ${env:...} or ${file:...}.
-	AccessKeyID     string
-	SecretAccessKey string
-	SessionToken    string
+	// chain. The secrets never print; put them in a drover config only
+	// through ${env:...} or ${file:...}.
+	AccessKeyID     string         `yaml:"access_key_id" json:"access_key_id,omitempty"`
+	SecretAccessKey brokers.Secret `yaml:"secret_access_key" json:"secret_access_key,omitempty"`
+	SessionToken    brokers.Secret `yaml:"-" json:"session_token,omitempty"`
 
 	// PollInterval is the shortest time between two GetRecords calls of
 	// one reader. 0 means DefaultPollInterval (Kinesis's limit of 5 calls
 	// per second per shard); shorter intervals get throttled on AWS.
-	PollInterval time.Duration
+	PollInterval time.Duration `yaml:"-" json:"poll_interval,omitempty"`
 	// ThrottleBackoff is the first pause after a
 	// ProvisionedThroughputExceededException. 0 means
 	// DefaultThrottleBackoff; at most MaxThrottleBackoff.
-	ThrottleBackoff time.Duration
+	ThrottleBackoff time.Duration `yaml:"-" json:"throttle_backoff,omitempty"`
 	// MaxRecords caps the records of one GetRecords. 0 means
 	// DefaultMaxRecords; at most 10000.
-	MaxRecords int
+	MaxRecords int `yaml:"-" json:"max_records,omitempty"`
 
 	// Logger receives the adapter's few logs (stream opened, iterator
 	// re-acquired). nil means discard.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
-// Validate reports every field that cannot be used, by name.
+// Format prints the config whatever the verb with its secrets masked: fmt
+// would print a *Config inside another value with %s or %q through a path
+// that ignores Secret's methods.
+func (c Config) Format(f fmt.State, verb rune) {
+	type view Config
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(c))
+}
+
+// Validate reports every field that cannot be used, at its path in the
+// config file's names, as brokers.FieldErrors wrapped in "kinesis: ".
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("kinesis: %s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	if c.StreamName == "" && c.StreamARN == "" {
-		bad("StreamName", "required (or StreamARN)")
+	var e brokers.FieldErrors
+	if strings.TrimSpace(c.StreamName) == "" && c.StreamARN == "" {
+		e.Add("stream", "required")
 	}
 	if c.StreamARN != "" && regionFromARN(c.StreamARN) == "" {
-		bad("StreamARN", "%q is not a Kinesis stream ARN (arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME)", c.StreamARN)
+		e.Add("stream_arn", "%q is not a Kinesis stream ARN (arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME)", c.StreamARN)
 	}
 	if c.Endpoint != "" {
 		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			bad("Endpoint", "%q is not an http or https URL with a host", c.Endpoint)
+			e.Add("endpoint", "%q must be an http:// or https:// URL with a host", c.Endpoint)
 		}
 	}
-	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
-		if c.AccessKeyID == "" {
-			bad("AccessKeyID", "required with SecretAccessKey")
-		} else {
-			bad("SecretAccessKey", "required with AccessKeyID")
-		}
+	switch {
+	case c.AccessKeyID != "" && c.SecretAccessKey == "":
+		e.Add("secret_access_key", "required with access_key_id")
+	case c.AccessKeyID == "" && c.SecretAccessKey != "":
+		e.Add("access_key_id", "required with secret_access_key")
 	}
 	if c.SessionToken != "" && c.AccessKeyID == "" {
-		bad("SessionToken", "needs AccessKeyID and SecretAccessKey")
+		e.Add("session_token", "needs access_key_id and secret_access_key")
 	}
 	if c.PollInterval < 0 {
-		bad("PollInterval", "%v is negative", c.PollInterval)
+		e.Add("poll_interval", "must not be negative, not %v", c.PollInterval)
 	}
 	if c.ThrottleBackoff < 0 || c.ThrottleBackoff > MaxThrottleBackoff {
-		bad("ThrottleBackoff", "%v is outside 0..%v", c.ThrottleBackoff, MaxThrottleBackoff)
+		e.Add("throttle_backoff", "must be between 0s and %v, not %v", MaxThrottleBackoff, c.ThrottleBackoff)
 	}
 	if c.MaxRecords < 0 || c.MaxRecords > DefaultMaxRecords {
-		bad("MaxRecords", "%d is outside 0..10000", c.MaxRecords)
+		e.Add("max_records", "must be between 0 and %d, not %d", DefaultMaxRecords, c.MaxRecords)
 	}
-	return errors.Join(errs...)
+	return e.Err("kinesis")
 }
 
 func (c Config) withDefaults() Config {
@@ -117,44 +129,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return c
-}
-
-// String prints the config with the secret and the session token
-// redacted, for %v and %+v.
-func (c Config) String() string {
-	r := c.redacted()
-	return fmt.Sprintf("{StreamName:%s StreamARN:%s Region:%s Endpoint:%s AccessKeyID:%s SecretAccessKey:%s SessionToken:%s PollInterval:%v ThrottleBackoff:%v MaxRecords:%d}",
-		r.StreamName, r.StreamARN, r.Region, r.Endpoint, r.AccessKeyID, r.SecretAccessKey, r.SessionToken, r.PollInterval, r.ThrottleBackoff, r.MaxRecords)
-}
-
-// GoString is String, for %#v.
-func (c Config) GoString() string { return "kinesis.Config" + c.String() }
-
-// LogValue logs the config with the secret redacted.
-func (c Config) LogValue() slog.Value {
-	r := c.redacted()
-	return slog.GroupValue(
-		slog.String("stream_name", r.StreamName),
-		slog.String("stream_arn", r.StreamARN),
-		slog.String("region", r.Region),
-		slog.String("endpoint", r.Endpoint),
-		slog.String("access_key_id", r.AccessKeyID),
-		slog.String("secret_access_key", r.SecretAccessKey),
-		slog.Duration("poll_interval", r.PollInterval),
-		slog.Duration("throttle_backoff", r.ThrottleBackoff),
-		slog.Int("max_records", r.MaxRecords),
-	)
-}
-
-func (c Config) redacted() Config {
-	if c.SecretAccessKey != "" {
-		c.SecretAccessKey = "REDACTED"
-	}
-	if c.SessionToken != "" {
-		c.SessionToken = "REDACTED"
-	}
-	c.Logger = nil
 	return c
 }
 

@@ -24,15 +24,15 @@ func TestConfigValidate(t *testing.T) {
 		{"arn", func(c *Config) {
 			c.StreamName, c.StreamARN = "", "arn:aws:kinesis:eu-west-1:123456789012:stream/events"
 		}, ""},
-		{"none", func(c *Config) { c.StreamName = "" }, "StreamName"},
-		{"bad arn", func(c *Config) { c.StreamARN = "arn:aws:sqs:eu-west-1:1:q" }, "StreamARN"},
-		{"endpoint", func(c *Config) { c.Endpoint = "localhost:4567" }, "Endpoint"},
-		{"secret alone", func(c *Config) { c.SecretAccessKey = "s" }, "AccessKeyID"},
-		{"key alone", func(c *Config) { c.AccessKeyID = "a" }, "SecretAccessKey"},
-		{"token alone", func(c *Config) { c.SessionToken = "t" }, "SessionToken"},
-		{"poll", func(c *Config) { c.PollInterval = -1 }, "PollInterval"},
-		{"backoff", func(c *Config) { c.ThrottleBackoff = MaxThrottleBackoff + 1 }, "ThrottleBackoff"},
-		{"max records", func(c *Config) { c.MaxRecords = 10001 }, "MaxRecords"},
+		{"none", func(c *Config) { c.StreamName = "" }, "stream"},
+		{"bad arn", func(c *Config) { c.StreamARN = "arn:aws:sqs:eu-west-1:1:q" }, "stream_arn"},
+		{"endpoint", func(c *Config) { c.Endpoint = "localhost:4567" }, "endpoint"},
+		{"secret alone", func(c *Config) { c.SecretAccessKey = "s" }, "access_key_id"},
+		{"key alone", func(c *Config) { c.AccessKeyID = "a" }, "secret_access_key"},
+		{"token alone", func(c *Config) { c.SessionToken = "t" }, "session_token"},
+		{"poll", func(c *Config) { c.PollInterval = -1 }, "poll_interval"},
+		{"backoff", func(c *Config) { c.ThrottleBackoff = MaxThrottleBackoff + 1 }, "throttle_backoff"},
+		{"max records", func(c *Config) { c.MaxRecords = 10001 }, "max_records"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

@@ -64,7 +64,7 @@ func NewStream(ctx context.Context, cfg Config) (*Stream, error) {
 		hint = regionFromARN(cfg.StreamARN)
 	}
 	loaded, err := awsutil.Load(ctx, awsutil.Settings{Region: cfg.Region, RegionHint: hint, AccessKeyID: cfg.AccessKeyID,
-		SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken, ResponseHeaderTimeout: 30 * time.Second})
+		SecretAccessKey: cfg.SecretAccessKey.Reveal(), SessionToken: cfg.SessionToken.Reveal(), ResponseHeaderTimeout: 30 * time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("kinesis: %w", err)
 	}

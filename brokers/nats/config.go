@@ -31,7 +31,8 @@ const (
 // DefaultURL without credentials.
 //
 // Secrets (Password, Token, the contents of CredsFile) are never logged or
-// put into errors; LogValue and String redact them.
+// put into errors: Password and Token are brokers.Secrets, which never
+// print, and LogValue and String mask credentials in URLs.
 type ConnConfig struct {
 	// URLs are the servers to try, each nats://host:port (tls://, ws:// and
 	// wss:// are accepted too). Credentials do not belong in a URL: use
@@ -42,9 +43,9 @@ type ConnConfig struct {
 	Name string
 	// User and Password authenticate with a user name and password.
 	User     string
-	Password string
+	Password brokers.Secret
 	// Token authenticates with a token.
-	Token string
+	Token brokers.Secret
 	// CredsFile is the path of a .creds file (user JWT and NKey seed).
 	CredsFile string
 	// ConnectTimeout bounds dialing one server. 0 means
@@ -126,8 +127,8 @@ func (c ConnConfig) LogValue() slog.Value {
 		slog.Any("urls", c.shownURLs()),
 		slog.String("name", c.Name),
 		slog.String("user", c.User),
-		slog.String("password", mask(c.Password)),
-		slog.String("token", mask(c.Token)),
+		slog.String("password", c.Password.String()),
+		slog.String("token", c.Token.String()),
 		slog.String("creds_file", c.CredsFile),
 	)
 }
@@ -135,7 +136,7 @@ func (c ConnConfig) LogValue() slog.Value {
 // String shows the config with its secrets redacted.
 func (c ConnConfig) String() string {
 	return fmt.Sprintf("nats.ConnConfig{URLs:%v Name:%q User:%q Password:%s Token:%s CredsFile:%q}",
-		c.shownURLs(), c.Name, c.User, mask(c.Password), mask(c.Token), c.CredsFile)
+		c.shownURLs(), c.Name, c.User, c.Password, c.Token, c.CredsFile)
 }
 
 // shownURLs are the URLs with any credentials in them masked: Validate
@@ -146,14 +147,6 @@ func (c ConnConfig) shownURLs() []string {
 		out[i] = redact.URL(u)
 	}
 	return out
-}
-
-// mask shows that a secret is set, never what it is.
-func mask(s string) string {
-	if s == "" {
-		return ""
-	}
-	return "[redacted]"
 }
 
 var validSchemes = map[string]bool{"nats": true, "tls": true, "ws": true, "wss": true}

@@ -49,9 +49,9 @@ func dial(ctx context.Context, cfg ConnConfig) (*conn, error) {
 	}
 	switch {
 	case cfg.User != "":
-		opts = append(opts, natsgo.UserInfo(cfg.User, cfg.Password))
+		opts = append(opts, natsgo.UserInfo(cfg.User, cfg.Password.Reveal()))
 	case cfg.Token != "":
-		opts = append(opts, natsgo.Token(cfg.Token))
+		opts = append(opts, natsgo.Token(cfg.Token.Reveal()))
 	case cfg.CredsFile != "":
 		opts = append(opts, natsgo.UserCredentials(cfg.CredsFile))
 	}

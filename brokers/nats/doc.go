@@ -133,8 +133,8 @@
 // forever); while it is down, calls fail at once with a retryable
 // *brokers.Error, and after it is back they work again. Credentials are
 // User/Password, Token or CredsFile; they never appear in logs or errors
-// (ConnConfig's LogValue and String redact them, and URLs with credentials
-// are refused).
+// (Password and Token are brokers.Secrets, which never print; URLs with
+// credentials are refused).
 //
 // # Goroutines
 //

@@ -1,12 +1,13 @@
 package sqs
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/brokers"
 )
 
 // Defaults and limits of Config.
@@ -26,113 +27,119 @@ const (
 )
 
 // Config configures a Queue. Zero values mean the defaults.
+//
+// It is also the sqs section of a node's config file (architecture §9):
+// the yaml tags are the file's names, cluster/config reads the section
+// into it and reports Validate's problems under sources[i].sqs.
 type Config struct {
-	// QueueURL is the queue's URL. One of QueueURL and QueueName is
-	// required; QueueURL wins when both are set.
-	QueueURL string
-	// QueueName is resolved to a URL with GetQueueUrl when QueueURL is
-	// empty. A FIFO queue's name ends in ".fifo".
-	QueueName string
-	// QueueOwner is the AWS account id that owns QueueName, when it is
-	// not the caller's.
-	QueueOwner string
-
 	// Region is the AWS region. Empty means the default chain's
 	// (AWS_REGION, the shared config), or else the region in QueueURL's
-	// host.
-	Region string
+	// host. (A config file must name it.)
+	Region string `yaml:"region" json:"region"`
+	// QueueURL is the queue's URL. One of QueueURL and QueueName is
+	// required; QueueURL wins when both are set.
+	QueueURL string `yaml:"queue_url" json:"queue_url"`
+	// QueueName is resolved to a URL with GetQueueUrl when QueueURL is
+	// empty. A FIFO queue's name ends in ".fifo".
+	QueueName string `yaml:"-" json:"queue_name,omitempty"`
+	// QueueOwner is the AWS account id that owns QueueName, when it is
+	// not the caller's.
+	QueueOwner string `yaml:"-" json:"queue_owner,omitempty"`
+
 	// Endpoint overrides the service endpoint, e.g. an emulator's
 	// "http://127.0.0.1:4566". It must be an http or https URL.
-	Endpoint string
-	// AccessKeyID and SecretAccessKey are static credentials (with
-	// SessionToken for temporary ones). Empty means the SDK's default
-	// chain (environment, shared files, web identity, container or
-	// instance role). The secret is never logged or printed; put it in a
-	// drover config only through ${env:...} or ${file:...}.
-	AccessKeyID     string
-	SecretAccessKey string
-	SessionToken    string
+	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
 
 	// WaitTime is the longest single long poll (ReceiveMessage
 	// WaitTimeSeconds); a Receive with a longer wait polls again. 0 means
 	// DefaultWaitTime; at most 20 s; whole seconds are used.
-	WaitTime time.Duration
+	WaitTime time.Duration `yaml:"wait" json:"wait"`
 	// VisibilityTimeout is how long the messages a Receive returns stay
 	// invisible to other receivers (rounded up to whole seconds, at most
 	// 12 h). 0 means DefaultVisibilityTimeout. Every ReceiveMessage sends
 	// it, so the queue's own VisibilityTimeout attribute never applies: a
 	// caller that extends in-flight messages on this schedule is right
 	// whatever the queue was created with.
-	VisibilityTimeout time.Duration
+	VisibilityTimeout time.Duration `yaml:"visibility_timeout" json:"visibility_timeout"`
+
+	// AccessKeyID and SecretAccessKey are static credentials (with
+	// SessionToken for temporary ones). Empty means the SDK's default
+	// chain (environment, shared files, web identity, container or
+	// instance role). The secrets never print; put them in a drover
+	// config only through ${env:...} or ${file:...}.
+	AccessKeyID     string         `yaml:"access_key_id" json:"access_key_id,omitempty"`
+	SecretAccessKey brokers.Secret `yaml:"secret_access_key" json:"secret_access_key,omitempty"`
+	SessionToken    brokers.Secret `yaml:"-" json:"session_token,omitempty"`
+
 	// MaxMessages caps the messages of one Receive. 0 means
 	// DefaultMaxMessages; at most 10.
-	MaxMessages int
+	MaxMessages int `yaml:"-" json:"max_messages,omitempty"`
 	// KeyAttribute is the message attribute whose value becomes
 	// Message.Key. 0 means DefaultKeyAttribute. A message without it has
 	// its FIFO MessageGroupId as key, or no key on a standard queue.
-	KeyAttribute string
+	KeyAttribute string `yaml:"-" json:"key_attribute,omitempty"`
 
 	// Logger receives the adapter's few logs (queue opened). nil means
 	// discard.
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
-// Validate reports the first field that cannot be used, by name.
+// FIFO reports a FIFO queue by its URL or name (ending in ".fifo").
+func (c Config) FIFO() bool {
+	return strings.HasSuffix(c.QueueURL, ".fifo") || (c.QueueURL == "" && strings.HasSuffix(c.QueueName, ".fifo"))
+}
+
+// Format prints the config whatever the verb with its secrets masked: fmt
+// would print a *Config inside another value with %s or %q through a path
+// that ignores Secret's methods.
+func (c Config) Format(f fmt.State, verb rune) {
+	type view Config
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(c))
+}
+
+// Validate reports every field that cannot be used, at its path in the
+// config file's names, as brokers.FieldErrors wrapped in "sqs: ".
 func (c Config) Validate() error {
-	var errs []error
-	bad := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("sqs: %s: %s", field, fmt.Sprintf(format, args...)))
-	}
+	var e brokers.FieldErrors
 	switch {
 	case c.QueueURL == "" && c.QueueName == "":
-		bad("QueueURL", "required (or QueueName)")
+		e.Add("queue_url", "required")
 	case c.QueueURL != "":
-		if err := checkURL(c.QueueURL); err != nil {
-			bad("QueueURL", "%v", err)
-		}
+		checkURL(&e, "queue_url", c.QueueURL)
 	}
 	if c.Endpoint != "" {
-		if err := checkURL(c.Endpoint); err != nil {
-			bad("Endpoint", "%v", err)
-		}
-	}
-	if (c.AccessKeyID == "") != (c.SecretAccessKey == "") {
-		if c.AccessKeyID == "" {
-			bad("AccessKeyID", "required with SecretAccessKey")
-		} else {
-			bad("SecretAccessKey", "required with AccessKeyID")
-		}
-	}
-	if c.SessionToken != "" && c.AccessKeyID == "" {
-		bad("SessionToken", "needs AccessKeyID and SecretAccessKey")
+		checkURL(&e, "endpoint", c.Endpoint)
 	}
 	if c.WaitTime < 0 || c.WaitTime > DefaultWaitTime {
-		bad("WaitTime", "%v is outside 0..20s", c.WaitTime)
+		e.Add("wait", "must be between 0s and 20s, not %v", c.WaitTime)
 	}
 	if c.VisibilityTimeout < 0 || c.VisibilityTimeout > MaxVisibilityTimeout {
-		bad("VisibilityTimeout", "%v is outside 0..12h", c.VisibilityTimeout)
+		e.Add("visibility_timeout", "must be between 0s and %v, not %v", MaxVisibilityTimeout, c.VisibilityTimeout)
+	}
+	switch {
+	case c.AccessKeyID != "" && c.SecretAccessKey == "":
+		e.Add("secret_access_key", "required with access_key_id")
+	case c.AccessKeyID == "" && c.SecretAccessKey != "":
+		e.Add("access_key_id", "required with secret_access_key")
+	}
+	if c.SessionToken != "" && c.AccessKeyID == "" {
+		e.Add("session_token", "needs access_key_id and secret_access_key")
 	}
 	if c.MaxMessages < 0 || c.MaxMessages > DefaultMaxMessages {
-		bad("MaxMessages", "%d is outside 0..10", c.MaxMessages)
+		e.Add("max_messages", "must be between 0 and %d, not %d", DefaultMaxMessages, c.MaxMessages)
 	}
 	if strings.TrimSpace(c.KeyAttribute) != c.KeyAttribute {
-		bad("KeyAttribute", "%q has surrounding spaces", c.KeyAttribute)
+		e.Add("key_attribute", "%q has surrounding spaces", c.KeyAttribute)
 	}
-	return errors.Join(errs...)
+	return e.Err("sqs")
 }
 
-func checkURL(s string) error {
+// checkURL accepts an http(s) URL with a host.
+func checkURL(e *brokers.FieldErrors, path, s string) {
 	u, err := url.Parse(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL", s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		e.Add(path, "%q must be an http:// or https:// URL with a host", s)
 	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return fmt.Errorf("%q: scheme must be http or https", s)
-	}
-	if u.Host == "" {
-		return fmt.Errorf("%q has no host", s)
-	}
-	return nil
 }
 
 func (c Config) withDefaults() Config {
@@ -151,45 +158,6 @@ func (c Config) withDefaults() Config {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
 	}
-	return c
-}
-
-// String prints the config with the secret and the session token
-// redacted, for %v and %+v.
-func (c Config) String() string {
-	r := c.redacted()
-	return fmt.Sprintf("{QueueURL:%s QueueName:%s QueueOwner:%s Region:%s Endpoint:%s AccessKeyID:%s SecretAccessKey:%s SessionToken:%s WaitTime:%v VisibilityTimeout:%v MaxMessages:%d KeyAttribute:%s}",
-		r.QueueURL, r.QueueName, r.QueueOwner, r.Region, r.Endpoint, r.AccessKeyID, r.SecretAccessKey, r.SessionToken, r.WaitTime, r.VisibilityTimeout, r.MaxMessages, r.KeyAttribute)
-}
-
-// GoString is String, for %#v.
-func (c Config) GoString() string { return "sqs.Config" + c.String() }
-
-// LogValue logs the config with the secret redacted.
-func (c Config) LogValue() slog.Value {
-	r := c.redacted()
-	return slog.GroupValue(
-		slog.String("queue_url", r.QueueURL),
-		slog.String("queue_name", r.QueueName),
-		slog.String("region", r.Region),
-		slog.String("endpoint", r.Endpoint),
-		slog.String("access_key_id", r.AccessKeyID),
-		slog.String("secret_access_key", r.SecretAccessKey),
-		slog.Duration("wait_time", r.WaitTime),
-		slog.Duration("visibility_timeout", r.VisibilityTimeout),
-		slog.Int("max_messages", r.MaxMessages),
-		slog.String("key_attribute", r.KeyAttribute),
-	)
-}
-
-func (c Config) redacted() Config {
-	if c.SecretAccessKey != "" {
-		c.SecretAccessKey = "REDACTED"
-	}
-	if c.SessionToken != "" {
-		c.SessionToken = "REDACTED"
-	}
-	c.Logger = nil
 	return c
 }
 

@@ -22,16 +22,16 @@ func TestConfigValidate(t *testing.T) {
 	}{
 		{"url", func(*Config) {}, ""},
 		{"name", func(c *Config) { c.QueueURL, c.QueueName = "", "jobs" }, ""},
-		{"none", func(c *Config) { c.QueueURL = "" }, "QueueURL"},
-		{"bad url", func(c *Config) { c.QueueURL = "ftp://x/q" }, "QueueURL"},
-		{"endpoint scheme", func(c *Config) { c.Endpoint = "127.0.0.1:4566" }, "Endpoint"},
+		{"none", func(c *Config) { c.QueueURL = "" }, "queue_url"},
+		{"bad url", func(c *Config) { c.QueueURL = "ftp://x/q" }, "queue_url"},
+		{"endpoint scheme", func(c *Config) { c.Endpoint = "127.0.0.1:4566" }, "endpoint"},
 		{"endpoint ok", func(c *Config) { c.Endpoint = "https://sqs.eu-west-1.amazonaws.com" }, ""},
-		{"secret alone", func(c *Config) { c.SecretAccessKey = "s" }, "AccessKeyID"},
-		{"key alone", func(c *Config) { c.AccessKeyID = "a" }, "SecretAccessKey"},
-		{"token alone", func(c *Config) { c.SessionToken = "t" }, "SessionToken"},
-		{"wait", func(c *Config) { c.WaitTime = 21e9 }, "WaitTime"},
-		{"visibility", func(c *Config) { c.VisibilityTimeout = -1 }, "VisibilityTimeout"},
-		{"max", func(c *Config) { c.MaxMessages = 11 }, "MaxMessages"},
+		{"secret alone", func(c *Config) { c.SecretAccessKey = "s" }, "access_key_id"},
+		{"key alone", func(c *Config) { c.AccessKeyID = "a" }, "secret_access_key"},
+		{"token alone", func(c *Config) { c.SessionToken = "t" }, "session_token"},
+		{"wait", func(c *Config) { c.WaitTime = 21e9 }, "wait"},
+		{"visibility", func(c *Config) { c.VisibilityTimeout = -1 }, "visibility_timeout"},
+		{"max", func(c *Config) { c.MaxMessages = 11 }, "max_messages"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c := ok

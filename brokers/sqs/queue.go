@@ -58,7 +58,7 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 	cfg = cfg.withDefaults()
 
 	loaded, err := awsutil.Load(ctx, awsutil.Settings{Region: cfg.Region, RegionHint: regionFromURL(cfg.QueueURL),
-		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey, SessionToken: cfg.SessionToken,
+		AccessKeyID: cfg.AccessKeyID, SecretAccessKey: cfg.SecretAccessKey.Reveal(), SessionToken: cfg.SessionToken.Reveal(),
 		ResponseHeaderTimeout: DefaultWaitTime + 15*time.Second})
 	if err != nil {
 		return nil, fmt.Errorf("sqs: %w", err)

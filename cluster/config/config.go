@@ -14,6 +14,9 @@ import (
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
+	"github.com/drover-dev/drover/brokers/kinesis"
+	"github.com/drover-dev/drover/brokers/sqs"
 )
 
 // Defaults.
@@ -33,8 +36,8 @@ const (
 	DefaultDeadLetterMaxBytes     = 256 << 10 // decode.DefaultMaxDeadLetterBytes
 	DefaultLeaseTTL               = 10 * time.Second
 	DefaultDiscoveryInterval      = 30 * time.Second
-	DefaultSQSWait                = 20 * time.Second
-	DefaultSQSVisibilityTimeout   = 30 * time.Second
+	DefaultSQSWait                = sqs.DefaultWaitTime
+	DefaultSQSVisibilityTimeout   = sqs.DefaultVisibilityTimeout
 	DefaultMaxCapacity            = placement.DefaultMaxCapacity
 )
 
@@ -52,11 +55,11 @@ const (
 // default; secret fields are of type Secret or SecretURL, which never print
 // their value.
 type Config struct {
-	Node    Node     `json:"node"`
-	Cluster Cluster  `json:"cluster"`
-	Store   Store    `json:"store"`
-	Log     Log      `json:"log"`
-	Sources []Source `json:"sources"`
+	Node    Node     `yaml:"node" json:"node"`
+	Cluster Cluster  `yaml:"cluster" json:"cluster"`
+	Store   Store    `yaml:"store" json:"store"`
+	Log     Log      `yaml:"log" json:"log"`
+	Sources []Source `yaml:"sources" json:"sources"`
 
 	// warnings are what Parse found dubious but valid (see Warnings).
 	warnings []FieldError
@@ -64,14 +67,14 @@ type Config struct {
 
 // Node is the node section.
 type Node struct {
-	Name      string `json:"name"`       // default: the hostname
-	DebugAddr string `json:"debug_addr"` // default 127.0.0.1:7070
+	Name      string `yaml:"name" json:"name"`             // default: the hostname
+	DebugAddr string `yaml:"debug_addr" json:"debug_addr"` // default 127.0.0.1:7070
 	// DebugToken is the bearer token of the debug endpoint; required when
 	// DebugAddr is not a loopback address.
-	DebugToken Secret  `json:"debug_token"`
-	Capacity   float64 `json:"capacity"` // placement weight, default 1, at most cluster.max_capacity
+	DebugToken Secret  `yaml:"debug_token" json:"debug_token"`
+	Capacity   float64 `yaml:"capacity" json:"capacity"` // placement weight, default 1, at most cluster.max_capacity
 	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
-	DebugTLS DebugTLS `json:"debug_tls,omitzero"`
+	DebugTLS DebugTLS `yaml:"debug_tls" json:"debug_tls,omitzero"`
 }
 
 // DebugTLS is node.debug_tls: paths of PEM files, never their content (so
@@ -80,29 +83,29 @@ type DebugTLS struct {
 	// Cert and Key are the endpoint's certificate (chain) and private key;
 	// both or neither. The certificate must name the address the others
 	// reach the endpoint at (an IP SAN for an IP address).
-	Cert string `json:"cert,omitempty"`
-	Key  string `json:"key,omitempty"`
+	Cert string `yaml:"cert" json:"cert,omitempty"`
+	Key  string `yaml:"key" json:"key,omitempty"`
 	// CA verifies the other members' HTTPS endpoints in the cluster view;
 	// empty: the system's roots.
-	CA string `json:"ca,omitempty"`
+	CA string `yaml:"ca" json:"ca,omitempty"`
 }
 
 // Cluster is the cluster section.
 type Cluster struct {
-	Bind      string   `json:"bind"`      // default 127.0.0.1:7946
-	Advertise string   `json:"advertise"` // host:port others reach us at; empty: memberlist derives it from Bind
-	Join      []string `json:"join"`      // seeds: every node's address, this one's included; empty: warned about (Warnings)
-	Profile   string   `json:"profile"`   // default | fast
+	Bind      string   `yaml:"bind" json:"bind"`           // default 127.0.0.1:7946
+	Advertise string   `yaml:"advertise" json:"advertise"` // host:port others reach us at; empty: memberlist derives it from Bind
+	Join      []string `yaml:"join" json:"join"`           // seeds: every node's address, this one's included; empty: warned about (Warnings)
+	Profile   string   `yaml:"profile" json:"profile"`     // default | fast
 	// SecretKey is base64 of exactly 32 bytes (gossip encryption); empty:
 	// gossip is not encrypted. Key returns the bytes.
-	SecretKey Secret `json:"secret_key"`
+	SecretKey Secret `yaml:"secret_key" json:"secret_key"`
 	// MaxCapacity is the most placement weight any member counts with,
 	// whatever capacity it gossips: above 0, at most placement.MaxCapacity
 	// (1000), default DefaultMaxCapacity (16). Each node gossips it, and
 	// placement clamps with the smallest value an alive member gossips
 	// (placement.EffectiveMaxCapacity), so nodes with different values (a
 	// rolling change) still place units alike.
-	MaxCapacity float64 `json:"max_capacity"`
+	MaxCapacity float64 `yaml:"max_capacity" json:"max_capacity"`
 }
 
 // Key returns the decoded gossip key, nil when none is set. Parse has
@@ -122,25 +125,25 @@ func (c Cluster) Key() []byte {
 type Store struct {
 	// URL is postgres://… (or postgresql://…) or sqlite:PATH; default
 	// sqlite:./drover.db.
-	URL             SecretURL     `json:"url"`
-	DedupeRetention time.Duration `json:"dedupe_retention"` // default 168h
+	URL             SecretURL     `yaml:"url" json:"url"`
+	DedupeRetention time.Duration `yaml:"dedupe_retention" json:"dedupe_retention"` // default 168h
 	// Timeout bounds every store call (a lease renewal, a batch with its
 	// handler, a read); for PostgreSQL it also sets each session's
 	// lock_timeout (half of it), statement_timeout and
 	// idle_in_transaction_session_timeout, so that a transaction left by
 	// a vanished node is ended by the server; for SQLite it is the
 	// busy_timeout. Default 10s.
-	Timeout time.Duration `json:"timeout"`
+	Timeout time.Duration `yaml:"timeout" json:"timeout"`
 	// MaxConns caps the PostgreSQL connection pool; 0 (the default): the
 	// greater of 4 and the number of CPUs, or pool_max_conns from the URL.
 	// SQLite always uses one connection per node.
-	MaxConns int `json:"max_conns"`
+	MaxConns int `yaml:"max_conns" json:"max_conns"`
 }
 
 // Log is the log section.
 type Log struct {
-	Format string `json:"format"` // text (default) | json
-	Level  string `json:"level"`  // debug | info (default) | warn | error
+	Format string `yaml:"format" json:"format"` // text (default) | json
+	Level  string `yaml:"level" json:"level"`   // debug | info (default) | warn | error
 }
 
 // SlogLevel is Level as a slog.Level.
@@ -163,42 +166,44 @@ func (l Log) SlogLevel() slog.Level {
 // through a long fetch; it stays so that a fetch never outlasts a lease,
 // and configurations valid before stay valid.
 type Source struct {
-	Name  string `json:"name"`  // unique, [a-z0-9_-]+
-	Type  string `json:"type"`  // kafka | kinesis | sqs | pubsub | nats | memory
-	Start string `json:"start"` // earliest (default) | latest
+	Name  string `yaml:"name" json:"name"`   // unique, [a-z0-9_-]+
+	Type  string `yaml:"type" json:"type"`   // kafka | kinesis | sqs | pubsub | nats | memory
+	Start string `yaml:"start" json:"start"` // earliest (default) | latest
 	// OnPositionReset: what a stream unit does when its checkpoint is no
 	// longer a position of the broker (retention deleted it, the topic was
 	// recreated): earliest (default) | latest | fail.
-	OnPositionReset string `json:"on_position_reset"`
-	Mode            string `json:"mode"` // records (default) | handler
+	OnPositionReset string `yaml:"on_position_reset" json:"on_position_reset"`
+	Mode            string `yaml:"mode" json:"mode"` // records (default) | handler
 	// HandlerName names the registered Go handler of a mode: handler source.
-	HandlerName            string        `json:"handler_name,omitempty"`
-	Records                Records       `json:"records"`
-	BatchSize              int           `json:"batch_size"`               // default 500, 1..10000
-	MaxWait                time.Duration `json:"max_wait"`                 // default 1s
-	MaxConsecutiveFailures int           `json:"max_consecutive_failures"` // default 5
-	Slots                  int           `json:"slots"`                    // queues only, default 1, 1..256
-	MaxMessageBytes        int           `json:"max_message_bytes"`        // default 1 MiB
-	LeaseTTL               time.Duration `json:"lease_ttl"`                // default 10s
-	DiscoveryInterval      time.Duration `json:"discovery_interval"`       // default 30s
-
+	HandlerName            string        `yaml:"handler_name" json:"handler_name,omitempty"`
+	Records                Records       `yaml:"records" json:"records"`
+	BatchSize              int           `yaml:"batch_size" json:"batch_size"`                             // default 500, 1..10000
+	MaxWait                time.Duration `yaml:"max_wait" json:"max_wait"`                                 // default 1s
+	MaxConsecutiveFailures int           `yaml:"max_consecutive_failures" json:"max_consecutive_failures"` // default 5
+	Slots                  int           `yaml:"slots" json:"slots"`                                       // queues only, default 1, 1..256
+	MaxMessageBytes        int           `yaml:"max_message_bytes" json:"max_message_bytes"`               // default 1 MiB
 	// BatchBytes bounds a batch by bytes as well as by count: the
 	// messages of a fetch are applied in batches of at most that many
 	// bytes, in order. Default 16 MiB, at least max_message_bytes; at
 	// most what the store takes in one statement (512 MiB for
 	// PostgreSQL).
-	BatchBytes int `json:"batch_bytes"`
+	BatchBytes int `yaml:"batch_bytes" json:"batch_bytes"`
 	// DeadLetterMaxBytes is the most bytes of a body a dead letter keeps;
 	// a longer one is cut (and cannot be replayed). Default 256 KiB, at
 	// most batch_bytes.
-	DeadLetterMaxBytes int `json:"dead_letter_max_bytes"`
+	DeadLetterMaxBytes int           `yaml:"dead_letter_max_bytes" json:"dead_letter_max_bytes"`
+	LeaseTTL           time.Duration `yaml:"lease_ttl" json:"lease_ttl"`                   // default 10s
+	DiscoveryInterval  time.Duration `yaml:"discovery_interval" json:"discovery_interval"` // default 30s
 
-	Kafka   *Kafka   `json:"kafka,omitempty"`
-	Kinesis *Kinesis `json:"kinesis,omitempty"`
-	SQS     *SQS     `json:"sqs,omitempty"`
-	PubSub  *PubSub  `json:"pubsub,omitempty"`
-	NATS    *NATS    `json:"nats,omitempty"`
-	Memory  *Memory  `json:"memory,omitempty"`
+	// The broker sections. kafka, kinesis and sqs are their adapters'
+	// own Configs: the adapter describes, checks and defaults their
+	// settings (architecture §9).
+	Kafka   *kafka.Config   `yaml:"kafka" json:"kafka,omitempty"`
+	Kinesis *kinesis.Config `yaml:"kinesis" json:"kinesis,omitempty"`
+	SQS     *sqs.Config     `yaml:"sqs" json:"sqs,omitempty"`
+	PubSub  *PubSub         `yaml:"pubsub" json:"pubsub,omitempty"`
+	NATS    *NATS           `yaml:"nats" json:"nats,omitempty"`
+	Memory  *Memory         `yaml:"memory" json:"memory,omitempty"`
 }
 
 // IsQueue reports whether the source is a queue (competing consumer slots)
@@ -231,52 +236,20 @@ func (s Source) Decode() decode.Config {
 // Records is the records section of a mode: records source.
 type Records struct {
 	// Table defaults to the source name with '-' replaced by '_'.
-	Table string `json:"table"`
+	Table string `yaml:"table" json:"table"`
 	// Key is the dotted path of the record key; empty: the message key.
-	Key string `json:"key,omitempty"`
+	Key string `yaml:"key" json:"key,omitempty"`
 	// Schema declares field types for quality windows ("id:int, name:text").
-	Schema string `json:"schema,omitempty"`
+	Schema string `yaml:"schema" json:"schema,omitempty"`
 	// Declared is Schema parsed.
-	Declared quality.Schema `json:"-"`
-}
-
-// Kafka is a kafka source.
-type Kafka struct {
-	Brokers       []string `json:"brokers"` // host:port
-	Topic         string   `json:"topic"`
-	ClientID      string   `json:"client_id,omitempty"`
-	TLS           *TLS     `json:"tls,omitempty"`
-	SASL          *SASL    `json:"sasl,omitempty"`
-	FetchMaxBytes int      `json:"fetch_max_bytes,omitempty"` // 0: the client's default
-	// CommitToGroup, when set, also commits applied positions to this
-	// Kafka consumer group, for broker-side lag tools.
-	CommitToGroup string `json:"commit_to_group,omitempty"`
-	// Isolation is read_committed (the default, also when empty: records
-	// of aborted transactions are never applied) or read_uncommitted.
-	Isolation string `json:"isolation,omitempty"`
+	Declared quality.Schema `yaml:"-" json:"-"`
 }
 
 // Kafka isolation levels.
 const (
-	KafkaReadCommitted   = "read_committed"
-	KafkaReadUncommitted = "read_uncommitted"
+	KafkaReadCommitted   = kafka.ReadCommitted
+	KafkaReadUncommitted = kafka.ReadUncommitted
 )
-
-// TLS is a client TLS setting.
-type TLS struct {
-	Enabled            bool   `json:"enabled"`
-	CAFile             string `json:"ca_file,omitempty"`
-	CertFile           string `json:"cert_file,omitempty"`
-	KeyFile            string `json:"key_file,omitempty"`
-	InsecureSkipVerify bool   `json:"insecure_skip_verify,omitempty"`
-}
-
-// SASL is Kafka SASL authentication.
-type SASL struct {
-	Mechanism string `json:"mechanism"` // plain | scram-sha-256 | scram-sha-512
-	Username  string `json:"username"`
-	Password  Secret `json:"password"`
-}
 
 // NATS modes.
 const (
@@ -288,59 +261,36 @@ const (
 type NATS struct {
 	// URL is one or more comma-separated nats:// (or tls://, ws://, wss://)
 	// server URLs.
-	URL     SecretURL `json:"url"`
-	Stream  string    `json:"stream"`
-	Subject string    `json:"subject,omitempty"` // filter subject; empty: all
-	Mode    string    `json:"mode"`              // queue (default) | stream
+	URL     SecretURL `yaml:"url" json:"url"`
+	Stream  string    `yaml:"stream" json:"stream"`
+	Subject string    `yaml:"subject" json:"subject,omitempty"` // filter subject; empty: all
+	Mode    string    `yaml:"mode" json:"mode"`                 // queue (default) | stream
 	// Consumer is the durable consumer name (queue mode); default
 	// "drover-<source>".
-	Consumer        string        `json:"consumer,omitempty"`
-	AckWait         time.Duration `json:"ack_wait,omitempty"`        // queue mode; 0: the server's default
-	MaxAckPending   int           `json:"max_ack_pending,omitempty"` // queue mode; 0: the server's default
-	CredentialsFile string        `json:"credentials_file,omitempty"`
-	User            string        `json:"user,omitempty"`
-	Password        Secret        `json:"password,omitempty"`
+	Consumer        string        `yaml:"consumer" json:"consumer,omitempty"`
+	AckWait         time.Duration `yaml:"ack_wait" json:"ack_wait,omitempty"`               // queue mode; 0: the server's default
+	MaxAckPending   int           `yaml:"max_ack_pending" json:"max_ack_pending,omitempty"` // queue mode; 0: the server's default
+	CredentialsFile string        `yaml:"credentials_file" json:"credentials_file,omitempty"`
+	User            string        `yaml:"user" json:"user,omitempty"`
+	Password        Secret        `yaml:"password" json:"password,omitempty"`
 }
 
 // PubSub is a Google Pub/Sub source.
 type PubSub struct {
-	Project      string `json:"project"`
-	Subscription string `json:"subscription"`
+	Project      string `yaml:"project" json:"project"`
+	Subscription string `yaml:"subscription" json:"subscription"`
 	// Endpoint is host:port of an emulator; empty: Google, or the
 	// PUBSUB_EMULATOR_HOST environment variable the client reads.
-	Endpoint        string `json:"endpoint,omitempty"`
-	CredentialsFile string `json:"credentials_file,omitempty"`
-	MaxOutstanding  int    `json:"max_outstanding,omitempty"` // 0: the client's default
-}
-
-// SQS is an Amazon SQS source.
-type SQS struct {
-	QueueURL          string        `json:"queue_url"`
-	Region            string        `json:"region"`
-	Endpoint          string        `json:"endpoint,omitempty"` // http(s) URL of a compatible server
-	Wait              time.Duration `json:"wait"`               // long poll, 0..20s, default 20s
-	VisibilityTimeout time.Duration `json:"visibility_timeout"` // 0..12h, default (and 0) 30s; every receive asks for it, whatever the queue's attribute says
-	AccessKeyID       string        `json:"access_key_id,omitempty"`
-	SecretAccessKey   Secret        `json:"secret_access_key,omitempty"`
-}
-
-// FIFO reports a FIFO queue (its URL ends in ".fifo").
-func (q SQS) FIFO() bool { return strings.HasSuffix(q.QueueURL, ".fifo") }
-
-// Kinesis is an Amazon Kinesis source.
-type Kinesis struct {
-	Stream          string `json:"stream"`
-	Region          string `json:"region"`
-	Endpoint        string `json:"endpoint,omitempty"` // http(s) URL of a compatible server
-	AccessKeyID     string `json:"access_key_id,omitempty"`
-	SecretAccessKey Secret `json:"secret_access_key,omitempty"`
+	Endpoint        string `yaml:"endpoint" json:"endpoint,omitempty"`
+	CredentialsFile string `yaml:"credentials_file" json:"credentials_file,omitempty"`
+	MaxOutstanding  int    `yaml:"max_outstanding" json:"max_outstanding,omitempty"` // 0: the client's default
 }
 
 // Memory is an in-memory source (the demo and the simulator): a stream of
 // Partitions partitions, or a queue.
 type Memory struct {
-	Partitions int  `json:"partitions,omitempty"` // stream; default 1
-	Queue      bool `json:"queue,omitempty"`
+	Partitions int  `yaml:"partitions" json:"partitions,omitempty"` // stream; default 1
+	Queue      bool `yaml:"queue" json:"queue,omitempty"`
 }
 
 // Options are the outside world Parse may look at. Zero fields mean the
@@ -395,15 +345,7 @@ func (c *Config) Redacted() *Config {
 		if s.Kafka != nil {
 			k := *s.Kafka
 			k.Brokers = append([]string(nil), k.Brokers...)
-			if k.TLS != nil {
-				t := *k.TLS
-				k.TLS = &t
-			}
-			if k.SASL != nil {
-				sa := *k.SASL
-				sa.Password = Secret(sa.Password.String())
-				k.SASL = &sa
-			}
+			k.SASL.Password = Secret(k.SASL.Password.String())
 			s.Kafka = &k
 		}
 		if s.NATS != nil {
@@ -415,11 +357,13 @@ func (c *Config) Redacted() *Config {
 		if s.SQS != nil {
 			q := *s.SQS
 			q.SecretAccessKey = Secret(q.SecretAccessKey.String())
+			q.SessionToken = Secret(q.SessionToken.String())
 			s.SQS = &q
 		}
 		if s.Kinesis != nil {
 			k := *s.Kinesis
 			k.SecretAccessKey = Secret(k.SecretAccessKey.String())
+			k.SessionToken = Secret(k.SessionToken.String())
 			s.Kinesis = &k
 		}
 		if s.PubSub != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/internal/redact"
 )
 
@@ -96,7 +97,7 @@ func TestExampleFile(t *testing.T) {
 			Records:   Records{Table: "orders", Key: "id", Schema: "id:int, name:text", Declared: quality.Schema{{Name: "id", Type: quality.TypeInt}, {Name: "name", Type: quality.TypeText}}},
 			BatchSize: 500, MaxWait: time.Second, MaxConsecutiveFailures: 5, Slots: 1, MaxMessageBytes: 1 << 20,
 			LeaseTTL: 10 * time.Second, DiscoveryInterval: 30 * time.Second, BatchBytes: 16 << 20, DeadLetterMaxBytes: 256 << 10,
-			Kafka: &Kafka{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders"},
+			Kafka: &kafka.Config{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders"},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -203,9 +204,9 @@ func TestFullConfig(t *testing.T) {
 		t.Errorf("log %+v", c.Log)
 	}
 	o := c.Sources[0]
-	wantKafka := &Kafka{Brokers: []string{"k1:9092", "k2:9093"}, Topic: "orders.v1", ClientID: "drover-a",
-		TLS:           &TLS{Enabled: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem"},
-		SASL:          &SASL{Mechanism: "scram-sha-512", Username: "u", Password: "file-secret-2"},
+	wantKafka := &kafka.Config{Brokers: []string{"k1:9092", "k2:9093"}, Topic: "orders.v1", ClientID: "drover-a",
+		TLS:           kafka.TLS{Enable: true, CAFile: "/ca.pem", CertFile: "/c.pem", KeyFile: "/k.pem"},
+		SASL:          kafka.SASL{Mechanism: "scram-sha-512", User: "u", Password: "file-secret-2"},
 		FetchMaxBytes: 1 << 20, CommitToGroup: "drover-orders", Isolation: KafkaReadUncommitted}
 	if !reflect.DeepEqual(o.Kafka, wantKafka) {
 		t.Errorf("kafka %+v", o.Kafka)
@@ -216,10 +217,10 @@ func TestFullConfig(t *testing.T) {
 		t.Errorf("orders %+v", o)
 	}
 	q := c.Sources[1]
-	if !q.IsQueue() || q.Slots != 4 || !q.SQS.FIFO() || q.SQS.Wait != 5*time.Second || q.SQS.VisibilityTimeout != DefaultSQSVisibilityTimeout || q.Records.Table != "jobs_q" {
+	if !q.IsQueue() || q.Slots != 4 || !q.SQS.FIFO() || q.SQS.WaitTime != 5*time.Second || q.SQS.VisibilityTimeout != DefaultSQSVisibilityTimeout || q.Records.Table != "jobs_q" {
 		t.Errorf("jobs-q %+v %+v", q, q.SQS)
 	}
-	if k := c.Sources[2]; k.IsQueue() || k.Kinesis.Stream != "clicks" {
+	if k := c.Sources[2]; k.IsQueue() || k.Kinesis.StreamName != "clicks" {
 		t.Errorf("clicks %+v", k)
 	}
 	if e := c.Sources[3]; e.Mode != "handler" || e.HandlerName != "billing.v2" || e.Records.Table != "" || !e.IsQueue() || e.PubSub.MaxOutstanding != 100 {

@@ -5,48 +5,18 @@ import (
 	"fmt"
 	"log/slog"
 
+	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/redact"
 )
 
 // Redacted is what a set secret prints as.
-const Redacted = "[redacted]"
+const Redacted = brokers.Redacted
 
 // Secret is a config value that must never be printed: a token, a key, a
-// password. Every way of printing it (fmt verbs including %#v and %x,
-// encoding/json, encoding.TextMarshaler, slog, YAML marshalling) shows
-// "[redacted]" (or "" when unset). Reveal returns the value.
-type Secret string
-
-// Reveal returns the secret itself, for the code that uses it.
-func (s Secret) Reveal() string { return string(s) }
-
-// String returns "[redacted]", or "" when the secret is unset.
-func (s Secret) String() string {
-	if s == "" {
-		return ""
-	}
-	return Redacted
-}
-
-// Format prints the redacted form whatever the verb.
-func (s Secret) Format(f fmt.State, verb rune) {
-	fmt.Fprintf(f, fmt.FormatString(f, verb), s.String())
-}
-
-// GoString returns the redacted form.
-func (s Secret) GoString() string { return fmt.Sprintf("config.Secret(%q)", s.String()) }
-
-// MarshalJSON returns the redacted form.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(s.String()) }
-
-// MarshalText returns the redacted form.
-func (s Secret) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
-
-// MarshalYAML returns the redacted form.
-func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
-
-// LogValue returns the redacted form.
-func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+// password. It is brokers.Secret, the type the adapters' Configs hold
+// their secrets in: every way of printing it shows "[redacted]" (or ""
+// when unset); Reveal returns the value.
+type Secret = brokers.Secret
 
 // SecretURL is a URL, or a comma-separated list of URLs, or a key=value
 // DSN, that may carry a secret (postgres://user:pw@host/db,
@@ -87,38 +57,12 @@ func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 // verb" path, which ignores the Secret's own methods; a Format method on
 // the pointed-to type is consulted before that.
 
-type (
-	saslView    SASL
-	natsView    NATS
-	sqsView     SQS
-	kinesisView Kinesis
-)
-
-// Format prints the section with its password redacted.
-func (s SASL) Format(f fmt.State, verb rune) {
-	v := saslView(s)
-	v.Password = Secret(v.Password.String())
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
-}
+type natsView NATS
 
 // Format prints the section with its password and URL redacted.
 func (n NATS) Format(f fmt.State, verb rune) {
 	v := natsView(n)
 	v.Password = Secret(v.Password.String())
 	v.URL = SecretURL(v.URL.String())
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
-}
-
-// Format prints the section with its secret access key redacted.
-func (q SQS) Format(f fmt.State, verb rune) {
-	v := sqsView(q)
-	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
-	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
-}
-
-// Format prints the section with its secret access key redacted.
-func (k Kinesis) Format(f fmt.State, verb rune) {
-	v := kinesisView(k)
-	v.SecretAccessKey = Secret(v.SecretAccessKey.String())
 	fmt.Fprintf(f, fmt.FormatString(f, verb), v)
 }

@@ -2,9 +2,11 @@ package config
 
 import (
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"regexp"
 	"strconv"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres"
@@ -23,7 +26,6 @@ var (
 	nodeNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	sourceNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	handlerNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	kafkaTopicRE  = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 	// JetStream stream and consumer names: no whitespace, '.', '*', '>',
 	// or path separators.
 	natsNameRE = regexp.MustCompile(`^[^\s.*>/\\]+$`)
@@ -139,14 +141,6 @@ func (v *checker) addr(path, s string, needHost bool) (host string, ok bool) {
 		return "", false
 	}
 	return h, true
-}
-
-// httpURL checks an http(s) URL with a host.
-func (v *checker) httpURL(path, s string) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		v.fail(path, "%q must be an http:// or https:// URL with a host", s)
-	}
 }
 
 func isLoopback(host string) bool {
@@ -385,32 +379,24 @@ func (v *checker) source(p string, s *Source) {
 	}
 
 	if k := s.Kafka; k != nil {
-		v.kafka(p+".kafka", k)
+		v.adapter(p+".kafka", k, k.Validate())
 	}
 	if n := s.NATS; n != nil {
 		v.nats(p+".nats", n)
 	}
 	if sq := s.SQS; sq != nil {
-		q := p + ".sqs"
-		v.required(q+".region", sq.Region)
-		if v.required(q+".queue_url", sq.QueueURL) {
-			v.httpURL(q+".queue_url", sq.QueueURL)
+		var own []brokers.FieldError
+		if strings.TrimSpace(sq.Region) == "" {
+			own = append(own, brokers.FieldError{Path: "region", Msg: "required"})
 		}
-		if sq.Endpoint != "" {
-			v.httpURL(q+".endpoint", sq.Endpoint)
-		}
-		v.durBetween(q+".wait", sq.Wait, 0, 20*time.Second)
-		v.durBetween(q+".visibility_timeout", sq.VisibilityTimeout, 0, 12*time.Hour)
-		v.keyPair(q, sq.AccessKeyID, sq.SecretAccessKey)
+		v.adapter(p+".sqs", sq, sq.Validate(), own...)
 	}
 	if k := s.Kinesis; k != nil {
-		q := p + ".kinesis"
-		v.required(q+".stream", k.Stream)
-		v.required(q+".region", k.Region)
-		if k.Endpoint != "" {
-			v.httpURL(q+".endpoint", k.Endpoint)
+		var own []brokers.FieldError
+		if strings.TrimSpace(k.Region) == "" {
+			own = append(own, brokers.FieldError{Path: "region", Msg: "required"})
 		}
-		v.keyPair(q, k.AccessKeyID, k.SecretAccessKey)
+		v.adapter(p+".kinesis", k, k.Validate(), own...)
 	}
 	if ps := s.PubSub; ps != nil {
 		q := p + ".pubsub"
@@ -455,47 +441,53 @@ func (v *checker) debugTLS(p string, t DebugTLS) {
 	}
 }
 
-func (v *checker) keyPair(p, id string, secret Secret) {
-	switch {
-	case id != "" && secret == "":
-		v.fail(p+".secret_access_key", "required with access_key_id")
-	case id == "" && secret != "":
-		v.fail(p+".access_key_id", "required with secret_access_key")
+// adapter records the problems an adapter's Validate found (err) in its
+// section at prefix, each under its path there; the values they quote are
+// shown as showValue says (not at all when they came through a
+// reference). own are the config file's rules for the section beyond the
+// adapter's: each goes before the first problem of a later field of sec
+// (the section's Config), so that problems come in the order of its
+// fields.
+func (v *checker) adapter(prefix string, sec any, err error, own ...brokers.FieldError) {
+	var fes brokers.FieldErrors
+	if err != nil && !errors.As(err, &fes) {
+		fes = brokers.FieldErrors{{Msg: err.Error()}}
+	}
+	for _, o := range own {
+		i := 0
+		for i < len(fes) && fieldIndex(sec, fes[i].Path) <= fieldIndex(sec, o.Path) {
+			i++
+		}
+		fes = append(fes[:i], append(brokers.FieldErrors{o}, fes[i:]...)...)
+	}
+	for _, fe := range fes {
+		path := prefix
+		if fe.Path != "" {
+			path += "." + fe.Path
+		}
+		msg := goQuoted.ReplaceAllStringFunc(fe.Msg, func(q string) string {
+			if u, err := strconv.Unquote(q); err == nil {
+				return showValue(v.origins, path, u)
+			}
+			return q
+		})
+		v.errs = append(v.errs, FieldError{Path: path, Msg: msg})
 	}
 }
 
-func (v *checker) kafka(p string, k *Kafka) {
-	if len(k.Brokers) == 0 {
-		v.fail(p+".brokers", "required: at least one host:port")
-	}
-	for i, b := range k.Brokers {
-		v.addr(fmt.Sprintf("%s.brokers[%d]", p, i), b, true)
-	}
-	switch {
-	case k.Topic == "":
-		v.fail(p+".topic", "required")
-	case !kafkaTopicRE.MatchString(k.Topic) || k.Topic == "." || k.Topic == "..":
-		v.fail(p+".topic", "%q must be 1 to 249 letters, digits, '.', '_' or '-'", k.Topic)
-	}
-	if k.FetchMaxBytes < 0 {
-		v.fail(p+".fetch_max_bytes", "must not be negative, not %d", k.FetchMaxBytes)
-	}
-	if k.Isolation != "" {
-		v.oneOf(p+".isolation", k.Isolation, KafkaReadCommitted, KafkaReadUncommitted)
-	}
-	if t := k.TLS; t != nil {
-		if !t.Enabled && (t.CAFile != "" || t.CertFile != "" || t.KeyFile != "" || t.InsecureSkipVerify) {
-			v.fail(p+".tls.enabled", "must be true when other tls settings are given")
-		}
-		if (t.CertFile == "") != (t.KeyFile == "") {
-			v.fail(p+".tls", "cert_file and key_file go together")
+// fieldIndex is the index in the struct sec points to of the field a
+// problem's path starts with (by its yaml name); past the last field for
+// the section as a whole.
+func fieldIndex(sec any, path string) int {
+	name, _, _ := strings.Cut(path, ".")
+	name, _, _ = strings.Cut(name, "[")
+	t := reflect.TypeOf(sec).Elem()
+	for i := 0; i < t.NumField(); i++ {
+		if yamlName(t.Field(i)) == name {
+			return i
 		}
 	}
-	if sa := k.SASL; sa != nil {
-		v.oneOf(p+".sasl.mechanism", sa.Mechanism, "plain", "scram-sha-256", "scram-sha-512")
-		v.required(p+".sasl.username", sa.Username)
-		v.required(p+".sasl.password", sa.Password.Reveal())
-	}
+	return t.NumField()
 }
 
 func (v *checker) nats(p string, n *NATS) {

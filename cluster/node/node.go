@@ -231,7 +231,7 @@ func sourceIdentity(s config.Source) string {
 	case s.Kafka != nil:
 		id += "/" + s.Kafka.Topic
 	case s.Kinesis != nil:
-		id += "/" + s.Kinesis.Stream
+		id += "/" + s.Kinesis.StreamName
 	case s.SQS != nil:
 		id += "/" + s.SQS.QueueURL
 	case s.PubSub != nil:

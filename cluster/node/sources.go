@@ -60,23 +60,13 @@ func openMemory(s config.Source) (Source, error) {
 }
 
 func openKafka(s config.Source, log *slog.Logger) (Source, error) {
-	k := s.Kafka
-	cfg := kafka.Config{
-		Brokers: k.Brokers, Topic: k.Topic, ClientID: k.ClientID, FetchMaxBytes: int32(k.FetchMaxBytes),
-		CommitToGroup: k.CommitToGroup, ReadUncommitted: k.Isolation == config.KafkaReadUncommitted, Logger: log,
-	}
-	if k.TLS != nil {
-		cfg.TLS = kafka.TLS{Enable: k.TLS.Enabled, CAFile: k.TLS.CAFile, CertFile: k.TLS.CertFile, KeyFile: k.TLS.KeyFile,
-			InsecureSkipVerify: k.TLS.InsecureSkipVerify}
-	}
-	if k.SASL != nil {
-		cfg.SASL = kafka.SASL{Mechanism: k.SASL.Mechanism, User: k.SASL.Username, Password: k.SASL.Password.Reveal()}
-	}
+	cfg := *s.Kafka // the adapter's own Config, read from the file
+	cfg.Logger = log
 	st, err := kafka.New(cfg)
 	if err != nil {
 		return Source{}, err
 	}
-	if k.CommitToGroup == "" {
+	if cfg.CommitToGroup == "" {
 		return Source{Stream: noCommit{Stream: st, r: st}}, nil
 	}
 	return Source{Stream: st}, nil
@@ -103,7 +93,7 @@ func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.St
 // user:password@ to User and Password, and a user name alone to Token, as
 // NATS itself reads nats://TOKEN@host.
 func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
-	c := nats.ConnConfig{User: n.User, Password: n.Password.Reveal(), CredsFile: n.CredentialsFile, Logger: log}
+	c := nats.ConnConfig{User: n.User, Password: n.Password, CredsFile: n.CredentialsFile, Logger: log}
 	for i, raw := range strings.Split(n.URL.Reveal(), ",") {
 		raw = strings.TrimSpace(raw)
 		u, err := url.Parse(raw) // its error would quote the URL
@@ -116,10 +106,10 @@ func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
 					c.User = u.User.Username()
 				}
 				if c.Password == "" {
-					c.Password = p
+					c.Password = brokers.Secret(p)
 				}
 			} else if c.Token == "" {
-				c.Token = u.User.Username()
+				c.Token = brokers.Secret(u.User.Username())
 			}
 			u.User = nil
 		}
@@ -178,26 +168,23 @@ func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source,
 }
 
 func openSQS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	q := s.SQS
-	cfg := sqs.Config{QueueURL: q.QueueURL, Region: q.Region, Endpoint: q.Endpoint,
-		AccessKeyID: q.AccessKeyID, SecretAccessKey: q.SecretAccessKey.Reveal(), WaitTime: q.Wait,
-		VisibilityTimeout: q.VisibilityTimeout, Logger: log}
+	cfg := *s.SQS // the adapter's own Config, read from the file
+	cfg.Logger = log
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenQueue("sqs queue "+q.QueueURL, log, func(ctx context.Context) (*sqs.Queue, error) {
+	return lazyOpenQueue("sqs queue "+cfg.QueueURL, log, func(ctx context.Context) (*sqs.Queue, error) {
 		return sqs.NewQueue(ctx, cfg)
 	}), nil
 }
 
 func openKinesis(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	k := s.Kinesis
-	cfg := kinesis.Config{StreamName: k.Stream, Region: k.Region, Endpoint: k.Endpoint,
-		AccessKeyID: k.AccessKeyID, SecretAccessKey: k.SecretAccessKey.Reveal(), Logger: log}
+	cfg := *s.Kinesis // the adapter's own Config, read from the file
+	cfg.Logger = log
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenStream("kinesis stream "+k.Stream, log, func(ctx context.Context) (*kinesis.Stream, error) {
+	return lazyOpenStream("kinesis stream "+cfg.StreamName, log, func(ctx context.Context) (*kinesis.Stream, error) {
 		return kinesis.NewStream(ctx, cfg)
 	}), nil
 }

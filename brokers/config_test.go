@@ -1,0 +1,72 @@
+package brokers_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/goccy/go-yaml"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+// A Secret shows "[redacted]" however it is printed, alone or inside a
+// struct or a pointer to one, and Reveal gives the value.
+func TestSecretNeverPrints(t *testing.T) {
+	const pw = "s3cr3t-Zq9"
+	type section struct {
+		User     string
+		Password brokers.Secret `json:"password" yaml:"password"`
+	}
+	s := brokers.Secret(pw)
+	sec := section{User: "u", Password: s}
+	var outs []string
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
+		outs = append(outs, fmt.Sprintf(f, s), fmt.Sprintf(f, sec), fmt.Sprintf(f, []section{sec}), fmt.Sprintf(f, &sec))
+	}
+	j, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for _, h := range []slog.Handler{slog.NewTextHandler(&logs, nil), slog.NewJSONHandler(&logs, nil)} {
+		slog.New(h).Info("x", "secret", s, "section", sec)
+	}
+	outs = append(outs, string(j), string(y), logs.String())
+	for _, out := range outs {
+		if strings.Contains(out, pw) || strings.Contains(out, fmt.Sprintf("%x", pw)) || strings.Contains(out, fmt.Sprintf("%X", pw)) {
+			t.Fatalf("secret printed: %s", out)
+		}
+	}
+	if !strings.Contains(string(j), `"password":"[redacted]"`) || !strings.Contains(string(y), "password: '[redacted]'") && !strings.Contains(string(y), `password: "[redacted]"`) {
+		t.Errorf("json %s / yaml %s", j, y)
+	}
+	if s.Reveal() != pw || brokers.Secret("").String() != "" || fmt.Sprint(brokers.Secret("")) != "" {
+		t.Errorf("Reveal %q, unset prints %q", s.Reveal(), brokers.Secret("").String())
+	}
+}
+
+func TestFieldErrors(t *testing.T) {
+	var e brokers.FieldErrors
+	if e.Err("kafka config") != nil {
+		t.Fatal("no problem, yet an error")
+	}
+	e.Add("brokers[1]", "%q must be host:port", "h")
+	e.Add("", "unusable")
+	err := fmt.Errorf("open: %w", e.Err("kafka config"))
+	if got, want := err.Error(), "open: kafka config: brokers[1]: \"h\" must be host:port\nunusable"; got != want {
+		t.Errorf("error %q, want %q", got, want)
+	}
+	var fes brokers.FieldErrors
+	if !errors.As(err, &fes) || len(fes) != 2 || fes[0].Path != "brokers[1]" {
+		t.Errorf("errors.As found %v", fes)
+	}
+}
