@@ -556,7 +556,7 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 		u.staleFinish = stale
 		u.exit = &c.exit
 		// restarted after it failed: its first success is a recovery
-		u.retrying = c.failed.Load()
+		u.recovering = c.failed.Load()
 		return u
 	}, ne.props()...)
 	pid := ctx.SpawnPrefix(props, p.ID)

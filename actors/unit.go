@@ -18,8 +18,7 @@ import (
 
 // unit actor: one per unit this node owns.
 //
-// Life cycle: starting → (waiting for parents) → acquiring → running →
-// (retrying) → stopping → stopped. Invariants:
+// Life cycle: unitPhase (unit_phase.go). Invariants:
 //   - at most one main-line job is in flight (parents, acquire, open,
 //     fetch, apply, ack, nack), so the reader or receiver is used by one
 //     job at a time; the only side job that touches a receiver, the
@@ -61,8 +60,9 @@ type unitActor struct {
 
 	inc *incarnation // this instance's jobs and timers
 
+	phase      unitPhase // only becomeX write it
 	lease      persistence.Lease
-	hasLease   bool
+	holdsLease bool      // from a won Acquire until the release (or the loss): not a phase, see unitPhase
 	res        *resource // reader or receiver
 	position   string    // last applied position (streams; "" before the first)
 	checkpoint string    // the stored checkpoint: a position or a start marker
@@ -70,25 +70,23 @@ type unitActor struct {
 	resetFrom  string    // the checkpoint resetCause is about
 	justReset  bool      // the last open reset the checkpoint, nothing read since
 
-	held      *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
-	failures  int
-	resumeAt  step
-	inflight  int  // main-line jobs in flight
-	fetching  bool // the job in flight is a fetch
-	stopping  bool
-	releasing bool
-	stopTimer clock.Timer
-	retry     clock.Timer
-	extendT   clock.Timer
+	held        *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
+	failures    int
+	resumeAt    step
+	inflight    int                // main-line jobs in flight
+	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
+	stopTimer   clock.Timer
+	retry       clock.Timer
+	extendT     clock.Timer
 
-	note            bool // LastError holds a waiting note, not an error
-	retrying        bool // in retrying since the last success (or restarted after failing)
-	committedAt     time.Time
-	commitPending   string      // newest position not yet sent to a Committer
-	noCommit        atomic.Bool // the Committer refused for good (none configured): do not call it
-	decoder         decode.Config
-	started         time.Time
-	reportedHealthy bool
+	waitNoteShown  bool // last_error holds a waiting note (parents, a lease held elsewhere), not an error
+	recovering     bool // failed since the last success (or restarted after failing): the next success is a recovery
+	committedAt    time.Time
+	commitPending  string      // newest position not yet sent to a Committer
+	noCommit       atomic.Bool // the Committer refused for good (none configured): do not call it
+	decoder        decode.Config
+	started        time.Time
+	healthReported bool // the supervisor was told the unit ran HealthyAfter (once per instance)
 }
 
 // incarnation scopes the jobs and timers of one actor instance: results
@@ -97,7 +95,6 @@ type incarnation struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ended  atomic.Bool
-	fetch  context.CancelFunc // cancels the fetch in flight
 }
 
 // resource guards a Reader or Receiver: every call on it holds mu, so two
@@ -277,7 +274,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		c, cancel := context.WithCancel(u.ne.ctx)
 		u.inc = &incarnation{ctx: c, cancel: cancel}
 		u.started = u.ne.env.Clock.Now()
-		u.status(func(s *UnitStatus) { s.State = StateStarting; s.NextRetryAt = nil })
+		u.becomeStarting(noRetryAt)
 		u.ne.env.trace("started", u.id, "")
 		if len(u.part.Parents) > 0 && !u.spec.isQueue() {
 			u.checkParents(ctx)
@@ -299,7 +296,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	case *parentsListed:
 		u.part.Parents = m.parents
 	case *leaseLostNote:
-		if u.hasLease && m.token == u.lease.Token && !u.releasing {
+		if u.holdsLease && m.token == u.lease.Token && u.phase != phaseReleasing {
 			u.leaseLost(ctx, "renew")
 		}
 	case *actor.Restarting:

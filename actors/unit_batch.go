@@ -19,13 +19,12 @@ import (
 // ---- fetch, apply, ack ----
 
 func (u *unitActor) fetch(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
-	u.fetching = true
 	res, spec := u.res, u.spec
-	u.inc.fetch = u.run(ctx, "fetch", func(c context.Context) any {
+	u.cancelFetch = u.run(ctx, "fetch", func(c context.Context) any {
 		var r brokers.Result
 		err := res.use(func() (err error) {
 			if res.reader != nil {
@@ -40,10 +39,9 @@ func (u *unitActor) fetch(ctx actor.Context) {
 }
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
-	u.fetching = false
-	u.inc.fetch = nil
+	u.cancelFetch = nil
 	if r.err != nil {
-		if u.stopping {
+		if u.phase.stopping() {
 			u.finishStop(ctx, false)
 			return
 		}
@@ -337,7 +335,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		u.commitToBroker(ctx, b.Checkpoint)
 	}
 	if len(pb.rest) > 0 {
-		if u.stopping {
+		if u.phase.stopping() {
 			// the rest of the fetch is the next owner's: a stream unit's
 			// checkpoint says where it starts, a queue's messages go back
 			u.stopWithHeld(ctx)
@@ -471,19 +469,18 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 func (u *unitActor) succeeded(ctx actor.Context) {
 	u.failures = 0
 	u.justReset = false
-	if u.retrying {
-		u.retrying = false
+	if u.recovering {
+		u.recovering = false
 		u.ne.env.logger().Info("unit recovered", "unit", u.id)
 		u.ne.env.trace("recovered", u.id, "")
-		u.status(func(s *UnitStatus) {
-			if s.State == StateRetrying {
-				s.State = StateRunning
-			}
-			s.NextRetryAt = nil
-		})
+		if u.phase == phaseRetrying {
+			u.becomeRunning()
+		} else {
+			u.status(noRetryAt)
+		}
 	}
-	if !u.reportedHealthy && u.now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
-		u.reportedHealthy = true
+	if !u.healthReported && u.now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
+		u.healthReported = true
 		ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evHealthy, pid: ctx.Self()})
 	}
 }

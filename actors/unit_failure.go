@@ -75,14 +75,14 @@ func (u *unitActor) onExtend(_ actor.Context, r extendResult) {
 // which restarts it after its own backoff.
 func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	u.failures++
-	u.note = false
+	u.waitNoteShown = false
 	msg := err.Error()
 	u.ne.env.trace("failed", u.id, fmt.Sprintf("n=%d %s", u.failures, msg))
 	if u.failures >= u.spec.MaxConsecutiveFailures {
 		u.failNow(ctx, err)
 		return
 	}
-	if u.stopping {
+	if u.phase.stopping() {
 		u.stopWithHeld(ctx)
 		return
 	}
@@ -90,9 +90,8 @@ func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	now := u.now()
 	next := now.Add(d)
 	u.logRetry(err, d)
-	u.retrying = true
-	u.status(func(s *UnitStatus) {
-		s.State = StateRetrying
+	u.recovering = true
+	u.becomeRetrying(func(s *UnitStatus) {
 		s.setError(msg, now)
 		s.NextRetryAt = timePtr(next)
 	})
@@ -179,6 +178,5 @@ func (u *unitActor) resume(ctx actor.Context) {
 func (u *unitActor) finished(ctx actor.Context) {
 	u.ne.env.trace("finished", u.id, u.position)
 	u.exit.Store(exitFinished)
-	u.stopping = true
-	u.finishStop(ctx, false)
+	u.finishStop(ctx, false) // releasing, then stopped
 }

@@ -17,7 +17,7 @@ import (
 // ---- parents (Kinesis reshards) ----
 
 func (u *unitActor) checkParents(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
@@ -43,9 +43,14 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 	}
 	if len(r.waiting) > 0 {
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
-		u.note = true
+		u.waitNoteShown = true
 		now := u.now()
-		u.status(func(s *UnitStatus) { s.State = StateStarting; s.setError(msg, now) })
+		note := func(s *UnitStatus) { s.setError(msg, now) }
+		if u.phase.stopping() {
+			u.show(phaseStarting, note) // the stop goes on at the next look
+		} else {
+			u.becomeStarting(note)
+		}
 		u.after(ctx, u.ne.tuning.ParentPoll, timerParents)
 		return
 	}
@@ -56,11 +61,11 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 // ---- lease ----
 
 func (u *unitActor) acquire(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
-	u.status(func(s *UnitStatus) { s.State = StateAcquiring; s.NextRetryAt = nil })
+	u.becomeAcquiring()
 	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames(),
 		Stale: u.ne.tuning.RenewInterval + u.ne.tuning.TakeoverMargin}
 	if mutate.On(mutate.TakeoverAtOnce) {
@@ -80,12 +85,12 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		// off after idle_in_transaction_session_timeout): not a failure of
 		// this unit, ask again soon.
 		if errors.Is(r.err, persistence.ErrLeaseHeld) || errors.Is(r.err, persistence.ErrBusy) {
-			if u.stopping {
+			if u.phase.stopping() {
 				u.finishStop(ctx, false)
 				return
 			}
 			msg := r.err.Error()
-			u.note = true
+			u.waitNoteShown = true
 			now := u.now()
 			u.status(func(s *UnitStatus) { s.setError(msg, now) })
 			u.after(ctx, u.ne.tuning.AcquireRetry, timerAcquire)
@@ -94,7 +99,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		u.fail(ctx, fmt.Errorf("acquire lease: %w", r.err), stepAcquire)
 		return
 	}
-	u.lease, u.hasLease = r.lease, true
+	u.lease, u.holdsLease = r.lease, true
 	u.failures = 0 // a step that succeeded: failures are counted anew
 	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
 	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
@@ -104,7 +109,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		s.LeaseToken = r.lease.Token
 		s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt)
 	})
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
@@ -114,8 +119,8 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 // clearNote removes a waiting note (lease held elsewhere, parents not
 // finished) from last_error once the wait is over; real errors stay.
 func (u *unitActor) clearNote() {
-	if u.note {
-		u.note = false
+	if u.waitNoteShown {
+		u.waitNoteShown = false
 		u.status(func(s *UnitStatus) { s.setError("", time.Time{}) })
 	}
 }
@@ -348,7 +353,11 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		u.failures = 0
 	}
 	u.res = r.res
-	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
+	if u.phase.stopping() {
+		u.show(phaseRunning, noRetryAt) // the fetch below ends the stop
+	} else {
+		u.becomeRunning()
+	}
 	u.fetch(ctx)
 }
 
@@ -377,20 +386,19 @@ func (u *unitActor) positionReset(r *resetInfo) {
 // retrying, with the reason, and looks again now and then whether the
 // checkpoint was moved.
 func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
 	msg := fmt.Sprintf("checkpoint %s is no longer a position of the broker (%v); on_position_reset is fail: move the checkpoint to go on", u.checkpoint, cause)
 	next := u.now().Add(u.ne.tuning.PositionCheck)
-	if !u.retrying {
+	if !u.recovering {
 		u.ne.env.logger().Error("unit stopped on an invalid checkpoint (on_position_reset: fail)", "unit", u.id, "checkpoint", u.checkpoint, "error", cause)
 	}
-	u.retrying = true
+	u.recovering = true
 	u.ne.env.trace("position-invalid", u.id, u.checkpoint)
 	now := u.now()
-	u.status(func(s *UnitStatus) {
-		s.State = StateRetrying
+	u.becomeRetrying(func(s *UnitStatus) {
 		s.setError(msg, now)
 		s.NextRetryAt = timePtr(next)
 	})

@@ -13,16 +13,15 @@ import (
 // ---- stopping ----
 
 func (u *unitActor) beginStop(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		return
 	}
-	u.stopping = true
 	u.ne.env.trace("stopping", u.id, "")
-	u.status(func(s *UnitStatus) { s.State = StateStopping; s.NextRetryAt = nil })
+	u.becomeStopping()
 	u.stopTimer = u.after(ctx, u.ne.tuning.StopTimeout, timerStopDeadline)
-	if u.fetching && u.inc.fetch != nil {
+	if u.cancelFetch != nil {
 		// a fetch holds nothing yet: cancel it; its result ends the stop
-		u.inc.fetch()
+		u.cancelFetch()
 	}
 	if u.inflight > 0 {
 		// the job in flight (an apply finishes its batch) continues the stop
@@ -50,15 +49,15 @@ func (u *unitActor) stopWithHeld(ctx actor.Context) {
 
 // finishStop releases the lease (unless forced) and stops the actor.
 func (u *unitActor) finishStop(ctx actor.Context, force bool) {
-	if u.releasing && !force {
+	if u.phase == phaseReleasing && !force {
 		return
 	}
 	u.stopExtend()
-	if force || !u.hasLease {
-		ctx.Stop(ctx.Self())
+	if force || !u.holdsLease {
+		ctx.Stop(ctx.Self()) // stopped (end)
 		return
 	}
-	u.releasing = true
+	u.becomeReleasing()
 	u.closeRes()
 	store, l := u.ne.env.Store, u.lease
 	ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
@@ -79,10 +78,10 @@ func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 // acquire it before this actor has finished stopping, and the tree must not
 // show two holders.
 func (u *unitActor) dropLease(ctx actor.Context) {
-	if u.hasLease {
+	if u.holdsLease {
 		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
 	}
-	u.hasLease = false
+	u.holdsLease = false
 	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 }
 
@@ -101,15 +100,15 @@ func (u *unitActor) end(ctx actor.Context, stopping bool) {
 		}
 	}
 	u.closeRes()
-	held, l, store := u.hasLease, u.lease, u.ne.env.Store
+	held, l, store := u.holdsLease, u.lease, u.ne.env.Store
 	if held {
 		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
 	}
-	u.hasLease = false
+	u.holdsLease = false
 	if !stopping {
 		return // the next incarnation acquires the lease again
 	}
-	u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	u.becomeStopped(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 	if held {
 		u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "release"), func(c context.Context) any {
 			return store.Release(c, l)
