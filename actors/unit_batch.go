@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
@@ -92,64 +91,18 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.apply(ctx, pb, 0)
 }
 
-// prepare decodes a fetch into batches; nil when there is nothing to
-// write. A batch holds at most spec.BatchBytes bytes of ops (a single op
-// larger than that is a batch of its own); the fetch's messages are split
-// into as many batches as that takes, in order, each a stream batch with
-// the checkpoint of its last message, the last one Finished when the fetch
-// reached the end.
+// prepare decodes a fetch into batches (prepareFetch); nil when there is
+// nothing to write.
 func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
-	queue := u.spec.isQueue()
-	pb := &pendingBatch{msgs: res.Messages, byPos: make(map[string]brokers.Message, len(res.Messages)), late: map[string]bool{}}
-	newBatch := func() *persistence.Batch {
-		return &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: queue}
-	}
-	b := newBatch()
-	batches := []*persistence.Batch{b}
-	size := 0
-	for _, m := range res.Messages {
-		if !queue && u.position != "" && brokers.ComparePositions(m.Position, u.position) <= 0 {
-			continue // at or below the checkpoint: a re-read after a crash
-		}
-		var op persistence.Op
-		if u.spec.Handler != nil {
-			op = u.decoder.Raw(m)
-		} else {
-			op = u.decoder.Record(m)
-		}
-		pb.byPos[m.Position] = m
-		n := op.Size()
-		if len(b.Ops) > 0 && size+n > u.spec.BatchBytes && !mutate.On(mutate.NoBatchBytes) {
-			b, size = newBatch(), 0
-			batches = append(batches, b)
-		}
-		size += n
-		b.Ops = append(b.Ops, op)
-		if !queue {
-			b.Checkpoint = m.Position
-		}
-	}
-	if res.End && !queue {
-		b.Finished = true
-		if b.Checkpoint == "" {
-			b.Checkpoint = u.position
-		}
-	}
-	if len(b.Ops) == 0 && !b.Finished {
-		if queue && len(res.Messages) > 0 {
-			pb.batch = b // nothing to write, but the messages need acks
-			return pb
-		}
-		return nil
+	f := fetchBatching{
+		source: u.spec.Name, unit: u.id, table: u.spec.Table, lease: u.lease,
+		queue: u.spec.isQueue(), position: u.position, maxBytes: u.spec.BatchBytes,
+		decoder: u.decoder,
 	}
 	if u.spec.Handler != nil {
-		for _, b := range batches {
-			b.Table = ""
-			b.Handle = u.handle(b, pb.byPos)
-		}
+		f.handle = u.handle
 	}
-	pb.batch, pb.rest = batches[0], batches[1:]
-	return pb
+	return prepareFetch(f, res)
 }
 
 // handle adapts the user's Handler to the store's Handle hook.
@@ -181,13 +134,6 @@ func (u *unitActor) split(pb *pendingBatch, b *persistence.Batch) (first, second
 		l.Handle, r.Handle = u.handle(&l, pb.byPos), u.handle(&r, pb.byPos)
 	}
 	return &l, &r
-}
-
-func firstLast(ops []persistence.Op) string {
-	if len(ops) == 0 {
-		return ".."
-	}
-	return ops[0].Position + ".." + ops[len(ops)-1].Position
 }
 
 func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
@@ -234,14 +180,6 @@ func (u *unitActor) reapply(ctx actor.Context) {
 	})
 }
 
-// committed reports whether checkpoint cp shows batch b committed.
-func committed(cp persistence.Checkpoint, b *persistence.Batch) bool {
-	if b.Finished && !cp.Finished {
-		return false
-	}
-	return b.Checkpoint == "" || brokers.ComparePositions(brokers.Applied(cp.Position), b.Checkpoint) >= 0
-}
-
 func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 	pb := r.batch
 	if r.err != nil {
@@ -280,38 +218,16 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		return
 	}
 	b := pb.batch
-	var applied, dead, rejected int64
-	var sample *quality.Stats
+	var t applyTally
 	if r.already {
 		u.ne.env.trace("already-applied", u.id, firstLast(b.Ops))
 	} else {
-		dup := make(map[string]bool, len(r.applied.Duplicates))
-		for _, id := range r.applied.Duplicates {
-			dup[id] = true
-		}
-		for _, op := range b.Ops {
-			if op.MessageID != "" && dup[op.MessageID] {
-				continue
-			}
-			if sample == nil {
-				sample = quality.New(u.spec.schema)
-			}
-			sample.Observe(op)
-			if op.Kind == persistence.OpDeadLetter {
-				dead++
-			} else {
-				applied++
-			}
-		}
-		for _, op := range b.Ops {
-			if op.Kind == persistence.OpDeadLetter && !pb.late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
-				rejected++
-			}
-		}
+		t = tallyApply(b.Ops, r.applied.Duplicates, pb.late, u.spec.schema)
 		if len(b.Ops) > 0 {
-			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
+			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), t.duplicates, firstLast(b.Ops)))
 		}
 	}
+	applied, dead, rejected, sample := t.applied, t.deadLettered, t.rejected, t.sample
 	if b.Checkpoint != "" {
 		u.checkpoint, u.position = b.Checkpoint, b.Checkpoint
 	} else if len(b.Ops) > 0 && u.spec.isQueue() {
