@@ -34,16 +34,16 @@ type fetchBatching struct {
 // into as many batches as that takes, in order, each a stream batch with
 // the checkpoint of its last message, the last one Finished when the fetch
 // reached the end.
-func prepareFetch(f fetchBatching, res brokers.Result) *pendingBatch {
+func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 	queue := f.queue
-	pb := &pendingBatch{msgs: res.Messages, byPos: make(map[string]brokers.Message, len(res.Messages)), late: map[string]bool{}}
+	pb := &pendingBatch{msgs: fetched.Messages, byPos: make(map[string]brokers.Message, len(fetched.Messages)), late: map[string]bool{}}
 	newBatch := func() *persistence.Batch {
 		return &persistence.Batch{Source: f.source, Unit: f.unit, Lease: f.lease, Table: f.table, Dedupe: queue}
 	}
 	b := newBatch()
 	batches := []*persistence.Batch{b}
 	size := 0
-	for _, m := range res.Messages {
+	for _, m := range fetched.Messages {
 		if !queue && f.position != "" && brokers.ComparePositions(m.Position, f.position) <= 0 {
 			continue // at or below the checkpoint: a re-read after a crash
 		}
@@ -65,14 +65,14 @@ func prepareFetch(f fetchBatching, res brokers.Result) *pendingBatch {
 			b.Checkpoint = m.Position
 		}
 	}
-	if res.End && !queue {
+	if fetched.End && !queue {
 		b.Finished = true
 		if b.Checkpoint == "" {
 			b.Checkpoint = f.position
 		}
 	}
 	if len(b.Ops) == 0 && !b.Finished {
-		if queue && len(res.Messages) > 0 {
+		if queue && len(fetched.Messages) > 0 {
 			pb.batch = b // nothing to write, but the messages need acks
 			return pb
 		}
@@ -139,7 +139,7 @@ func tallyApply(ops []persistence.Op, duplicates []string, late map[string]bool,
 	return t
 }
 
-func firstLast(ops []persistence.Op) string {
+func opRange(ops []persistence.Op) string {
 	if len(ops) == 0 {
 		return ".."
 	}

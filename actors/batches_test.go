@@ -145,7 +145,7 @@ func TestPrepareFetchWithHandler(t *testing.T) {
 	var built []string
 	f := fetchBatching{source: "s", unit: "s/0", table: "t", maxBytes: 30, decoder: decode.Config{KeyField: "id"},
 		handle: func(b *persistence.Batch, byPos map[string]brokers.Message) func(context.Context, persistence.Tx, []persistence.Op) error {
-			built = append(built, firstLast(b.Ops))
+			built = append(built, opRange(b.Ops))
 			if len(byPos) != 3 {
 				t.Errorf("handle got %d messages by position, want 3", len(byPos))
 			}
@@ -154,7 +154,7 @@ func TestPrepareFetchWithHandler(t *testing.T) {
 	pb := prepareFetch(f, brokers.Result{Messages: msgs("10", "11", "12")})
 	for _, b := range append([]*persistence.Batch{pb.batch}, pb.rest...) {
 		if b.Table != "" || b.Handle == nil {
-			t.Errorf("batch %s: table %q, handle %v; want no table and a handle", firstLast(b.Ops), b.Table, b.Handle != nil)
+			t.Errorf("batch %s: table %q, handle %v; want no table and a handle", opRange(b.Ops), b.Table, b.Handle != nil)
 		}
 		for _, op := range b.Ops {
 			if op.Kind != persistence.OpMessage {

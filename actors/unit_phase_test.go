@@ -55,7 +55,7 @@ func TestPhaseTransitions(t *testing.T) {
 			t.Run(fmt.Sprintf("%s→%s", from, to), func(t *testing.T) {
 				reg := newRegistry("n1")
 				reg.addSource("s", "memory")
-				u := &unitActor{ne: &nodeEnv{reg: reg}, spec: &SourceSpec{Name: "s"}, id: "s/0", gen: reg.addUnit("s", "s/0")}
+				u := &unitActor{node: &nodeEnv{reg: reg}, spec: &SourceSpec{Name: "s"}, id: "s/0", gen: reg.addUnit("s", "s/0")}
 				u.status(func(s *UnitStatus) { s.State = "before" })
 				u.phase = from
 				panicked := func() (p bool) {
