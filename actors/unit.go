@@ -18,12 +18,11 @@ import (
 
 // unit actor: one per unit this node owns.
 //
-// Life cycle: starting → (waiting for parents) → acquiring → running →
-// (retrying) → stopping → stopped. Invariants:
+// Life cycle: unitPhase (unit_phase.go). Invariants:
 //   - at most one main-line job is in flight (parents, acquire, open,
 //     fetch, apply, ack, nack), so the reader or receiver is used by one
 //     job at a time; the only side job that touches a receiver, the
-//     deadline extension of the batch in flight, takes the resource's lock
+//     deadline extension of the batch in flight, takes the connection's lock
 //     like every receiver job;
 //   - a batch is applied only while the actor believes it holds the lease,
 //     and the store checks the token, so a stale belief cannot commit;
@@ -43,12 +42,12 @@ import (
 //     alone, which are dead-lettered with the store's message;
 //   - a queue message is acked only after the store committed it.
 type unitActor struct {
-	ne   *nodeEnv
-	spec *SourceSpec
-	id   string            // "<source>/<partition>"
-	gen  uint64            // of its entry in the tree (child.gen)
-	part brokers.Partition // for queues ID is the slot
-	sup  *actor.PID
+	node       *nodeEnv // what the node's actors share: env, tuning, tree, metrics, leaser
+	spec       *SourceSpec
+	id         string            // "<source>/<partition>"
+	gen        uint64            // of its entry in the tree (child.gen)
+	part       brokers.Partition // for queues ID is the slot
+	supervisor *actor.PID
 	// initial: the unit was one of the source's units at its first
 	// discovery (persistence.Sources), so a unit with no checkpoint starts
 	// as spec.Start says; other units start at their earliest.
@@ -59,36 +58,35 @@ type unitActor struct {
 	// exit tells the supervisor why the unit stopped itself (child.exit).
 	exit *atomic.Int32
 
-	inc *incarnation // this instance's jobs and timers
+	incarnation *incarnation // this instance's jobs and timers
 
+	phase      unitPhase // only becomeX write it
 	lease      persistence.Lease
-	hasLease   bool
-	res        *resource // reader or receiver
-	position   string    // last applied position (streams; "" before the first)
-	checkpoint string    // the stored checkpoint: a position or a start marker
-	resetCause error     // the checkpoint is no longer a broker position: the next open resets it
-	resetFrom  string    // the checkpoint resetCause is about
-	justReset  bool      // the last open reset the checkpoint, nothing read since
+	holdsLease bool        // from a won Acquire until the release (or the loss): not a phase, see unitPhase
+	conn       *brokerConn // the open reader or receiver; nil before the open
+	position   string      // last applied position (streams; "" before the first)
+	checkpoint string      // the stored checkpoint: a position or a start marker
+	resetCause error       // the checkpoint is no longer a broker position: the next open resets it
+	resetFrom  string      // the checkpoint resetCause is about
+	justReset  bool        // the last open reset the checkpoint, nothing read since
 
-	held      *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
-	failures  int
-	resumeAt  step
-	inflight  int  // main-line jobs in flight
-	fetching  bool // the job in flight is a fetch
-	stopping  bool
-	releasing bool
-	stopTimer clock.Timer
-	retry     clock.Timer
-	extendT   clock.Timer
+	held        *pendingBatch // the batch being applied or retried (queues: until acked or nacked)
+	failures    int
+	resumeAt    step
+	inflight    int                // main-line jobs in flight
+	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
+	stopTimer   clock.Timer
+	retryTimer  clock.Timer
+	extendTimer clock.Timer
 
-	note            bool // LastError holds a waiting note, not an error
-	retrying        bool // in retrying since the last success (or restarted after failing)
-	committedAt     time.Time
-	commitPending   string      // newest position not yet sent to a Committer
-	noCommit        atomic.Bool // the Committer refused for good (none configured): do not call it
-	decoder         decode.Config
-	started         time.Time
-	reportedHealthy bool
+	waitNoteShown  bool // last_error holds a waiting note (parents, a lease held elsewhere), not an error
+	recovering     bool // failed since the last success (or restarted after failing): the next success is a recovery
+	committedAt    time.Time
+	commitPending  string      // newest position not yet sent to a Committer
+	commitRefused  atomic.Bool // the Committer refused for good (none configured): do not call it
+	decoder        decode.Config
+	started        time.Time
+	healthReported bool // the supervisor was told the unit ran HealthyAfter (once per instance)
 }
 
 // incarnation scopes the jobs and timers of one actor instance: results
@@ -97,20 +95,19 @@ type incarnation struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	ended  atomic.Bool
-	fetch  context.CancelFunc // cancels the fetch in flight
 }
 
-// resource guards a Reader or Receiver: every call on it holds mu, so two
+// brokerConn guards a Reader or Receiver: every call on it holds mu, so two
 // jobs never use it at once and Close never runs while one does.
-type resource struct {
+type brokerConn struct {
 	mu       sync.Mutex
 	reader   brokers.Reader
 	receiver brokers.Receiver
 	closed   bool
 }
 
-// use runs f with the resource locked; a closed resource gives ErrClosed.
-func (r *resource) use(f func() error) error {
+// use runs f with the connection locked; a closed one gives ErrClosed.
+func (r *brokerConn) use(f func() error) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -119,7 +116,7 @@ func (r *resource) use(f func() error) error {
 	return f()
 }
 
-func (r *resource) close() {
+func (r *brokerConn) close() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -143,12 +140,12 @@ type (
 	// lists: one no longer listed (aged past retention) counts as finished.
 	parentsListed struct{ parents []string }
 	jobDone       struct {
-		inc *incarnation
-		v   any
+		incarnation *incarnation
+		v           any
 	}
 	timerFired struct {
-		inc  *incarnation
-		kind timerKind
+		incarnation *incarnation
+		kind        timerKind
 	}
 )
 
@@ -185,18 +182,18 @@ type (
 		err   error
 	}
 	openResult struct {
-		res        *resource
+		conn       *brokerConn
 		checkpoint string // the stored checkpoint after the open
 		finished   bool
 		resolved   string     // the start resolved and recorded now
 		reset      *resetInfo // the checkpoint was reset now
 		operator   error      // the checkpoint is invalid and on_position_reset is fail
 		err        error
-		broker     bool // err came from the broker
+		brokerErr  bool // err came from the broker
 	}
 	fetchResult struct {
-		res brokers.Result
-		err error
+		fetched brokers.Result
+		err     error
 	}
 	applyResult struct {
 		batch    *pendingBatch
@@ -262,9 +259,9 @@ const (
 
 type qualitySample struct{ stats *quality.Stats }
 
-func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *unitActor {
+func newUnit(node *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *unitActor {
 	return &unitActor{
-		ne: ne, spec: spec, part: p, id: spec.Name + "/" + p.ID, initial: initial,
+		node: node, spec: spec, part: p, id: spec.Name + "/" + p.ID, initial: initial,
 		decoder: spec.decodeConfig(),
 		exit:    new(atomic.Int32),
 	}
@@ -273,24 +270,24 @@ func newUnit(ne *nodeEnv, spec *SourceSpec, p brokers.Partition, initial bool) *
 func (u *unitActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		u.sup = ctx.Parent()
-		c, cancel := context.WithCancel(u.ne.ctx)
-		u.inc = &incarnation{ctx: c, cancel: cancel}
-		u.started = u.ne.env.Clock.Now()
-		u.status(func(s *UnitStatus) { s.State = StateStarting; s.NextRetryAt = nil })
-		u.ne.env.trace("started", u.id, "")
+		u.supervisor = ctx.Parent()
+		c, cancel := context.WithCancel(u.node.ctx)
+		u.incarnation = &incarnation{ctx: c, cancel: cancel}
+		u.started = u.node.env.Clock.Now()
+		u.becomeStarting(noRetryAt)
+		u.node.env.trace("started", u.id, "")
 		if len(u.part.Parents) > 0 && !u.spec.isQueue() {
 			u.checkParents(ctx)
 		} else {
 			u.acquire(ctx)
 		}
 	case *jobDone:
-		if m.inc != u.inc {
+		if m.incarnation != u.incarnation {
 			return // a result of an earlier incarnation
 		}
 		u.onJob(ctx, m.v)
 	case *timerFired:
-		if m.inc != u.inc {
+		if m.incarnation != u.incarnation {
 			return
 		}
 		u.onTimer(ctx, m.kind)
@@ -299,7 +296,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	case *parentsListed:
 		u.part.Parents = m.parents
 	case *leaseLostNote:
-		if u.hasLease && m.token == u.lease.Token && !u.releasing {
+		if u.holdsLease && m.token == u.lease.Token && u.phase != phaseReleasing {
 			u.leaseLost(ctx, "renew")
 		}
 	case *actor.Restarting:
@@ -311,57 +308,58 @@ func (u *unitActor) Receive(ctx actor.Context) {
 
 // status updates the unit's entry in the tree; once its supervisor forgot
 // it (a restart), nothing.
-func (u *unitActor) status(f func(*UnitStatus)) { u.ne.reg.unit(u.spec.Name, u.id, u.gen, f) }
+func (u *unitActor) status(f func(*UnitStatus)) { u.node.reg.unit(u.spec.Name, u.id, u.gen, f) }
 
-func (u *unitActor) now() time.Time { return u.ne.env.Clock.Now() }
+func (u *unitActor) now() time.Time { return u.node.env.Clock.Now() }
 
-// run hands a main-line job to the executor; its result comes back as a
-// jobDone.
-func (u *unitActor) run(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
+// runMainJob hands a main-line job (parents, acquire, open, fetch, apply,
+// ack, nack: one at a time, counted in inflight) to the executor; its
+// result comes back as a jobDone.
+func (u *unitActor) runMainJob(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
 	u.inflight++
-	return u.runSide(ctx, label, job)
+	return u.runSideJob(ctx, label, job)
 }
 
-// runSide hands a job that is not main-line (release, extend) to the
-// executor.
-func (u *unitActor) runSide(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
-	self, inc, root := ctx.Self(), u.inc, ctx.ActorSystem().Root
-	return u.ne.env.Executor.Go(exec.WithLabel(inc.ctx, label), job, func(v any) {
-		if inc.ended.Load() {
+// runSideJob hands a job that may run beside the main-line one (release,
+// extend) to the executor, uncounted; its result comes back as a jobDone.
+func (u *unitActor) runSideJob(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
+	self, current, root := ctx.Self(), u.incarnation, ctx.ActorSystem().Root
+	return u.node.env.Executor.Go(exec.WithLabel(current.ctx, label), job, func(v any) {
+		if current.ended.Load() {
 			return
 		}
-		root.Send(self, &jobDone{inc: inc, v: v})
+		root.Send(self, &jobDone{incarnation: current, v: v})
 	})
 }
 
 func (u *unitActor) after(ctx actor.Context, d time.Duration, kind timerKind) clock.Timer {
-	self, inc, root := ctx.Self(), u.inc, ctx.ActorSystem().Root
-	return u.ne.env.Clock.AfterFunc(d, func() {
-		if inc.ended.Load() {
+	self, current, root := ctx.Self(), u.incarnation, ctx.ActorSystem().Root
+	return u.node.env.Clock.AfterFunc(d, func() {
+		if current.ended.Load() {
 			return
 		}
-		root.Send(self, &timerFired{inc: inc, kind: kind})
+		root.Send(self, &timerFired{incarnation: current, kind: kind})
 	})
 }
 
 func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 	switch k {
 	case timerRetry:
-		u.retry = nil
+		u.retryTimer = nil
 		u.resume(ctx)
 	case timerStopDeadline:
-		u.ne.env.trace("stop-timeout", u.id, "")
+		u.node.env.trace("stop-timeout", u.id, "")
 		u.finishStop(ctx, true)
 	case timerParents:
 		u.checkParents(ctx)
 	case timerAcquire:
 		u.acquire(ctx)
 	case timerCommit:
-		if u.commitPending != "" && !u.noCommit.Load() {
+		if u.commitPending != "" && !u.commitRefused.Load() {
 			u.sendCommit(u.commitPending)
 		}
 	case timerExtend:
-		u.extendT = nil
+		u.extendTimer = nil
 		u.extend(ctx)
 	}
 }

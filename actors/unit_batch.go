@@ -9,7 +9,6 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
-	"github.com/drover-dev/drover/actors/quality"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
@@ -19,31 +18,29 @@ import (
 // ---- fetch, apply, ack ----
 
 func (u *unitActor) fetch(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
-	u.fetching = true
-	res, spec := u.res, u.spec
-	u.inc.fetch = u.run(ctx, "fetch", func(c context.Context) any {
+	conn, spec := u.conn, u.spec
+	u.cancelFetch = u.runMainJob(ctx, "fetch", func(c context.Context) any {
 		var r brokers.Result
-		err := res.use(func() (err error) {
-			if res.reader != nil {
-				r, err = res.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
+		err := conn.use(func() (err error) {
+			if conn.reader != nil {
+				r, err = conn.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
 			} else {
-				r, err = res.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
+				r, err = conn.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
 			}
 			return err
 		})
-		return fetchResult{res: r, err: err}
+		return fetchResult{fetched: r, err: err}
 	})
 }
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
-	u.fetching = false
-	u.inc.fetch = nil
+	u.cancelFetch = nil
 	if r.err != nil {
-		if u.stopping {
+		if u.phase.stopping() {
 			u.finishStop(ctx, false)
 			return
 		}
@@ -72,17 +69,17 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		return
 	}
 	now := u.now()
-	n := int64(len(r.res.Messages))
+	n := int64(len(r.fetched.Messages))
 	u.status(func(s *UnitStatus) {
 		s.Received += n
 		s.LastPullAt = timePtr(now)
-		s.Lag = r.res.Lag
+		s.Lag = r.fetched.Lag
 	})
-	u.ne.metrics.Received(u.spec.Name, u.id, n, r.res.Lag)
+	u.node.metrics.Received(u.spec.Name, u.id, n, r.fetched.Lag)
 	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
 		u.succeeded(ctx)
 	}
-	pb := u.prepare(r.res)
+	pb := u.prepare(r.fetched)
 	if pb == nil {
 		u.fetch(ctx)
 		return
@@ -94,64 +91,18 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.apply(ctx, pb, 0)
 }
 
-// prepare decodes a fetch into batches; nil when there is nothing to
-// write. A batch holds at most spec.BatchBytes bytes of ops (a single op
-// larger than that is a batch of its own); the fetch's messages are split
-// into as many batches as that takes, in order, each a stream batch with
-// the checkpoint of its last message, the last one Finished when the fetch
-// reached the end.
-func (u *unitActor) prepare(res brokers.Result) *pendingBatch {
-	queue := u.spec.isQueue()
-	pb := &pendingBatch{msgs: res.Messages, byPos: make(map[string]brokers.Message, len(res.Messages)), late: map[string]bool{}}
-	newBatch := func() *persistence.Batch {
-		return &persistence.Batch{Source: u.spec.Name, Unit: u.id, Lease: u.lease, Table: u.spec.Table, Dedupe: queue}
-	}
-	b := newBatch()
-	batches := []*persistence.Batch{b}
-	size := 0
-	for _, m := range res.Messages {
-		if !queue && u.position != "" && brokers.ComparePositions(m.Position, u.position) <= 0 {
-			continue // at or below the checkpoint: a re-read after a crash
-		}
-		var op persistence.Op
-		if u.spec.Handler != nil {
-			op = u.decoder.Raw(m)
-		} else {
-			op = u.decoder.Record(m)
-		}
-		pb.byPos[m.Position] = m
-		n := op.Size()
-		if len(b.Ops) > 0 && size+n > u.spec.BatchBytes && !mutate.On(mutate.NoBatchBytes) {
-			b, size = newBatch(), 0
-			batches = append(batches, b)
-		}
-		size += n
-		b.Ops = append(b.Ops, op)
-		if !queue {
-			b.Checkpoint = m.Position
-		}
-	}
-	if res.End && !queue {
-		b.Finished = true
-		if b.Checkpoint == "" {
-			b.Checkpoint = u.position
-		}
-	}
-	if len(b.Ops) == 0 && !b.Finished {
-		if queue && len(res.Messages) > 0 {
-			pb.batch = b // nothing to write, but the messages need acks
-			return pb
-		}
-		return nil
+// prepare decodes a fetch into batches (prepareFetch); nil when there is
+// nothing to write.
+func (u *unitActor) prepare(fetched brokers.Result) *pendingBatch {
+	f := fetchBatching{
+		source: u.spec.Name, unit: u.id, table: u.spec.Table, lease: u.lease,
+		queue: u.spec.isQueue(), position: u.position, maxBytes: u.spec.BatchBytes,
+		decoder: u.decoder,
 	}
 	if u.spec.Handler != nil {
-		for _, b := range batches {
-			b.Table = ""
-			b.Handle = u.handle(b, pb.byPos)
-		}
+		f.handle = u.handle
 	}
-	pb.batch, pb.rest = batches[0], batches[1:]
-	return pb
+	return prepareFetch(f, fetched)
 }
 
 // handle adapts the user's Handler to the store's Handle hook.
@@ -185,22 +136,15 @@ func (u *unitActor) split(pb *pendingBatch, b *persistence.Batch) (first, second
 	return &l, &r
 }
 
-func firstLast(ops []persistence.Op) string {
-	if len(ops) == 0 {
-		return ".."
-	}
-	return ops[0].Position + ".." + ops[len(ops)-1].Position
-}
-
 func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 	if len(pb.batch.Ops) == 0 && !pb.batch.Finished {
 		// only queue messages with nothing to store: go on to the acks
 		u.onApply(ctx, applyResult{batch: pb, attempts: attempts})
 		return
 	}
-	store, b := u.ne.env.Store, pb.batch
+	store, b := u.node.env.Store, pb.batch
 	b.Lease = u.lease
-	u.run(ctx, "apply", func(c context.Context) any {
+	u.runMainJob(ctx, "apply", func(c context.Context) any {
 		a, err := store.Apply(c, b)
 		return applyResult{batch: pb, applied: a, err: err, attempts: attempts}
 	})
@@ -220,9 +164,9 @@ func (u *unitActor) reapply(ctx actor.Context) {
 		u.apply(ctx, pb, 0)
 		return
 	}
-	store, unit, b := u.ne.env.Store, u.id, pb.batch
+	store, unit, b := u.node.env.Store, u.id, pb.batch
 	b.Lease = u.lease
-	u.run(ctx, "apply", func(c context.Context) any {
+	u.runMainJob(ctx, "apply", func(c context.Context) any {
 		cp, err := store.Checkpoint(c, unit)
 		switch {
 		case errors.Is(err, persistence.ErrNotFound):
@@ -234,14 +178,6 @@ func (u *unitActor) reapply(ctx actor.Context) {
 		a, err := store.Apply(c, b)
 		return applyResult{batch: pb, applied: a, err: err}
 	})
-}
-
-// committed reports whether checkpoint cp shows batch b committed.
-func committed(cp persistence.Checkpoint, b *persistence.Batch) bool {
-	if b.Finished && !cp.Finished {
-		return false
-	}
-	return b.Checkpoint == "" || brokers.ComparePositions(brokers.Applied(cp.Position), b.Checkpoint) >= 0
 }
 
 func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
@@ -263,11 +199,11 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		}
 		if mutate.On(mutate.NackConcurrent) && u.spec.isQueue() {
 			// the bug of issue 9 item 10: nack beside the next receive
-			res, msgs, delay := u.res, pb.msgs, u.spec.NackDelay
+			conn, msgs, delay := u.conn, pb.msgs, u.spec.NackDelay
 			u.stopExtend()
 			u.held = nil
-			u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "nack"), func(c context.Context) any {
-				return res.receiver.Nack(c, msgs, delay)
+			u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "nack"), func(c context.Context) any {
+				return conn.receiver.Nack(c, msgs, delay)
 			}, func(any) {})
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
 			return
@@ -282,38 +218,16 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		return
 	}
 	b := pb.batch
-	var applied, dead, rejected int64
-	var sample *quality.Stats
+	var t applyTally
 	if r.already {
-		u.ne.env.trace("already-applied", u.id, firstLast(b.Ops))
+		u.node.env.trace("already-applied", u.id, opRange(b.Ops))
 	} else {
-		dup := make(map[string]bool, len(r.applied.Duplicates))
-		for _, id := range r.applied.Duplicates {
-			dup[id] = true
-		}
-		for _, op := range b.Ops {
-			if op.MessageID != "" && dup[op.MessageID] {
-				continue
-			}
-			if sample == nil {
-				sample = quality.New(u.spec.schema)
-			}
-			sample.Observe(op)
-			if op.Kind == persistence.OpDeadLetter {
-				dead++
-			} else {
-				applied++
-			}
-		}
-		for _, op := range b.Ops {
-			if op.Kind == persistence.OpDeadLetter && !pb.late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
-				rejected++
-			}
-		}
+		t = tallyApply(b.Ops, r.applied.Duplicates, pb.late, u.spec.schema)
 		if len(b.Ops) > 0 {
-			u.ne.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), len(dup), firstLast(b.Ops)))
+			u.node.env.trace("applied", u.id, fmt.Sprintf("token=%d ops=%d dup=%d %s", b.Lease.Token, len(b.Ops), t.duplicates, opRange(b.Ops)))
 		}
 	}
+	applied, dead, rejected, sample := t.applied, t.deadLettered, t.rejected, t.sample
 	if b.Checkpoint != "" {
 		u.checkpoint, u.position = b.Checkpoint, b.Checkpoint
 	} else if len(b.Ops) > 0 && u.spec.isQueue() {
@@ -328,16 +242,16 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			s.Position = pos
 		}
 	})
-	u.ne.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
+	u.node.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
 	if sample != nil {
-		ctx.Send(u.sup, &qualitySample{stats: sample})
+		ctx.Send(u.supervisor, &qualitySample{stats: sample})
 	}
 	u.succeeded(ctx)
 	if b.Checkpoint != "" && !u.spec.isQueue() {
 		u.commitToBroker(ctx, b.Checkpoint)
 	}
 	if len(pb.rest) > 0 {
-		if u.stopping {
+		if u.phase.stopping() {
 			// the rest of the fetch is the next owner's: a stream unit's
 			// checkpoint says where it starts, a queue's messages go back
 			u.stopWithHeld(ctx)
@@ -368,7 +282,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 // back by the pacing is sent when the second is over). A failure is only
 // logged: the store's checkpoint is the truth.
 func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
-	if _, ok := u.spec.Stream.(brokers.Committer); !ok || u.noCommit.Load() {
+	if _, ok := u.spec.Stream.(brokers.Committer); !ok || u.commitRefused.Load() {
 		return
 	}
 	now := u.now()
@@ -385,8 +299,8 @@ func (u *unitActor) commitToBroker(ctx actor.Context, pos string) {
 func (u *unitActor) sendCommit(pos string) {
 	c := u.spec.Stream.(brokers.Committer)
 	u.committedAt, u.commitPending = u.now(), ""
-	part, unit, log, off := u.part.ID, u.id, u.ne.env.logger(), &u.noCommit
-	u.ne.env.Executor.Go(exec.WithLabel(u.inc.ctx, "commit"), func(c2 context.Context) any {
+	part, unit, log, off := u.part.ID, u.id, u.node.env.logger(), &u.commitRefused
+	u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "commit"), func(c2 context.Context) any {
 		err := c.Committed(c2, part, pos)
 		switch {
 		case err == nil || c2.Err() != nil:
@@ -443,7 +357,7 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 	switch {
 	case len(b.Ops) > 1:
 		first, second := u.split(pb, b)
-		u.ne.env.trace("refused-split", u.id, fmt.Sprintf("%s | %s", firstLast(first.Ops), firstLast(second.Ops)))
+		u.node.env.trace("refused-split", u.id, fmt.Sprintf("%s | %s", opRange(first.Ops), opRange(second.Ops)))
 		pb.batch, pb.rest = first, append([]*persistence.Batch{second}, pb.rest...)
 		return true
 	case len(b.Ops) == 1 && b.Ops[0].Kind != persistence.OpDeadLetter:
@@ -453,12 +367,12 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 		}
 		if pb.refusedOnce != m.Position && !mutate.On(mutate.RefuseAtOnce) {
 			pb.refusedOnce = m.Position
-			u.ne.env.trace("refused-once", u.id, m.Position)
+			u.node.env.trace("refused-once", u.id, m.Position)
 			return true
 		}
 		b.Ops[0] = u.decoder.Dead(m, "refused by the store: "+err.Error())
 		pb.late[m.Position] = true
-		u.ne.env.trace("refused", u.id, m.Position)
+		u.node.env.trace("refused", u.id, m.Position)
 		u.logRefused(m.Position, err)
 		return true
 	}
@@ -471,20 +385,19 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 func (u *unitActor) succeeded(ctx actor.Context) {
 	u.failures = 0
 	u.justReset = false
-	if u.retrying {
-		u.retrying = false
-		u.ne.env.logger().Info("unit recovered", "unit", u.id)
-		u.ne.env.trace("recovered", u.id, "")
-		u.status(func(s *UnitStatus) {
-			if s.State == StateRetrying {
-				s.State = StateRunning
-			}
-			s.NextRetryAt = nil
-		})
+	if u.recovering {
+		u.recovering = false
+		u.node.env.logger().Info("unit recovered", "unit", u.id)
+		u.node.env.trace("recovered", u.id, "")
+		if u.phase == phaseRetrying {
+			u.becomeRunning()
+		} else {
+			u.status(noRetryAt)
+		}
 	}
-	if !u.reportedHealthy && u.now().Sub(u.started) >= u.ne.tuning.HealthyAfter {
-		u.reportedHealthy = true
-		ctx.Send(u.sup, &unitEvent{unit: u.id, kind: evHealthy, pid: ctx.Self()})
+	if !u.healthReported && u.now().Sub(u.started) >= u.node.tuning.HealthyAfter {
+		u.healthReported = true
+		ctx.Send(u.supervisor, &unitEvent{unit: u.id, kind: evHealthy, pid: ctx.Self()})
 	}
 }
 
@@ -493,9 +406,9 @@ func (u *unitActor) ack(ctx actor.Context, msgs []brokers.Message) {
 	if u.held != nil {
 		u.held.settling.Store(true)
 	}
-	res := u.res
-	u.run(ctx, "ack", func(c context.Context) any {
-		err := res.use(func() error { return res.receiver.Ack(c, msgs) })
+	conn := u.conn
+	u.runMainJob(ctx, "ack", func(c context.Context) any {
+		err := conn.use(func() error { return conn.receiver.Ack(c, msgs) })
 		return ackResult{n: len(msgs), err: err}
 	})
 }
@@ -510,7 +423,7 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 	} else {
 		n := int64(r.n)
 		u.status(func(s *UnitStatus) { s.Acked += n })
-		u.ne.metrics.Acked(u.spec.Name, u.id, n)
+		u.node.metrics.Acked(u.spec.Name, u.id, n)
 	}
 	u.fetch(ctx)
 }
@@ -519,23 +432,23 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 // receiver is never used by two jobs at once), then runs then.
 func (u *unitActor) nack(ctx actor.Context, then func(actor.Context)) {
 	u.stopExtend()
-	pb, res, delay := u.held, u.res, u.spec.NackDelay
+	pb, conn, delay := u.held, u.conn, u.spec.NackDelay
 	u.held = nil
-	if pb == nil || res == nil || len(pb.msgs) == 0 {
+	if pb == nil || conn == nil || len(pb.msgs) == 0 {
 		then(ctx)
 		return
 	}
 	msgs := pb.msgs
 	pb.settling.Store(true)
-	u.run(ctx, "nack", func(c context.Context) any {
-		err := res.use(func() error { return res.receiver.Nack(c, msgs, delay) })
+	u.runMainJob(ctx, "nack", func(c context.Context) any {
+		err := conn.use(func() error { return conn.receiver.Nack(c, msgs, delay) })
 		return nackResult{err: err, then: then}
 	})
 }
 
 func (u *unitActor) onNack(ctx actor.Context, r nackResult) {
 	if r.err != nil {
-		u.ne.env.trace("nack-failed", u.id, r.err.Error())
+		u.node.env.trace("nack-failed", u.id, r.err.Error())
 	}
 	r.then(ctx)
 }

@@ -21,50 +21,50 @@ func (u *unitActor) extendEvery() time.Duration {
 }
 
 func (u *unitActor) startExtend(ctx actor.Context) {
-	if _, ok := u.res.receiver.(brokers.Extender); !ok || mutate.On(mutate.NoExtend) {
+	if _, ok := u.conn.receiver.(brokers.Extender); !ok || mutate.On(mutate.NoExtend) {
 		return
 	}
 	u.stopExtend()
-	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
+	u.extendTimer = u.after(ctx, u.extendEvery(), timerExtend)
 }
 
 func (u *unitActor) stopExtend() {
-	if u.extendT != nil {
-		u.extendT.Stop()
-		u.extendT = nil
+	if u.extendTimer != nil {
+		u.extendTimer.Stop()
+		u.extendTimer = nil
 	}
 }
 
 // extend pushes the deadline of the held batch's messages to a full
 // AckDeadline from now, and schedules the next extension.
 func (u *unitActor) extend(ctx actor.Context) {
-	pb, res := u.held, u.res
-	if pb == nil || res == nil || len(pb.msgs) == 0 {
+	pb, conn := u.held, u.conn
+	if pb == nil || conn == nil || len(pb.msgs) == 0 {
 		return
 	}
-	ext, ok := res.receiver.(brokers.Extender)
+	ext, ok := conn.receiver.(brokers.Extender)
 	if !ok {
 		return
 	}
 	msgs, d := pb.msgs, u.spec.AckDeadline
-	u.ne.env.trace("extend", u.id, fmt.Sprintf("n=%d", len(msgs)))
-	u.runSide(ctx, "extend", func(c context.Context) any {
-		// settling is read under the resource's lock, which the ack or
+	u.node.env.trace("extend", u.id, fmt.Sprintf("n=%d", len(msgs)))
+	u.runSideJob(ctx, "extend", func(c context.Context) any {
+		// settling is read under the connection's lock, which the ack or
 		// nack that sets it takes too: an extension never follows them.
-		return extendResult{err: res.use(func() error {
+		return extendResult{err: conn.use(func() error {
 			if pb.settling.Load() {
 				return nil // acked or nacked meanwhile
 			}
 			return ext.Extend(c, msgs, d)
 		})}
 	})
-	u.extendT = u.after(ctx, u.extendEvery(), timerExtend)
+	u.extendTimer = u.after(ctx, u.extendEvery(), timerExtend)
 }
 
 func (u *unitActor) onExtend(_ actor.Context, r extendResult) {
 	if r.err != nil && !errors.Is(r.err, brokers.ErrClosed) {
-		u.ne.env.trace("extend-failed", u.id, r.err.Error())
-		u.ne.env.logger().Warn("extend the deadline of messages in flight", "unit", u.id, "error", r.err)
+		u.node.env.trace("extend-failed", u.id, r.err.Error())
+		u.node.env.logger().Warn("extend the deadline of messages in flight", "unit", u.id, "error", r.err)
 	}
 }
 
@@ -75,35 +75,34 @@ func (u *unitActor) onExtend(_ actor.Context, r extendResult) {
 // which restarts it after its own backoff.
 func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	u.failures++
-	u.note = false
+	u.waitNoteShown = false
 	msg := err.Error()
-	u.ne.env.trace("failed", u.id, fmt.Sprintf("n=%d %s", u.failures, msg))
+	u.node.env.trace("failed", u.id, fmt.Sprintf("n=%d %s", u.failures, msg))
 	if u.failures >= u.spec.MaxConsecutiveFailures {
 		u.failNow(ctx, err)
 		return
 	}
-	if u.stopping {
+	if u.phase.stopping() {
 		u.stopWithHeld(ctx)
 		return
 	}
-	d := backoff(u.ne.env.Rand, u.failures, u.ne.tuning.RetryBase, u.ne.tuning.RetryCap)
+	d := backoff(u.node.env.Rand, u.failures, u.node.tuning.RetryBase, u.node.tuning.RetryCap)
 	now := u.now()
 	next := now.Add(d)
 	u.logRetry(err, d)
-	u.retrying = true
-	u.status(func(s *UnitStatus) {
-		s.State = StateRetrying
+	u.recovering = true
+	u.becomeRetrying(func(s *UnitStatus) {
 		s.setError(msg, now)
 		s.NextRetryAt = timePtr(next)
 	})
 	u.resumeAt = at
-	u.retry = u.after(ctx, d, timerRetry)
+	u.retryTimer = u.after(ctx, d, timerRetry)
 }
 
 // logRetry writes a WARN line when a unit retries, at most one per
 // RetryLogEvery per unit (across its restarts), counting the ones left out.
 func (u *unitActor) logRetry(err error, d time.Duration) {
-	ok, skipped := u.ne.reg.retryLog(u.id, u.now(), u.ne.tuning.RetryLogEvery)
+	ok, skipped := u.node.reg.retryLog(u.id, u.now(), u.node.tuning.RetryLogEvery)
 	if !ok {
 		return
 	}
@@ -111,7 +110,7 @@ func (u *unitActor) logRetry(err error, d time.Duration) {
 	if skipped > 0 {
 		args = append(args, "not_logged", skipped)
 	}
-	u.ne.env.logger().Warn("unit retrying", args...)
+	u.node.env.logger().Warn("unit retrying", args...)
 }
 
 // logRefused writes a WARN line when the store refuses a record and it is
@@ -120,7 +119,7 @@ func (u *unitActor) logRetry(err error, d time.Duration) {
 // write a line per record. Each refusal is in the dead letter table with
 // its reason, and counted in the metrics.
 func (u *unitActor) logRefused(position string, err error) {
-	ok, skipped := u.ne.reg.retryLog("refused "+u.id, u.now(), u.ne.tuning.RetryLogEvery)
+	ok, skipped := u.node.reg.retryLog("refused "+u.id, u.now(), u.node.tuning.RetryLogEvery)
 	if !ok {
 		return
 	}
@@ -128,7 +127,7 @@ func (u *unitActor) logRefused(position string, err error) {
 	if skipped > 0 {
 		args = append(args, "not_logged", skipped)
 	}
-	u.ne.env.logger().Warn("the store refuses a record: dead-lettered", args...)
+	u.node.env.logger().Warn("the store refuses a record: dead-lettered", args...)
 }
 
 // failNow fails the unit to its supervisor: at the failure limit, or at
@@ -137,13 +136,13 @@ func (u *unitActor) logRefused(position string, err error) {
 func (u *unitActor) failNow(ctx actor.Context, err error) {
 	if u.failures < u.spec.MaxConsecutiveFailures {
 		u.failures = u.spec.MaxConsecutiveFailures
-		u.ne.env.trace("failed", u.id, fmt.Sprintf("n=%d final %s", u.failures, err))
+		u.node.env.trace("failed", u.id, fmt.Sprintf("n=%d final %s", u.failures, err))
 	}
 	msg := err.Error()
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError(msg, now) })
-	u.ne.env.trace("fail-to-supervisor", u.id, msg)
-	u.ne.env.logger().Error("unit failed; its supervisor restarts it after a backoff", "unit", u.id, "failures", u.failures, "error", err)
+	u.node.env.trace("fail-to-supervisor", u.id, msg)
+	u.node.env.logger().Error("unit failed; its supervisor restarts it after a backoff", "unit", u.id, "failures", u.failures, "error", err)
 	if u.held != nil && u.spec.isQueue() {
 		u.nack(ctx, func(actor.Context) { panic(&unitFailure{unit: u.id, err: err}) })
 		return
@@ -177,8 +176,7 @@ func (u *unitActor) resume(ctx actor.Context) {
 // finished: the unit was read to its end and that is recorded; release the
 // lease and stop for good (its children can start).
 func (u *unitActor) finished(ctx actor.Context) {
-	u.ne.env.trace("finished", u.id, u.position)
+	u.node.env.trace("finished", u.id, u.position)
 	u.exit.Store(exitFinished)
-	u.stopping = true
-	u.finishStop(ctx, false)
+	u.finishStop(ctx, false) // releasing, then stopped
 }

@@ -17,12 +17,12 @@ import (
 // ---- parents (Kinesis reshards) ----
 
 func (u *unitActor) checkParents(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
-	store, src, parents := u.ne.env.Store, u.spec.Name, u.part.Parents
-	u.run(ctx, "parents", func(c context.Context) any {
+	store, src, parents := u.node.env.Store, u.spec.Name, u.part.Parents
+	u.runMainJob(ctx, "parents", func(c context.Context) any {
 		var waiting []string
 		for _, p := range parents {
 			cp, err := store.Checkpoint(c, src+"/"+p)
@@ -43,31 +43,36 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 	}
 	if len(r.waiting) > 0 {
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
-		u.note = true
+		u.waitNoteShown = true
 		now := u.now()
-		u.status(func(s *UnitStatus) { s.State = StateStarting; s.setError(msg, now) })
-		u.after(ctx, u.ne.tuning.ParentPoll, timerParents)
+		showWait := func(s *UnitStatus) { s.setError(msg, now) }
+		if u.phase.stopping() {
+			u.show(phaseStarting, showWait) // the stop goes on at the next look
+		} else {
+			u.becomeStarting(showWait)
+		}
+		u.after(ctx, u.node.tuning.ParentPoll, timerParents)
 		return
 	}
-	u.clearNote()
+	u.clearWaitNote()
 	u.acquire(ctx)
 }
 
 // ---- lease ----
 
 func (u *unitActor) acquire(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
-	u.status(func(s *UnitStatus) { s.State = StateAcquiring; s.NextRetryAt = nil })
-	req := persistence.AcquireRequest{Unit: u.id, Owner: u.ne.env.Node, TTL: u.spec.LeaseTTL, Live: u.ne.liveNames(),
-		Stale: u.ne.tuning.RenewInterval + u.ne.tuning.TakeoverMargin}
+	u.becomeAcquiring()
+	req := persistence.AcquireRequest{Unit: u.id, Owner: u.node.env.Node, TTL: u.spec.LeaseTTL, Live: u.node.liveNames(),
+		Stale: u.node.tuning.RenewInterval + u.node.tuning.TakeoverMargin}
 	if mutate.On(mutate.TakeoverAtOnce) {
 		req.Stale = 0 // the bug of issue 9 item 6
 	}
-	store := u.ne.env.Store
-	u.run(ctx, "acquire", func(c context.Context) any {
+	store := u.node.env.Store
+	u.runMainJob(ctx, "acquire", func(c context.Context) any {
 		l, err := store.Acquire(c, req)
 		return acquireResult{lease: l, err: err}
 	})
@@ -80,49 +85,49 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		// off after idle_in_transaction_session_timeout): not a failure of
 		// this unit, ask again soon.
 		if errors.Is(r.err, persistence.ErrLeaseHeld) || errors.Is(r.err, persistence.ErrBusy) {
-			if u.stopping {
+			if u.phase.stopping() {
 				u.finishStop(ctx, false)
 				return
 			}
 			msg := r.err.Error()
-			u.note = true
+			u.waitNoteShown = true
 			now := u.now()
 			u.status(func(s *UnitStatus) { s.setError(msg, now) })
-			u.after(ctx, u.ne.tuning.AcquireRetry, timerAcquire)
+			u.after(ctx, u.node.tuning.AcquireRetry, timerAcquire)
 			return
 		}
 		u.fail(ctx, fmt.Errorf("acquire lease: %w", r.err), stepAcquire)
 		return
 	}
-	u.lease, u.hasLease = r.lease, true
+	u.lease, u.holdsLease = r.lease, true
 	u.failures = 0 // a step that succeeded: failures are counted anew
-	u.ne.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
-	u.ne.metrics.LeaseChanged(u.spec.Name, u.id)
-	ctx.Send(u.ne.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
-	u.clearNote()
+	u.node.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
+	u.node.metrics.LeaseChanged(u.spec.Name, u.id)
+	ctx.Send(u.node.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
+	u.clearWaitNote()
 	u.status(func(s *UnitStatus) {
 		s.LeaseToken = r.lease.Token
 		s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt)
 	})
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
 	u.open(ctx)
 }
 
-// clearNote removes a waiting note (lease held elsewhere, parents not
+// clearWaitNote removes a waiting note (lease held elsewhere, parents not
 // finished) from last_error once the wait is over; real errors stay.
-func (u *unitActor) clearNote() {
-	if u.note {
-		u.note = false
+func (u *unitActor) clearWaitNote() {
+	if u.waitNoteShown {
+		u.waitNoteShown = false
 		u.status(func(s *UnitStatus) { s.setError("", time.Time{}) })
 	}
 }
 
 // leaseLost drops everything not applied and stops: placement decides again.
 func (u *unitActor) leaseLost(ctx actor.Context, where string) {
-	u.ne.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
+	u.node.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
 	u.dropLease(ctx)
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
@@ -133,22 +138,22 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 // ---- open ----
 
 func (u *unitActor) open(ctx actor.Context) {
-	u.closeRes()
+	u.closeConn()
 	u.stopExtend()
 	if u.spec.isQueue() {
 		q, slot := u.spec.Queue, u.part.ID
-		u.run(ctx, "open", func(c context.Context) any {
+		u.runMainJob(ctx, "open", func(c context.Context) any {
 			rc, err := q.Open(c, slot)
 			if err != nil {
-				return openResult{err: fmt.Errorf("open %s: %w", slot, err), broker: true}
+				return openResult{err: fmt.Errorf("open %s: %w", slot, err), brokerErr: true}
 			}
-			return openResult{res: &resource{receiver: rc}}
+			return openResult{conn: &brokerConn{receiver: rc}}
 		})
 		return
 	}
-	o := streamOpen{store: u.ne.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
+	o := streamOpen{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease,
 		initial: u.initial, cause: u.resetCause, causeAt: u.resetFrom, staleFinish: u.staleFinish}
-	u.run(ctx, "open", o.run)
+	u.runMainJob(ctx, "open", o.run)
 }
 
 // streamOpen is the open job of a stream unit: read the checkpoint; on a
@@ -204,7 +209,7 @@ func (o streamOpen) run(c context.Context) any {
 		}
 		pos, err := o.record(c, mode)
 		if err != nil {
-			r.err, r.broker = err, !isStoreErr(err)
+			r.err, r.brokerErr = err, !isStoreErr(err)
 			return r
 		}
 		r.checkpoint, r.resolved = pos, pos
@@ -217,11 +222,11 @@ func (o streamOpen) run(c context.Context) any {
 		}
 		rd, err := o.spec.Stream.Open(c, o.part, start)
 		if err == nil {
-			r.res = &resource{reader: rd}
+			r.conn = &brokerConn{reader: rd}
 			return r
 		}
 		if !positionInvalid(err) {
-			r.err, r.broker = fmt.Errorf("open partition %s: %w", o.part, err), true
+			r.err, r.brokerErr = fmt.Errorf("open partition %s: %w", o.part, err), true
 			return r
 		}
 		cause = err
@@ -241,7 +246,7 @@ func (o streamOpen) run(c context.Context) any {
 	}
 	pos, err := o.record(c, mode)
 	if err != nil {
-		r.err, r.broker = fmt.Errorf("reset checkpoint %s (%v): %w", r.checkpoint, cause, err), !isStoreErr(err)
+		r.err, r.brokerErr = fmt.Errorf("reset checkpoint %s (%v): %w", r.checkpoint, cause, err), !isStoreErr(err)
 		return r
 	}
 	r.reset = &resetInfo{from: r.checkpoint, to: pos, cause: cause}
@@ -254,10 +259,10 @@ func (o streamOpen) run(c context.Context) any {
 func (o streamOpen) openAt(c context.Context, r openResult, start brokers.Start, when string) openResult {
 	rd, err := o.spec.Stream.Open(c, o.part, start)
 	if err != nil {
-		r.err, r.broker = fmt.Errorf("open partition %s%s: %w", o.part, when, err), true
+		r.err, r.brokerErr = fmt.Errorf("open partition %s%s: %w", o.part, when, err), true
 		return r
 	}
-	r.res = &resource{reader: rd}
+	r.conn = &brokerConn{reader: rd}
 	return r
 }
 
@@ -312,8 +317,8 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		u.setCheckpoint(r.checkpoint)
 	}
 	if r.resolved != "" {
-		u.ne.env.trace("start-resolved", u.id, r.resolved)
-		u.ne.env.logger().Debug("start resolved", "unit", u.id, "start", r.resolved, "initial", u.initial)
+		u.node.env.trace("start-resolved", u.id, r.resolved)
+		u.node.env.logger().Debug("start resolved", "unit", u.id, "start", r.resolved, "initial", u.initial)
 	}
 	u.justReset = r.reset != nil
 	if r.reset != nil {
@@ -324,7 +329,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 			u.leaseLost(ctx, "open")
 			return
 		}
-		if r.broker && !brokers.Retryable(r.err) {
+		if r.brokerErr && !brokers.Retryable(r.err) {
 			u.failNow(ctx, r.err)
 			return
 		}
@@ -347,8 +352,12 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		// up and fails the unit to its supervisor)
 		u.failures = 0
 	}
-	u.res = r.res
-	u.status(func(s *UnitStatus) { s.State = StateRunning; s.NextRetryAt = nil })
+	u.conn = r.conn
+	if u.phase.stopping() {
+		u.show(phaseRunning, noRetryAt) // the fetch below ends the stop
+	} else {
+		u.becomeRunning()
+	}
 	u.fetch(ctx)
 }
 
@@ -364,10 +373,10 @@ func (u *unitActor) setCheckpoint(cp string) {
 // position was reused (a recreated topic).
 func (u *unitActor) positionReset(r *resetInfo) {
 	msg := fmt.Sprintf("checkpoint reset from %s to %s (on_position_reset: %s): %v", r.from, r.to, u.spec.OnPositionReset, r.cause)
-	u.ne.env.logger().Warn("checkpoint is no longer a position of the broker; reset by a fenced write",
+	u.node.env.logger().Warn("checkpoint is no longer a position of the broker; reset by a fenced write",
 		"unit", u.id, "from", r.from, "to", r.to, "on_position_reset", u.spec.OnPositionReset.String(), "error", r.cause)
-	u.ne.env.trace("position-reset", u.id, r.from+" -> "+r.to)
-	u.ne.metrics.PositionReset(u.spec.Name, u.id)
+	u.node.env.trace("position-reset", u.id, r.from+" -> "+r.to)
+	u.node.metrics.PositionReset(u.spec.Name, u.id)
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError(msg, now) })
 }
@@ -377,24 +386,23 @@ func (u *unitActor) positionReset(r *resetInfo) {
 // retrying, with the reason, and looks again now and then whether the
 // checkpoint was moved.
 func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
-	if u.stopping {
+	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
 	}
 	msg := fmt.Sprintf("checkpoint %s is no longer a position of the broker (%v); on_position_reset is fail: move the checkpoint to go on", u.checkpoint, cause)
-	next := u.now().Add(u.ne.tuning.PositionCheck)
-	if !u.retrying {
-		u.ne.env.logger().Error("unit stopped on an invalid checkpoint (on_position_reset: fail)", "unit", u.id, "checkpoint", u.checkpoint, "error", cause)
+	next := u.now().Add(u.node.tuning.PositionCheck)
+	if !u.recovering {
+		u.node.env.logger().Error("unit stopped on an invalid checkpoint (on_position_reset: fail)", "unit", u.id, "checkpoint", u.checkpoint, "error", cause)
 	}
-	u.retrying = true
-	u.ne.env.trace("position-invalid", u.id, u.checkpoint)
+	u.recovering = true
+	u.node.env.trace("position-invalid", u.id, u.checkpoint)
 	now := u.now()
-	u.status(func(s *UnitStatus) {
-		s.State = StateRetrying
+	u.becomeRetrying(func(s *UnitStatus) {
 		s.setError(msg, now)
 		s.NextRetryAt = timePtr(next)
 	})
 	u.resetCause = nil // look at the checkpoint again next time
 	u.resumeAt = stepOpen
-	u.retry = u.after(ctx, u.ne.tuning.PositionCheck, timerRetry)
+	u.retryTimer = u.after(ctx, u.node.tuning.PositionCheck, timerRetry)
 }

@@ -13,24 +13,23 @@ import (
 // ---- stopping ----
 
 func (u *unitActor) beginStop(ctx actor.Context) {
-	if u.stopping {
+	if u.phase.stopping() {
 		return
 	}
-	u.stopping = true
-	u.ne.env.trace("stopping", u.id, "")
-	u.status(func(s *UnitStatus) { s.State = StateStopping; s.NextRetryAt = nil })
-	u.stopTimer = u.after(ctx, u.ne.tuning.StopTimeout, timerStopDeadline)
-	if u.fetching && u.inc.fetch != nil {
+	u.node.env.trace("stopping", u.id, "")
+	u.becomeStopping()
+	u.stopTimer = u.after(ctx, u.node.tuning.StopTimeout, timerStopDeadline)
+	if u.cancelFetch != nil {
 		// a fetch holds nothing yet: cancel it; its result ends the stop
-		u.inc.fetch()
+		u.cancelFetch()
 	}
 	if u.inflight > 0 {
 		// the job in flight (an apply finishes its batch) continues the stop
 		return
 	}
-	if u.retry != nil {
-		u.retry.Stop()
-		u.retry = nil
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
+		u.retryTimer = nil
 	}
 	u.stopWithHeld(ctx)
 }
@@ -50,26 +49,26 @@ func (u *unitActor) stopWithHeld(ctx actor.Context) {
 
 // finishStop releases the lease (unless forced) and stops the actor.
 func (u *unitActor) finishStop(ctx actor.Context, force bool) {
-	if u.releasing && !force {
+	if u.phase == phaseReleasing && !force {
 		return
 	}
 	u.stopExtend()
-	if force || !u.hasLease {
-		ctx.Stop(ctx.Self())
+	if force || !u.holdsLease {
+		ctx.Stop(ctx.Self()) // stopped (end)
 		return
 	}
-	u.releasing = true
-	u.closeRes()
-	store, l := u.ne.env.Store, u.lease
-	ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
-	u.runSide(ctx, "release", func(c context.Context) any {
+	u.becomeReleasing()
+	u.closeConn()
+	store, l := u.node.env.Store, u.lease
+	ctx.Send(u.node.leaser, &leaseDropped{unit: u.id, token: l.Token})
+	u.runSideJob(ctx, "release", func(c context.Context) any {
 		return releaseResult{err: store.Release(c, l)}
 	})
 }
 
 func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 	if r.err == nil {
-		u.ne.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
+		u.node.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
 	}
 	u.dropLease(ctx)
 	ctx.Stop(ctx.Self())
@@ -79,55 +78,55 @@ func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 // acquire it before this actor has finished stopping, and the tree must not
 // show two holders.
 func (u *unitActor) dropLease(ctx actor.Context) {
-	if u.hasLease {
-		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
+	if u.holdsLease {
+		ctx.Send(u.node.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
 	}
-	u.hasLease = false
+	u.holdsLease = false
 	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 }
 
 // end cancels the incarnation's jobs and timers (stop or restart). On a
 // hard stop with the lease still held it releases it in the background so
 // the next owner need not wait for expiry.
-func (u *unitActor) end(ctx actor.Context, stopping bool) {
-	if u.inc == nil || u.inc.ended.Load() {
+func (u *unitActor) end(ctx actor.Context, stopped bool) {
+	if u.incarnation == nil || u.incarnation.ended.Load() {
 		return
 	}
-	u.inc.ended.Store(true)
-	u.inc.cancel()
-	for _, t := range []clock.Timer{u.retry, u.stopTimer, u.extendT} {
+	u.incarnation.ended.Store(true)
+	u.incarnation.cancel()
+	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {
 		if t != nil {
 			t.Stop()
 		}
 	}
-	u.closeRes()
-	held, l, store := u.hasLease, u.lease, u.ne.env.Store
+	u.closeConn()
+	held, l, store := u.holdsLease, u.lease, u.node.env.Store
 	if held {
-		ctx.Send(u.ne.leaser, &leaseDropped{unit: u.id, token: l.Token})
+		ctx.Send(u.node.leaser, &leaseDropped{unit: u.id, token: l.Token})
 	}
-	u.hasLease = false
-	if !stopping {
+	u.holdsLease = false
+	if !stopped {
 		return // the next incarnation acquires the lease again
 	}
-	u.status(func(s *UnitStatus) { s.State = StateStopped; s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	u.becomeStopped(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 	if held {
-		u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "release"), func(c context.Context) any {
+		u.node.env.Executor.Go(exec.WithLabel(u.node.ctx, "release"), func(c context.Context) any {
 			return store.Release(c, l)
 		}, func(any) {})
 	}
 }
 
-// closeRes closes the reader or receiver in the background: closing is
+// closeConn closes the reader or receiver in the background: closing is
 // broker I/O and never runs on the mailbox. A job still using it is waited
-// for (the resource's lock), after its context was cancelled.
-func (u *unitActor) closeRes() {
-	res := u.res
-	if res == nil {
+// for (the connection's lock), after its context was cancelled.
+func (u *unitActor) closeConn() {
+	conn := u.conn
+	if conn == nil {
 		return
 	}
-	u.res = nil
-	u.ne.env.Executor.Go(exec.WithLabel(u.ne.ctx, "close"), func(context.Context) any {
-		res.close()
+	u.conn = nil
+	u.node.env.Executor.Go(exec.WithLabel(u.node.ctx, "close"), func(context.Context) any {
+		conn.close()
 		return nil
 	}, func(any) {})
 }

@@ -1,0 +1,147 @@
+package actors
+
+import (
+	"context"
+
+	"github.com/drover-dev/drover/actors/decode"
+	"github.com/drover-dev/drover/actors/quality"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// The pure parts of a unit's fetch, apply and retry: no actor state, no
+// I/O (table tests in batches_test.go).
+
+// fetchBatching is what prepareFetch needs of a unit.
+type fetchBatching struct {
+	source, unit, table string
+	lease               persistence.Lease
+	queue               bool
+	// position is the last applied position of a stream unit ("" before
+	// the first): messages at or below it are re-reads, dropped.
+	position string
+	maxBytes int // batch_bytes
+	decoder  decode.Config
+	// handle, set for a source with a Handler, builds a batch's Handle
+	// hook: the ops are then the raw messages and the batch has no table.
+	handle func(b *persistence.Batch, byPos map[string]brokers.Message) func(context.Context, persistence.Tx, []persistence.Op) error
+}
+
+// prepareFetch decodes a fetch into batches; nil when there is nothing to
+// write. A batch holds at most spec.BatchBytes bytes of ops (a single op
+// larger than that is a batch of its own); the fetch's messages are split
+// into as many batches as that takes, in order, each a stream batch with
+// the checkpoint of its last message, the last one Finished when the fetch
+// reached the end.
+func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
+	queue := f.queue
+	pb := &pendingBatch{msgs: fetched.Messages, byPos: make(map[string]brokers.Message, len(fetched.Messages)), late: map[string]bool{}}
+	newBatch := func() *persistence.Batch {
+		return &persistence.Batch{Source: f.source, Unit: f.unit, Lease: f.lease, Table: f.table, Dedupe: queue}
+	}
+	b := newBatch()
+	batches := []*persistence.Batch{b}
+	size := 0
+	for _, m := range fetched.Messages {
+		if !queue && f.position != "" && brokers.ComparePositions(m.Position, f.position) <= 0 {
+			continue // at or below the checkpoint: a re-read after a crash
+		}
+		var op persistence.Op
+		if f.handle != nil {
+			op = f.decoder.Raw(m)
+		} else {
+			op = f.decoder.Record(m)
+		}
+		pb.byPos[m.Position] = m
+		n := op.Size()
+		if len(b.Ops) > 0 && size+n > f.maxBytes && !mutate.On(mutate.NoBatchBytes) {
+			b, size = newBatch(), 0
+			batches = append(batches, b)
+		}
+		size += n
+		b.Ops = append(b.Ops, op)
+		if !queue {
+			b.Checkpoint = m.Position
+		}
+	}
+	if fetched.End && !queue {
+		b.Finished = true
+		if b.Checkpoint == "" {
+			b.Checkpoint = f.position
+		}
+	}
+	if len(b.Ops) == 0 && !b.Finished {
+		if queue && len(fetched.Messages) > 0 {
+			pb.batch = b // nothing to write, but the messages need acks
+			return pb
+		}
+		return nil
+	}
+	if f.handle != nil {
+		for _, b := range batches {
+			b.Table = ""
+			b.Handle = f.handle(b, pb.byPos)
+		}
+	}
+	pb.batch, pb.rest = batches[0], batches[1:]
+	return pb
+}
+
+// committed reports whether checkpoint cp shows batch b committed.
+func committed(cp persistence.Checkpoint, b *persistence.Batch) bool {
+	if b.Finished && !cp.Finished {
+		return false
+	}
+	return b.Checkpoint == "" || brokers.ComparePositions(brokers.Applied(cp.Position), b.Checkpoint) >= 0
+}
+
+// applyTally is what a committed batch did, for the tree, the metrics and
+// the quality window.
+type applyTally struct {
+	applied      int64 // ops written (records, or messages a handler took)
+	deadLettered int64 // dead letters written
+	rejected     int64 // of those, the messages that failed decoding (not dead-lettered later by a handler or the store)
+	duplicates   int   // distinct message ids the dedupe table had already (queues): not counted
+	// sample observes the ops counted; nil when there were none.
+	sample *quality.Stats
+}
+
+// tallyApply counts the ops of a committed batch. duplicates are the
+// message ids the store refused as already applied; late the positions
+// dead-lettered after decoding.
+func tallyApply(ops []persistence.Op, duplicates []string, late map[string]bool, schema quality.Schema) applyTally {
+	var t applyTally
+	dup := make(map[string]bool, len(duplicates))
+	for _, id := range duplicates {
+		dup[id] = true
+	}
+	t.duplicates = len(dup)
+	for _, op := range ops {
+		if op.MessageID != "" && dup[op.MessageID] {
+			continue
+		}
+		if t.sample == nil {
+			t.sample = quality.New(schema)
+		}
+		t.sample.Observe(op)
+		if op.Kind == persistence.OpDeadLetter {
+			t.deadLettered++
+		} else {
+			t.applied++
+		}
+	}
+	for _, op := range ops {
+		if op.Kind == persistence.OpDeadLetter && !late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
+			t.rejected++
+		}
+	}
+	return t
+}
+
+func opRange(ops []persistence.Op) string {
+	if len(ops) == 0 {
+		return ".."
+	}
+	return ops[0].Position + ".." + ops[len(ops)-1].Position
+}

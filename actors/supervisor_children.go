@@ -1,0 +1,252 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/actors/placement"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+)
+
+// ---- children: placement, spawning and stopping units, restarts ----
+
+// eligible are the members placement may give this source's units to:
+// those that run the source (gossiped source tags).
+func (s *supervisor) eligible() []placement.Member {
+	if mutate.On(mutate.PlaceIgnoringSources) {
+		return s.members // the bug of issue 9 item 12
+	}
+	out := make([]placement.Member, 0, len(s.members))
+	for _, m := range s.members {
+		if _, runs, _ := m.Source(s.id, s.ne.digest); runs || m.Name == s.ne.env.Node {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// reconcile starts children for the units this node should own and stops
+// the ones it should not.
+func (s *supervisor) reconcile(ctx actor.Context) {
+	want := map[string]bool{}
+	if !s.draining {
+		eligible := make([]string, 0, len(s.units))
+		for u := range s.units {
+			if !s.finished[u] {
+				eligible = append(eligible, u)
+			}
+		}
+		sort.Strings(eligible)
+		// The clamp of the whole view, not of the eligible members: the
+		// same on every node that sees the same view.
+		limit := placement.EffectiveMaxCapacity(s.members, s.ne.env.MaxCapacity)
+		for _, u := range placement.Owned(s.ne.env.Node, eligible, s.eligible(), limit) {
+			want[u] = true
+		}
+	}
+	// stop what we should not own, in unit order (determinism)
+	for _, u := range sortedKeys(s.children) {
+		c := s.children[u]
+		if want[u] || c.stopping {
+			continue
+		}
+		c.stopping = true
+		if c.waiting {
+			// suspended after a failure: nothing in flight, stop it now
+			if c.restartT != nil {
+				c.restartT.Stop()
+			}
+			ctx.Stop(c.pid)
+			continue
+		}
+		ctx.Send(c.pid, &stopUnit{})
+	}
+	// start what we should own
+	now := s.ne.env.Clock.Now()
+	for _, u := range sortedKeys(want) {
+		if _, ok := s.children[u]; ok {
+			continue
+		}
+		if until, ok := s.cooldown[u]; ok {
+			if now.Before(until) {
+				if s.reconcileAt == nil {
+					s.reconcileAt = s.after(ctx, until.Sub(now), &reconcileTick{from: s})
+				}
+				continue // it lost its lease a moment ago
+			}
+			delete(s.cooldown, u)
+		}
+		s.spawn(ctx, u)
+	}
+}
+
+func (s *supervisor) spawn(ctx actor.Context, unit string) {
+	p := s.units[unit]
+	ne, spec := s.ne, s.spec
+	initial := s.initial[unit] || spec.isQueue()
+	stale := s.stale[unit]
+	// the entry first: the child may write its status before spawn returns
+	c := &child{unit: unit, gen: s.ne.reg.addUnit(s.spec.Name, unit)}
+	props := actor.PropsFromProducer(func() actor.Actor {
+		u := newUnit(ne, spec, p, initial)
+		u.gen = c.gen
+		u.staleFinish = stale
+		u.exit = &c.exit
+		// restarted after it failed: its first success is a recovery
+		u.recovering = c.failed.Load()
+		return u
+	}, ne.props()...)
+	pid := ctx.SpawnPrefix(props, p.ID)
+	c.pid = pid
+	s.children[unit] = c
+	s.byPID[pid.Id] = c
+}
+
+func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
+	c, ok := s.byPID[pid.Id]
+	if !ok {
+		return
+	}
+	delete(s.byPID, pid.Id)
+	delete(s.children, c.unit)
+	if c.restartT != nil {
+		c.restartT.Stop()
+	}
+	s.ne.reg.removeUnit(s.spec.Name, c.unit, c.gen)
+	s.ne.metrics.Forget(s.spec.Name, c.unit)
+	s.ne.env.trace("unit-stopped", c.unit, "")
+	exit := c.exit.Load()
+	if exit == exitFinished {
+		s.finished[c.unit] = true
+		s.finishedAt[c.unit] = s.discSeq
+		delete(s.stale, c.unit)
+	}
+	if s.checkDrained(ctx) {
+		return
+	}
+	switch exit {
+	case exitFinished:
+		// its children may now be placed: list them now rather than at the
+		// next discovery (a reshard is noticed at the next listing, or now)
+		s.discover(ctx)
+		return
+	case exitLeaseLost:
+		// someone else owns it now; let placement settle before trying
+		// again: no reconcile starts it before the pause is over
+		d := s.ne.tuning.LeaseLostPause + s.ne.env.Rand.Jitter(s.ne.tuning.LeaseLostPause/2)
+		s.cooldown[c.unit] = s.ne.env.Clock.Now().Add(d)
+		if s.reconcileAt == nil {
+			s.reconcileAt = s.after(ctx, d, &reconcileTick{from: s})
+		}
+	}
+	s.reconcile(ctx)
+}
+
+func (s *supervisor) checkDrained(ctx actor.Context) bool {
+	if s.draining && len(s.children) == 0 {
+		if !s.drained {
+			s.drained = true
+			s.ne.env.trace("drained", s.spec.Name, "")
+			ctx.Send(ctx.Parent(), &drainedMsg{source: s.spec.Name})
+		}
+		return true
+	}
+	return false
+}
+
+func (s *supervisor) onUnitEvent(ctx actor.Context, m *unitEvent) {
+	c, ok := s.byPID[m.pid.Id]
+	if !ok {
+		return
+	}
+	if m.kind == evHealthy {
+		c.restarts = 0
+	}
+}
+
+// HandleFailure is drover's supervisor strategy: restart the failed child
+// after base·2^(n-1) capped, with full jitter from the node's seeded source,
+// on the injected clock. protoactor's own strategies read the wall clock.
+func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, who *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
+	c, ok := s.byPID[who.Id]
+	if !ok {
+		sup.StopChildren(who)
+		return
+	}
+	c.restarts++
+	c.failed.Store(true)
+	d := backoff(s.ne.env.Rand, c.restarts, s.ne.tuning.RestartBase, s.ne.tuning.RestartCap)
+	if f, ok := reason.(*unitFailure); ok && errors.Is(f.err, brokers.ErrUnknownPartition) {
+		// the partition may be gone (a recreated topic, a forgotten
+		// shard): list them again rather than wait for the next discovery
+		root, self := s.ne.root(), s.self
+		root.Send(self, &discoverTick{from: s})
+	}
+	next := s.ne.env.Clock.Now().Add(d)
+	msg := fmt.Sprint(reason)
+	if f, ok := reason.(*unitFailure); ok {
+		msg = f.err.Error()
+	} else {
+		s.ne.env.logger().Error("unit actor panicked", "unit", c.unit, "panic", msg)
+	}
+	s.ne.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
+	now := s.ne.env.Clock.Now()
+	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
+		st.State = StateRetrying
+		st.setError(msg, now)
+		st.NextRetryAt = timePtr(next)
+	})
+	c.waiting = true
+	if c.stopping || s.draining {
+		sup.StopChildren(who)
+		return
+	}
+	self, root, unit := s.self, s.ne.root(), c.unit
+	c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: who}) })
+}
+
+// restartWaiting restarts, soon, the children waiting out a restart
+// backoff: the store answers again, and a unit that failed on its outage
+// need not wait up to RestartCap more (each within a second, with jitter,
+// so that a node's units do not all start in the same instant).
+func (s *supervisor) restartWaiting(ctx actor.Context) {
+	for _, u := range sortedKeys(s.children) {
+		c := s.children[u]
+		if !c.waiting || c.stopping || c.restartT == nil {
+			continue
+		}
+		c.restartT.Stop()
+		d := s.ne.env.Rand.Jitter(time.Second)
+		self, root, unit, pid := s.self, s.ne.root(), c.unit, c.pid
+		c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: pid}) })
+		s.ne.env.trace("restart-sooner", c.unit, d.String())
+	}
+}
+
+func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
+	c, ok := s.children[m.unit]
+	if !ok || c.pid.Id != m.pid.Id || !c.waiting {
+		return
+	}
+	c.waiting = false
+	c.restartT = nil
+	if c.stopping || s.draining {
+		ctx.Stop(c.pid)
+		return
+	}
+	s.ne.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
+	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Restarts++ })
+	s.ne.metrics.Restarted(s.spec.Name, c.unit)
+	s.sup.RestartChildren(c.pid)
+	// the new incarnation starts with the parents it was spawned with:
+	// tell it those listed now
+	if p, ok := s.units[c.unit]; ok && !s.spec.isQueue() {
+		ctx.Send(c.pid, &parentsListed{parents: p.Parents})
+	}
+}

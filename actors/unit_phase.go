@@ -1,0 +1,159 @@
+package actors
+
+import (
+	"fmt"
+	"slices"
+)
+
+// unitPhase is where a unit actor is in its life cycle (architecture §13).
+// The becomeX methods below are its only writers; each checks that the
+// unit comes from a phase the life cycle allows, and a transition it does
+// not allow is a bug of this package: it panics, which fails the unit to
+// its supervisor like any panic of an actor.
+//
+//	phase      entered when                                   from
+//	starting   the actor started; parents not finished yet        new, starting, retrying
+//	acquiring  no parents or all finished; the lease asked again  starting, acquiring, retrying
+//	running    an open succeeded; a retrying unit's fetch/apply   acquiring, running, retrying
+//	retrying   a step failed below the limit; on_position_reset   starting, acquiring, running,
+//	           fail waits for an operator                         retrying
+//	stopping   stopUnit                                           starting … retrying
+//	releasing  a stop or the partition's end, lease held          acquiring … stopping
+//	stopped    the actor stops (a restart is no transition)       any but new
+//
+// Not phases, because they are concurrent with the phase:
+//   - the main-line job in flight (parents, acquire, open, fetch, apply,
+//     ack, nack: inflight, cancelFetch): a running or retrying unit opens,
+//     fetches, applies and acks, and a stop waits for the job it finds;
+//   - the lease (holdsLease): held from a won Acquire to the release,
+//     across running, retrying, stopping and releasing;
+//   - recovering: a failure since the last success, across the phases
+//     from retrying back to the first successful fetch or apply;
+//   - waitNoteShown: last_error holds a wait (parents, a lease held
+//     elsewhere), which a stop can find;
+//   - healthReported: the supervisor was told the unit ran long enough.
+//
+// Renewals are not the unit's: the leaser renews every lease of the node
+// and reports a lost one (leaseLostNote).
+type unitPhase int
+
+const (
+	phaseNew       unitPhase = iota // spawned, not started
+	phaseStarting                   // checking its parents (Kinesis child shards), or waiting for them to finish
+	phaseAcquiring                  // asking for the lease, or waiting for its holder to let go
+	phaseRunning                    // lease held: open, fetch, apply, ack
+	phaseRetrying                   // a step failed: waiting out the backoff, then that step again until one succeeds
+	phaseStopping                   // asked to stop: the job in flight finishes (an apply) or is cancelled (a fetch)
+	phaseReleasing                  // releasing the lease; the actor stops when the store answers
+	phaseStopped                    // stopped: its jobs and timers are cancelled
+)
+
+var phaseNames = [...]string{"new", "starting", "acquiring", "running", "retrying", "stopping", "releasing", "stopped"}
+
+func (p unitPhase) String() string {
+	if p < 0 || int(p) >= len(phaseNames) {
+		return fmt.Sprintf("unitPhase(%d)", int(p))
+	}
+	return phaseNames[p]
+}
+
+// stopping: the unit was asked to stop, or finished; it goes nowhere but
+// to stopped.
+func (p unitPhase) stopping() bool { return p >= phaseStopping }
+
+// treeState is the state the unit's tree entry shows in phase p (the tree
+// JSON is a contract, architecture §10). Releasing shows none of its own:
+// the entry keeps what it showed, stopping after a stopUnit, the last state
+// of the main line for a unit that finished.
+func treeState(p unitPhase) (state string, ok bool) {
+	switch p {
+	case phaseStarting:
+		return StateStarting, true
+	case phaseAcquiring:
+		return StateAcquiring, true
+	case phaseRunning:
+		return StateRunning, true
+	case phaseRetrying:
+		return StateRetrying, true
+	case phaseStopping:
+		return StateStopping, true
+	case phaseStopped:
+		return StateStopped, true
+	}
+	return "", false
+}
+
+// mainLine are the phases before a stop.
+var mainLine = []unitPhase{phaseStarting, phaseAcquiring, phaseRunning, phaseRetrying}
+
+// become enters phase to, which only the phases from may lead to, and
+// shows it in the tree with the fields more sets, in one write.
+func (u *unitActor) become(to unitPhase, from []unitPhase, more func(*UnitStatus)) {
+	if !slices.Contains(from, u.phase) {
+		panic(fmt.Sprintf("unit %s: phase %s cannot follow %s", u.id, to, u.phase))
+	}
+	u.phase = to
+	u.show(to, more)
+}
+
+// show writes phase p's state (if it has one) and the fields more sets to
+// the tree. Apart from become, only the two results of the main line that
+// can arrive during a stop call it: the tree has always shown them as the
+// main line would (an open that succeeded as running, parents still
+// unfinished as starting) while the stop goes on at the next step.
+func (u *unitActor) show(p unitPhase, more func(*UnitStatus)) {
+	state, ok := treeState(p)
+	if !ok && more == nil {
+		return // no write at all: not even an empty one (mutate.GhostUnits creates entries on any write)
+	}
+	u.status(func(s *UnitStatus) {
+		if ok {
+			s.State = state
+		}
+		if more != nil {
+			more(s)
+		}
+	})
+}
+
+// noRetryAt clears next_retry_at: every phase but retrying shows none.
+func noRetryAt(s *UnitStatus) { s.NextRetryAt = nil }
+
+// becomeStarting: the actor started, or its parents are not finished yet.
+func (u *unitActor) becomeStarting(more func(*UnitStatus)) {
+	u.become(phaseStarting, []unitPhase{phaseNew, phaseStarting, phaseRetrying}, more)
+}
+
+// becomeAcquiring: no parents, or all finished; or the lease is asked for
+// again (held elsewhere, or after a failure).
+func (u *unitActor) becomeAcquiring() {
+	u.become(phaseAcquiring, []unitPhase{phaseStarting, phaseAcquiring, phaseRetrying}, noRetryAt)
+}
+
+// becomeRunning: an open succeeded, or a retrying unit's fetch or apply did.
+func (u *unitActor) becomeRunning() {
+	u.become(phaseRunning, []unitPhase{phaseAcquiring, phaseRunning, phaseRetrying}, noRetryAt)
+}
+
+// becomeRetrying: a step failed below the failure limit, or the checkpoint
+// waits for an operator (on_position_reset: fail).
+func (u *unitActor) becomeRetrying(more func(*UnitStatus)) {
+	u.become(phaseRetrying, mainLine, more)
+}
+
+// becomeStopping: stopUnit.
+func (u *unitActor) becomeStopping() {
+	u.become(phaseStopping, mainLine, noRetryAt)
+}
+
+// becomeReleasing: a stop (or the end of the unit's partition) reached a
+// step boundary with the lease held.
+func (u *unitActor) becomeReleasing() {
+	u.become(phaseReleasing, []unitPhase{phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping}, nil)
+}
+
+// becomeStopped: the actor stops (not a restart: that discards the
+// instance in whatever phase it is, and its successor starts anew).
+func (u *unitActor) becomeStopped(more func(*UnitStatus)) {
+	u.become(phaseStopped, append(slices.Clone(mainLine), phaseStopping, phaseReleasing), more)
+}
