@@ -2,6 +2,8 @@ package actors
 
 import (
 	"context"
+	"errors"
+	"fmt"
 
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/quality"
@@ -137,6 +139,17 @@ func tallyApply(ops []persistence.Op, duplicates []string, late map[string]bool,
 		}
 	}
 	return t
+}
+
+// namedOp is a broker call's error named by its operation: a
+// *brokers.Error names it already ("ack: broker not available"), anything
+// else gets op in front.
+func namedOp(op string, err error) error {
+	var be *brokers.Error
+	if errors.As(err, &be) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", op, err)
 }
 
 func opRange(ops []persistence.Op) string {

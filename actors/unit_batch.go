@@ -56,11 +56,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 			u.open(ctx)
 			return
 		}
-		err := r.err
-		var be *brokers.Error
-		if !errors.As(err, &be) { // a broker error names its operation already
-			err = fmt.Errorf("fetch: %w", err)
-		}
+		err := namedOp("fetch", r.err)
 		if !brokers.Retryable(r.err) {
 			u.failNow(ctx, err)
 			return
@@ -417,7 +413,7 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 	u.held = nil
 	if r.err != nil {
 		// Harmless: the messages come back and the dedupe table refuses them.
-		msg := fmt.Sprintf("ack: %v", r.err)
+		msg := namedOp("ack", r.err).Error()
 		now := u.now()
 		u.status(func(s *UnitStatus) { s.setError(msg, now) })
 	} else {
