@@ -143,7 +143,7 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 
 func (s *Stream) check(ctx context.Context, op string) error {
 	if s.c.life.Closed() {
-		return closedErr(op)
+		return lifetime.ClosedErr(op)
 	}
 	return ctx.Err()
 }
@@ -225,7 +225,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	if s.closed {
 		s.mu.Unlock()
 		r.Close()
-		return nil, closedErr(op)
+		return nil, lifetime.ClosedErr(op)
 	}
 	s.readers[r] = struct{}{}
 	s.mu.Unlock()
@@ -400,7 +400,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		return brokers.Result{}, maxErr(op, max)
 	}
 	if r.life.Closed() {
-		return brokers.Result{}, closedErr(op)
+		return brokers.Result{}, lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
