@@ -1,13 +1,11 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
+	"github.com/drover-dev/drover/internal/syncbuf"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -77,24 +76,6 @@ func TestTLSFilesChecked(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the clients' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSASLPasswordNeverLogged(t *testing.T) {
 	const (
 		user     = "drover"
@@ -109,7 +90,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 			}
 			defer c.Close()
 			addr := c.ListenAddrs()[0]
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg := kafka.Config{
 				Brokers: []string{addr}, Topic: testTopic, Logger: logger, RequestTimeout: 3 * time.Second,

@@ -6,6 +6,7 @@ import (
 	"context"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // StreamClient is one client's view of a Stream, as a node connected to a
@@ -43,11 +44,7 @@ func (c *StreamClient) Partitions(ctx context.Context) ([]brokers.Partition, err
 
 // Open is Stream.Open; the reader is closed with the client.
 func (c *StreamClient) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := c.s.openReader(ctx, c, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(c.s.openReader(ctx, c, partition, start))
 }
 
 // Resolve is Stream.Resolve.
@@ -89,11 +86,7 @@ func (q *Queue) NewClient() *QueueClient {
 
 // Open is Queue.Open; the receiver is closed with the client.
 func (c *QueueClient) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := c.q.openReceiver(ctx, c, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(c.q.openReceiver(ctx, c, slot))
 }
 
 // Close closes the client and its receivers; waiting receives return

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/open"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/mutate"
 )
@@ -175,11 +176,7 @@ func (q *Queue) inFlightLocked(now time.Time) int {
 // Open returns a receiver for slot. Any number of receivers may be open,
 // on the same slot or different ones; they compete for the messages.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.

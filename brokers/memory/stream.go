@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/open"
 	"github.com/drover-dev/drover/internal/clock"
 )
 
@@ -425,11 +426,7 @@ func (s *Stream) checkLocked(op string) error {
 // position beyond the partition's end with brokers.ErrPositionUnknown;
 // both are not retryable.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := s.OpenReader(ctx, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(s.OpenReader(ctx, partition, start))
 }
 
 // OpenReader is Open returning the concrete type.

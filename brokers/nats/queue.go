@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // queueProbe is how long the server keeps a queue's request for the
@@ -279,11 +280,7 @@ func updateConsumer(ctx context.Context, c *conn, cfg QueueConfig, cons jetstrea
 // Open returns a receiver for slot. Every receiver pulls from the same
 // durable consumer; the server hands each message to one of them.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // wholeStream is the partition ID of a stream that has no subjects of its
@@ -156,11 +157,7 @@ func (s *Stream) check(ctx context.Context, op string) error {
 // after a position beyond the stream's last sequence (the stream was
 // deleted and created again) with brokers.ErrPositionUnknown.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := s.OpenReader(ctx, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(s.OpenReader(ctx, partition, start))
 }
 
 // OpenReader is Open returning the concrete type.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -137,11 +138,7 @@ func credentialsType(path string) (option.CredentialsType, error) {
 // Open returns a receiver for slot. Every receiver pulls from the same
 // subscription; the service hands each message to one of them at a time.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.

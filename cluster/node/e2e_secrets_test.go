@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/syncbuf"
 )
 
 // secretsNATS starts an embedded JetStream server that wants the given
@@ -168,7 +169,7 @@ sources:
 			t.Setenv("DROVER_T_CONSUMER", fmt.Sprintf("c%d", i))
 			t.Setenv("DROVER_T_NATS_A", run.natsA)
 			t.Setenv("DROVER_T_NATS_B", run.natsB)
-			res := e2eResult{Logs: &e2eLog{}}
+			res := e2eResult{Logs: &syncbuf.Buffer{}}
 			log := slog.New(slog.NewTextHandler(res.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg, err := config.Parse([]byte(strings.Replace(string(e2eConfigYAML("sec-node", "${env:DROVER_T_STORE}", "")), "sources:\n", "", 1)+sources), config.Options{})
 			if err != nil {
