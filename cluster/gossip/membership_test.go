@@ -182,9 +182,13 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 	}
 }
 
-func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
+// joinedThree starts a, then b and c joining it, and waits until a and b
+// see all three. The test may crash c or make it leave: its Leave at the
+// end ignores the error.
+func joinedThree(t *testing.T) (a, b, c *Membership) {
+	t.Helper()
+	a = start(t, Config{Name: "a"})
+	b = start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
 	c, err := Join(t.Context(), withDefaults(t, Config{Name: "c", Join: []string{a.Local().Addr}}))
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +197,11 @@ func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
 	for _, m := range []*Membership{a, b} {
 		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 	}
+	return a, b, c
+}
+
+func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
+	a, b, c := joinedThree(t)
 	crash(t, c)
 	took := waitUntil(t, 2*time.Second, "a and b drop c after it crashed", func() bool {
 		return sees(a, "a", "b")() && sees(b, "a", "b")()
@@ -201,16 +210,7 @@ func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
 }
 
 func TestGracefulLeaveSeenQuickly(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
-	c, err := Join(t.Context(), withDefaults(t, Config{Name: "c", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Leave(context.Background()) })
-	for _, m := range []*Membership{a, b} {
-		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
-	}
+	a, b, c := joinedThree(t)
 	begin := time.Now()
 	if err := c.Leave(t.Context()); err != nil {
 		t.Fatalf("leave: %v", err)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -25,7 +24,7 @@ import (
 // sec, and returns host:port.
 func secretsNATS(t *testing.T, user, password string) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	opts := e2eNATSOptions(t)
 	var connOpt natsgo.Option
 	if user == "" {
 		opts.Authorization = password
@@ -34,18 +33,7 @@ func secretsNATS(t *testing.T, user, password string) string {
 		opts.Username, opts.Password = user, password
 		connOpt = natsgo.UserInfo(user, password)
 	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		skipOrFail(t, "embedded NATS server: "+err.Error())
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		skipOrFail(t, "embedded NATS server: not ready for connections after 10s")
-	}
+	s := e2eRunNATS(t, opts)
 	addr := strings.TrimPrefix(s.ClientURL(), "nats://")
 	nc, err := natsgo.Connect("nats://"+addr, connOpt)
 	if err != nil {
