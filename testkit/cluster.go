@@ -440,6 +440,18 @@ func (c *Cluster) At(d time.Duration, fn func()) {
 	c.s.after(-1, d, "script", func() { c.scripts--; fn() })
 }
 
+// expectStream records the messages published to partition of stream
+// source at positions pos as expected, and returns their unit.
+func (c *Cluster) expectStream(source, partition string, pos []string) string {
+	unit := source + "/" + partition
+	gen := c.led.gen[source]
+	for _, p := range pos {
+		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
+		c.led.lastPublished[unit] = p
+	}
+	return unit
+}
+
 // Publish adds messages to a source: to partition of a stream, or to a
 // queue (partition ignored). It returns their positions (queues: ids) and
 // records them as expected.
@@ -449,12 +461,7 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 		if err != nil {
 			return nil, err
 		}
-		unit := source + "/" + partition
-		gen := c.led.gen[source]
-		for _, p := range pos {
-			c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
-			c.led.lastPublished[unit] = p
-		}
+		unit := c.expectStream(source, partition, pos)
 		c.event("publish", "", unit, strconv.Itoa(len(pos)))
 		return pos, nil
 	}

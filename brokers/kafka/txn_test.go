@@ -506,10 +506,11 @@ func fetchUntilError(t *testing.T, r brokers.Reader) ([]brokers.Message, error) 
 	}
 }
 
-// A topic deleted and created again under a running reader: the reader's
-// offsets belong to the old topic.
-func TestRecreatedUnderReader(t *testing.T) {
-	fc := startCluster(t, 1)
+// readThenRecreate reads the five messages of a fresh topic of fc, deletes
+// the topic and creates it again with two new messages, and fetches on the
+// same reader until it fails.
+func readThenRecreate(t *testing.T, fc *fakeCluster) (brokers.Reader, []brokers.Message, error) {
+	t.Helper()
 	p := newProducers(t, fc)
 	produceValues(t, p.plain, "old-0", "old-1", "old-2", "old-3", "old-4")
 	s := newTestStream(t, fc, "")
@@ -522,6 +523,14 @@ func TestRecreatedUnderReader(t *testing.T) {
 	p = newProducers(t, fc)
 	produceValues(t, p.plain, "new-0", "new-1")
 	got, err := fetchUntilError(t, r)
+	return r, got, err
+}
+
+// A topic deleted and created again under a running reader: the reader's
+// offsets belong to the old topic.
+func TestRecreatedUnderReader(t *testing.T) {
+	fc := startCluster(t, 1)
+	r, got, err := readThenRecreate(t, fc)
 	if len(got) > 0 {
 		t.Fatalf("read %v from the recreated topic", valuesOf(got))
 	}
@@ -534,18 +543,7 @@ func TestRecreatedUnderReader(t *testing.T) {
 // a truncated log: the broker answers out of range beyond its end.
 func TestTruncatedUnderReader(t *testing.T) {
 	fc := startCluster(t, 1, kafkaBefore28())
-	p := newProducers(t, fc)
-	produceValues(t, p.plain, "old-0", "old-1", "old-2", "old-3", "old-4")
-	s := newTestStream(t, fc, "")
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, r, 5, 100)
-	recreate(t, fc)
-	p = newProducers(t, fc)
-	produceValues(t, p.plain, "new-0", "new-1")
-	got, err := fetchUntilError(t, r)
+	_, got, err := readThenRecreate(t, fc)
 	if len(got) > 0 {
 		t.Fatalf("read %v from the truncated log", valuesOf(got))
 	}

@@ -92,10 +92,7 @@ func (s *Stream) partitions(info *jetstream.StreamInfo) []string {
 // or the stream's subjects as the server has them now.
 func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	const op = "list partitions"
-	if err := s.check(ctx, op); err != nil {
-		return nil, err
-	}
-	info, err := s.info(ctx, op)
+	info, err := s.checkedInfo(ctx, op)
 	if err != nil {
 		return nil, err
 	}
@@ -149,6 +146,15 @@ func (s *Stream) check(ctx context.Context, op string) error {
 	return ctx.Err()
 }
 
+// checkedInfo is info on a stream that is open, for a caller whose ctx has
+// not ended.
+func (s *Stream) checkedInfo(ctx context.Context, op string) (*jetstream.StreamInfo, error) {
+	if err := s.check(ctx, op); err != nil {
+		return nil, err
+	}
+	return s.info(ctx, op)
+}
+
 // Open returns a reader of partition (a subject filter) positioned at
 // start. Positions are stream sequences; Start.At reads from the first
 // message the stream stored at or after At. Reading after a position whose
@@ -170,10 +176,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("position %q is not a stream sequence", start.After)}
 		}
 	}
-	if err := s.check(ctx, op); err != nil {
-		return nil, err
-	}
-	info, err := s.info(ctx, op)
+	info, err := s.checkedInfo(ctx, op)
 	if err != nil {
 		return nil, err
 	}
