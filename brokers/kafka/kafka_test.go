@@ -182,12 +182,30 @@ func fetchOne(t *testing.T, r brokers.Reader) brokers.Result {
 
 func newTestStream(t *testing.T, fc *fakeCluster, group string) *kafka.Stream {
 	t.Helper()
-	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, CommitToGroup: group, RequestTimeout: 3 * time.Second})
+	return newStreamOf(t, fc, kafka.Config{CommitToGroup: group})
+}
+
+// newStreamOf is a stream of cfg on fc's brokers and the test topic, with
+// a 3 s request timeout, closed when the test ends.
+func newStreamOf(t *testing.T, fc *fakeCluster, cfg kafka.Config) *kafka.Stream {
+	t.Helper()
+	cfg.Brokers, cfg.Topic, cfg.RequestTimeout = []string{fc.addr()}, testTopic, 3*time.Second
+	s, err := kafka.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// openEarliest opens partition 0 of s at its oldest message.
+func openEarliest(t *testing.T, s brokers.Stream) brokers.Reader {
+	t.Helper()
+	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestTombstoneKeysAndLag(t *testing.T) {

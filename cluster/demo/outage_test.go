@@ -72,15 +72,7 @@ func TestStoreOutage(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	sent := prod.Produced()
-	if err := c.WaitDrained(ctx, sent); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
-	v, err := c.Verify(ctx, sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(v.Line())
+	v := drainAndVerify(t, ctx, c, prod.Produced())
 	if !v.OK() || v.Produced < 400 {
 		t.Fatalf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}

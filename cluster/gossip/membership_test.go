@@ -182,6 +182,20 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 	}
 }
 
+// joinedTwo starts a, then b joining it, and waits until a sees b. The
+// test may crash b: its Leave at the end ignores the error.
+func joinedTwo(t *testing.T) (a, b *Membership) {
+	t.Helper()
+	a = start(t, Config{Name: "a"})
+	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Leave(context.Background()) })
+	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	return a, b
+}
+
 // joinedThree starts a, then b and c joining it, and waits until a and b
 // see all three. The test may crash c or make it leave: its Leave at the
 // end ignores the error.
@@ -432,13 +446,7 @@ func TestDuplicateNameRefused(t *testing.T) {
 }
 
 func TestNameReusableAfterDeath(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Leave(context.Background()) })
-	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	a, b := joinedTwo(t)
 	oldAddr := b.Local().Addr
 	crash(t, b)
 	waitUntil(t, 2*time.Second, "a drops the crashed b", sees(a, "a"))
@@ -683,13 +691,7 @@ func TestLeaveStopsAllGoroutines(t *testing.T) {
 }
 
 func TestRestartAtSameAddressRejoinsAtOnce(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Leave(context.Background()) })
-	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	a, b := joinedTwo(t)
 	addr := b.Local().Addr
 	crash(t, b)
 	// Restart before a noticed: same name, same address, so it is the same
