@@ -1,7 +1,6 @@
 package testkit
 
 import (
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -16,7 +15,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
-	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/persistence"
@@ -442,6 +440,18 @@ func (c *Cluster) At(d time.Duration, fn func()) {
 	c.s.after(-1, d, "script", func() { c.scripts--; fn() })
 }
 
+// expectStream records the messages published to partition of stream
+// source at positions pos as expected, and returns their unit.
+func (c *Cluster) expectStream(source, partition string, pos []string) string {
+	unit := source + "/" + partition
+	gen := c.led.gen[source]
+	for _, p := range pos {
+		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
+		c.led.lastPublished[unit] = p
+	}
+	return unit
+}
+
 // Publish adds messages to a source: to partition of a stream, or to a
 // queue (partition ignored). It returns their positions (queues: ids) and
 // records them as expected.
@@ -451,12 +461,7 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 		if err != nil {
 			return nil, err
 		}
-		unit := source + "/" + partition
-		gen := c.led.gen[source]
-		for _, p := range pos {
-			c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
-			c.led.lastPublished[unit] = p
-		}
+		unit := c.expectStream(source, partition, pos)
 		c.event("publish", "", unit, strconv.Itoa(len(pos)))
 		return pos, nil
 	}
@@ -494,321 +499,6 @@ func (c *Cluster) Tree(name string) (actors.Tree, error) {
 		return actors.Tree{}, fmt.Errorf("testkit: %s is %s", name, n.state)
 	}
 	return n.node.Tree(), nil
-}
-
-// Running lists the nodes whose process runs (not killed or stopped).
-func (c *Cluster) Running() []string {
-	var out []string
-	for _, name := range c.order {
-		if s := c.nodes[name].state; s == "running" || s == "stopping" {
-			out = append(out, name)
-		}
-	}
-	return out
-}
-
-// Kill ends a node's process at once (kill -9): no handoff, its leases stay
-// until others take them over.
-func (c *Cluster) Kill(name string) error {
-	n, err := c.node(name)
-	if err != nil || n.state == "killed" || n.state == "stopped" {
-		return err
-	}
-	units := map[string]bool{}
-	leases, lerr := c.inner.List(context.Background())
-	if lerr == nil {
-		for _, l := range leases {
-			if l.Owner == name && c.runElsewhere(name, sourceOf(l.Unit)) {
-				// held to the failover bound only when another node can
-				// take it: one that runs its source
-				units[l.Unit] = true
-			}
-		}
-	}
-	clean := len(c.disturbed) == 0 && c.store.down == nil
-	c.exemptKills("kill " + name) // a second kill may delay the first one's failover
-	c.led.kills = append(c.led.kills, kill{node: name, at: c.s.now, units: units, clean: clean})
-	c.touch()
-	c.s.kill(n.sid)
-	n.state = "killed"
-	c.event("kill", name, "", strconv.Itoa(len(units)))
-	return nil
-}
-
-// runElsewhere reports whether a running node other than name runs source.
-func (c *Cluster) runElsewhere(name, source string) bool {
-	for _, o := range c.Running() {
-		if n := c.nodes[o]; o != name && n.state == "running" && c.runs(n, source) {
-			return true
-		}
-	}
-	return false
-}
-
-// Restart starts a killed or stopped node again, as a new process.
-func (c *Cluster) Restart(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	if n.state == "running" || n.state == "stopping" {
-		return fmt.Errorf("testkit: %s is %s", name, n.state)
-	}
-	c.s.kill(n.sid)
-	delete(c.disturbed, "partition:"+name)
-	delete(c.disturbed, "pause:"+name)
-	c.touch()
-	return c.startNode(n)
-}
-
-// Stop stops a node gracefully, as SIGTERM does: it announces "leaving",
-// drains its units (batches finish, checkpoints, leases released) and
-// leaves. The stop proceeds as the simulation runs; Stopped tells when it
-// is done.
-func (c *Cluster) Stop(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	if n.state != "running" {
-		return fmt.Errorf("testkit: %s is %s", name, n.state)
-	}
-	n.state = "stopping"
-	n.stopAt = c.s.now
-	c.exemptKills("stop " + name)
-	c.touch()
-	c.event("stop", name, "", "")
-	sid := n.sid
-	c.s.after(sid, 0, "leave", func() {
-		_ = n.member.SetState(context.Background(), placement.StateLeaving)
-		done := n.node.Drain()
-		var wait func()
-		wait = func() {
-			select {
-			case <-done:
-				_ = n.member.Leave(context.Background())
-				n.node.Close()
-				n.state = "stopped"
-				c.event("stopped", name, "", "")
-				if took := c.s.now.Sub(n.stopAt); took > StopBound {
-					c.check("stop", fmt.Sprintf("%s's graceful stop took %s (bound %s)", name, took, StopBound))
-				}
-			default:
-				c.s.after(sid, 10*time.Millisecond, "leave-wait", wait)
-			}
-		}
-		wait()
-	})
-	return nil
-}
-
-// Stopped reports whether a graceful stop has finished.
-func (c *Cluster) Stopped(name string) bool {
-	n, err := c.node(name)
-	return err == nil && n.state == "stopped"
-}
-
-// Partition cuts a node off from every other node (not from the store or
-// brokers): after the detection delay each side thinks the other dead.
-func (c *Cluster) Partition(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	c.w.members[n.name].isolated = true
-	c.disturb("partition:" + name)
-	c.event("partition", name, "", "")
-	return nil
-}
-
-// Heal reconnects a partitioned node.
-func (c *Cluster) Heal(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	if m := c.w.members[n.name]; m != nil {
-		m.isolated = false
-	}
-	c.Undisturb("partition:" + name)
-	if !c.partitioned() {
-		c.checkChurn() // the partition episode is over
-	}
-	c.event("heal", name, "", "")
-	return nil
-}
-
-// Pause freezes a node as a long GC pause or SIGSTOP would: nothing of it
-// runs, it answers no probes; when resumed it carries on believing it
-// still holds its leases.
-func (c *Cluster) Pause(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	c.s.pause(n.sid)
-	c.disturb("pause:" + name)
-	c.event("pause", name, "", "")
-	return nil
-}
-
-// Resume ends a pause.
-func (c *Cluster) Resume(name string) error {
-	n, err := c.node(name)
-	if err != nil {
-		return err
-	}
-	c.s.resume(n.sid)
-	c.Undisturb("pause:" + name)
-	c.event("resume", name, "", "")
-	return nil
-}
-
-// Disturb marks a fault the caller injected itself (a broker or store
-// fault) as in force, so kills meanwhile are not held to the failover
-// bound; Undisturb ends it.
-func (c *Cluster) Disturb(what string) { c.disturb(what) }
-
-// disturb records a fault in force. A fault that begins while a kill's
-// failover is still within its bound makes that failover exempt from the
-// bound too: a store outage during a failover legitimately delays it (the
-// units retry, fail to their supervisors and are restarted after a backoff
-// once the store is back), and how much longer is not the failover's.
-func (c *Cluster) disturb(what string) {
-	if !c.disturbed[what] {
-		c.spans = append(c.spans, span{what: what, from: c.s.now})
-	}
-	c.disturbed[what] = true
-	c.exemptKills(what)
-}
-
-// exemptKills exempts the failovers still within their bound from it: a
-// fault or a node event (another kill, a graceful stop that takes a
-// would-be owner away) during a failover legitimately delays it.
-func (c *Cluster) exemptKills(what string) {
-	for i := range c.led.kills {
-		if k := &c.led.kills[i]; k.clean && c.s.now.Sub(k.at) <= c.cfg.FailoverBound {
-			k.clean = false
-			c.event("failover-exempt", k.node, "", what)
-		}
-	}
-}
-func (c *Cluster) Undisturb(what string) {
-	if c.disturbed[what] {
-		delete(c.disturbed, what)
-		for i := len(c.spans) - 1; i >= 0; i-- {
-			if c.spans[i].what == what && c.spans[i].to.IsZero() {
-				c.spans[i].to = c.s.now
-				break
-			}
-		}
-		c.touch()
-	}
-}
-
-// span is a time a fault was in force (to zero: still is).
-type span struct {
-	what     string
-	from, to time.Time
-}
-
-// disturbUntil records a fault that ends by itself at until.
-func (c *Cluster) disturbUntil(what string, until time.Time) {
-	c.disturb(what)
-	c.s.at(-1, until, "undisturb", func() { c.Undisturb(what) })
-}
-
-// touch records a node event or the end of a fault: the cluster is quiet
-// only some time after it.
-func (c *Cluster) touch() {
-	c.lastDisturb = c.s.now
-	if c.partitioned() {
-		c.led.partEvents++
-	}
-	c.spans = append(c.spans, span{what: "event", from: c.s.now, to: c.s.now})
-}
-
-// quietDuring reports whether no fault was in force and no node event
-// happened between from and to.
-func (c *Cluster) quietDuring(from, to time.Time) bool {
-	for _, sp := range c.spans {
-		end := sp.to
-		if end.IsZero() {
-			end = c.s.now
-		}
-		if !sp.from.After(to) && !end.Before(from) {
-			return false
-		}
-	}
-	return len(c.cut) == 0 || to.Before(c.s.now)
-}
-
-// quiet reports whether no fault is in force and nothing happened to the
-// cluster for d.
-func (c *Cluster) quiet(d time.Duration) bool {
-	return len(c.disturbed) == 0 && len(c.cut) == 0 && c.s.now.Sub(c.lastDisturb) >= d
-}
-
-// Busy reports whether node has a job of kind in flight ("fetch",
-// "apply", "ack", "acquire", "renew", ...), not yet run.
-func (c *Cluster) Busy(node, kind string) bool {
-	n, err := c.node(node)
-	if err != nil {
-		return false
-	}
-	return c.s.has(n.sid, "job:"+kind)
-}
-
-// Settled reports whether every message published so far is committed and
-// no queue holds messages.
-func (c *Cluster) Settled() bool {
-	if c.scripts > 0 || c.led.unapplied > 0 {
-		return false // scenario steps still to run, or messages not committed
-	}
-	for _, q := range c.queues {
-		if q.Pending() > 0 || q.InFlight() > 0 {
-			return false
-		}
-	}
-	return true
-}
-
-// Settle heals every partition, resumes every paused node, clears injected
-// faults, and runs until Settled or limit; then it runs one more virtual
-// second so that results in flight reach the actors (trees agree with the
-// store).
-func (c *Cluster) Settle(limit time.Duration) bool {
-	for _, name := range c.order {
-		n := c.nodes[name]
-		if c.w.members[name] != nil {
-			c.w.members[name].isolated = false
-		}
-		if n.sid > 0 {
-			c.s.resume(n.sid)
-		}
-	}
-	c.store.failNext = map[string]int{}
-	c.store.afterCommit = 0
-	c.store.raceNext = 0
-	clear(c.store.raced)
-	c.store.down = nil
-	clear(c.store.locks)
-	clear(c.cut)
-	for _, st := range c.streams {
-		st.ClearFaults()
-	}
-	for _, q := range c.queues {
-		q.ClearFaults()
-	}
-	c.disturbed = map[string]bool{}
-	c.event("settle", "", "", "")
-	if !c.RunUntil(c.Settled, limit) {
-		return false
-	}
-	// the store is settled; let results in flight reach the actors so that
-	// trees agree with the store
-	c.Run(time.Second)
-	return true
 }
 
 // Owners returns, for each unit with a live child anywhere, the nodes that

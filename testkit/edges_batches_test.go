@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/storetest"
 	"github.com/drover-dev/drover/testkit"
@@ -290,7 +291,7 @@ func edgeRefusalRace(t *testing.T) error {
 // WARN line per RetryLogEvery per unit, counting the ones left out, not a
 // line per record; every refused record is still dead-lettered.
 func TestRefusalWarningsRateLimited(t *testing.T) {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	c := edgeCluster(t, testkit.Config{Seed: 46, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil)),
 		Tuning: actors.Tuning{RetryLogEvery: time.Hour}})
 	c.StoreFaults().RefuseDocs("s", hasBad)

@@ -17,6 +17,7 @@ import (
 	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/testkit"
 )
@@ -205,7 +206,7 @@ func edgeUnlistedParent(t *testing.T) error {
 // and what is published to the new stream is applied (before the fix the
 // units kept their checkpoints and dropped every position at or below).
 func edgeRecreated(t *testing.T) error {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	c := edgeCluster(t, testkit.Config{Seed: 15, Nodes: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 2))
 	if err := c.Start(); err != nil {
@@ -700,7 +701,7 @@ func edgeNonRetryable(t *testing.T) error {
 // per unit and interval), an ERROR when it fails to its supervisor, an
 // INFO when it recovers; the tree keeps the last error with its time.
 func edgeLogs(t *testing.T) error {
-	var logs syncBuffer
+	var logs syncbuf.Buffer
 	c := edgeCluster(t, testkit.Config{Seed: 29, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 10}, 1))
 	if err := c.Start(); err != nil {
@@ -728,22 +729,4 @@ func edgeLogs(t *testing.T) error {
 		return fmt.Errorf("unit %s last error %q at %v: want running, the old error kept with its time", u.State, u.LastError, u.LastErrorAt)
 	}
 	return settle(c)
-}
-
-// syncBuffer is a bytes.Buffer a logger may write from any goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -229,12 +229,8 @@ func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Durati
 		_ = tx.Abort()
 		return nil, err
 	}
-	unit := source + "/" + partition
-	gen := c.led.gen[source]
-	for _, p := range pos {
-		c.led.expect(streamKey(unit, gen, p), produced{source: source, unit: unit, position: p, gen: gen})
-		c.led.lastPublished[unit] = p
-	}
+	unit := c.expectStream(source, partition, pos)
+	gen := c.led.gen[source] // the generation the messages were published in
 	c.event("publish-tx", "", unit, fmt.Sprintf("n=%d commit=%v", len(pos), commit))
 	c.At(d, func() {
 		if commit {

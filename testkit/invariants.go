@@ -13,7 +13,7 @@ import (
 )
 
 // Invariants checked while a cluster runs, besides those of the ledger
-// (audit.go). Each is checked on every seed of `drover sim`:
+// (audit.go, ledger.go). Each is checked on every seed of `drover sim`:
 //
 //   - ownership: once the cluster has been quiet (no fault in force, no
 //     node event) for OwnershipQuiet, every unit that can be read (not

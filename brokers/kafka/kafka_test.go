@@ -1,13 +1,11 @@
 package kafka_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +17,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
+	"github.com/drover-dev/drover/internal/syncbuf"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -77,24 +76,6 @@ func TestTLSFilesChecked(t *testing.T) {
 	}
 }
 
-// syncBuffer is a log sink safe for the clients' goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func TestSASLPasswordNeverLogged(t *testing.T) {
 	const (
 		user     = "drover"
@@ -109,7 +90,7 @@ func TestSASLPasswordNeverLogged(t *testing.T) {
 			}
 			defer c.Close()
 			addr := c.ListenAddrs()[0]
-			var logs syncBuffer
+			var logs syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg := kafka.Config{
 				Brokers: []string{addr}, Topic: testTopic, Logger: logger, RequestTimeout: 3 * time.Second,
@@ -201,12 +182,30 @@ func fetchOne(t *testing.T, r brokers.Reader) brokers.Result {
 
 func newTestStream(t *testing.T, fc *fakeCluster, group string) *kafka.Stream {
 	t.Helper()
-	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, CommitToGroup: group, RequestTimeout: 3 * time.Second})
+	return newStreamOf(t, fc, kafka.Config{CommitToGroup: group})
+}
+
+// newStreamOf is a stream of cfg on fc's brokers and the test topic, with
+// a 3 s request timeout, closed when the test ends.
+func newStreamOf(t *testing.T, fc *fakeCluster, cfg kafka.Config) *kafka.Stream {
+	t.Helper()
+	cfg.Brokers, cfg.Topic, cfg.RequestTimeout = []string{fc.addr()}, testTopic, 3*time.Second
+	s, err := kafka.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = s.Close() })
 	return s
+}
+
+// openEarliest opens partition 0 of s at its oldest message.
+func openEarliest(t *testing.T, s brokers.Stream) brokers.Reader {
+	t.Helper()
+	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
 }
 
 func TestTombstoneKeysAndLag(t *testing.T) {

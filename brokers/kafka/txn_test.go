@@ -213,10 +213,7 @@ func TestReadCommitted(t *testing.T) {
 			writeTxnLog(t, fc)
 			const group = "drover-txn"
 			s := newTestStream(t, fc, group)
-			r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-			if err != nil {
-				t.Fatal(err)
-			}
+			r := openEarliest(t, s)
 			got, last := readAll(t, r, len(want), max)
 			if !slices.Equal(valuesOf(got), want) || !slices.Equal(positionsOf(got), wantPos) {
 				t.Fatalf("read %v at %v, want %v at %v", valuesOf(got), positionsOf(got), want, wantPos)
@@ -246,15 +243,7 @@ func TestReadCommitted(t *testing.T) {
 func TestReadUncommitted(t *testing.T) {
 	fc := startCluster(t, 1)
 	writeTxnLog(t, fc)
-	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, Isolation: kafka.ReadUncommitted})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openEarliest(t, newStreamOf(t, fc, kafka.Config{Isolation: kafka.ReadUncommitted}))
 	want := []string{"plain-0", "aborted-0", "plain-1", "aborted-1", "plain-2", "committed-0", "committed-1"}
 	got, last := readAll(t, r, len(want), 100)
 	if !slices.Equal(valuesOf(got), want) {
@@ -506,22 +495,27 @@ func fetchUntilError(t *testing.T, r brokers.Reader) ([]brokers.Message, error) 
 	}
 }
 
-// A topic deleted and created again under a running reader: the reader's
-// offsets belong to the old topic.
-func TestRecreatedUnderReader(t *testing.T) {
-	fc := startCluster(t, 1)
+// readThenRecreate reads the five messages of a fresh topic of fc, deletes
+// the topic and creates it again with two new messages, and fetches on the
+// same reader until it fails.
+func readThenRecreate(t *testing.T, fc *fakeCluster) (brokers.Reader, []brokers.Message, error) {
+	t.Helper()
 	p := newProducers(t, fc)
 	produceValues(t, p.plain, "old-0", "old-1", "old-2", "old-3", "old-4")
-	s := newTestStream(t, fc, "")
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openEarliest(t, newTestStream(t, fc, ""))
 	readAll(t, r, 5, 100)
 	recreate(t, fc)
 	p = newProducers(t, fc)
 	produceValues(t, p.plain, "new-0", "new-1")
 	got, err := fetchUntilError(t, r)
+	return r, got, err
+}
+
+// A topic deleted and created again under a running reader: the reader's
+// offsets belong to the old topic.
+func TestRecreatedUnderReader(t *testing.T) {
+	fc := startCluster(t, 1)
+	r, got, err := readThenRecreate(t, fc)
 	if len(got) > 0 {
 		t.Fatalf("read %v from the recreated topic", valuesOf(got))
 	}
@@ -534,18 +528,7 @@ func TestRecreatedUnderReader(t *testing.T) {
 // a truncated log: the broker answers out of range beyond its end.
 func TestTruncatedUnderReader(t *testing.T) {
 	fc := startCluster(t, 1, kafkaBefore28())
-	p := newProducers(t, fc)
-	produceValues(t, p.plain, "old-0", "old-1", "old-2", "old-3", "old-4")
-	s := newTestStream(t, fc, "")
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-	if err != nil {
-		t.Fatal(err)
-	}
-	readAll(t, r, 5, 100)
-	recreate(t, fc)
-	p = newProducers(t, fc)
-	produceValues(t, p.plain, "new-0", "new-1")
-	got, err := fetchUntilError(t, r)
+	_, got, err := readThenRecreate(t, fc)
 	if len(got) > 0 {
 		t.Fatalf("read %v from the truncated log", valuesOf(got))
 	}
@@ -562,15 +545,7 @@ func TestTrimmedUnderReader(t *testing.T) {
 	}
 	// One batch per fetch response: the reader's client fetches ahead
 	// by one batch at most.
-	s, err := kafka.New(kafka.Config{Brokers: []string{fc.addr()}, Topic: testTopic, RequestTimeout: 3 * time.Second, FetchMaxPartitionBytes: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := openEarliest(t, newStreamOf(t, fc, kafka.Config{FetchMaxPartitionBytes: 1}))
 	readAll(t, r, 1, 1)
 	if err := fc.cluster().DeleteRecords(testTopic, 0, 8); err != nil {
 		t.Fatal(err)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // Operation names in the errors of this package (brokers.Error.Op).
@@ -286,11 +287,7 @@ func positionUnknown(op, stream, shard, pos, why string) error {
 // and created again, or of another shard) is brokers.ErrPositionUnknown,
 // not retryable.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := s.OpenReader(ctx, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(s.OpenReader(ctx, partition, start))
 }
 
 // OpenReader is Open returning the concrete type.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/exec"
+	"github.com/drover-dev/drover/internal/inject"
 )
 
 // Operation names for FailNext and Delay.
@@ -19,7 +20,7 @@ const (
 	OpAck        = "ack"        // Receiver.Ack
 	OpNack       = "nack"       // Receiver.Nack
 	OpExtend     = "extend"     // Receiver.Extend
-	OpAny        = "any"        // matches every operation above
+	OpAny        = "any"        // matches every operation above (inject.Any)
 )
 
 func validOp(op string) bool {
@@ -30,17 +31,10 @@ func validOp(op string) bool {
 	return false
 }
 
-// failRule is one FailNext call not yet used up.
-type failRule struct {
-	op  string
-	n   int
-	err error
-}
-
 // faults holds the injected faults of one Stream or Queue. It is guarded by
 // the owner's mutex.
 type faults struct {
-	rules  []failRule               // in FailNext order
+	rules  inject.Rules             // FailNext calls not yet used up
 	delays map[string]time.Duration // op -> delay
 }
 
@@ -48,10 +42,7 @@ func (f *faults) failNext(op string, n int, err error) {
 	if !validOp(op) {
 		panic(fmt.Sprintf("memory: FailNext: unknown operation %q", op))
 	}
-	if n <= 0 {
-		return
-	}
-	f.rules = append(f.rules, failRule{op: op, n: n, err: err})
+	f.rules.Add(op, n, err)
 }
 
 func (f *faults) setDelay(op string, d time.Duration) {
@@ -77,26 +68,15 @@ func (f *faults) delay(op string) time.Duration {
 // take uses up one failure for op, if any: the first rule, in FailNext
 // order, that names op or "any".
 func (f *faults) take(op string) error {
-	for i := range f.rules {
-		r := &f.rules[i]
-		if r.op != op && r.op != OpAny {
-			continue
-		}
-		r.n--
-		err := r.err
-		if r.n == 0 {
-			f.rules = append(f.rules[:i], f.rules[i+1:]...)
-		}
-		if err == nil {
-			err = &brokers.Error{Op: op, Retryable: true, Err: brokers.ErrInjected}
-		}
-		return err
+	matched, err := f.rules.Take(op)
+	if matched && err == nil {
+		err = &brokers.Error{Op: op, Retryable: true, Err: brokers.ErrInjected}
 	}
-	return nil
+	return err
 }
 
 func (f *faults) clear() {
-	f.rules = nil
+	f.rules.Clear()
 	f.delays = nil
 }
 
@@ -106,4 +86,61 @@ func pause(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 	return exec.Pause(ctx, d)
+}
+
+// FailNext makes the next n calls of op fail with err; nil err means a
+// retryable *brokers.Error wrapping brokers.ErrInjected. op is one of the
+// Op* constants; it panics on another name (a mistake in a test).
+func (s *Stream) FailNext(op string, n int, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.failNext(op, n, err)
+}
+
+// Delay makes every later call of op wait d (through exec.Pause) before it
+// runs; d <= 0 removes the delay.
+func (s *Stream) Delay(op string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.setDelay(op, d)
+}
+
+// ClearFaults removes every pending FailNext and Delay.
+func (s *Stream) ClearFaults() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.faults.clear()
+}
+
+// FailNext makes the next n calls of op fail with err; nil err means a
+// retryable *brokers.Error wrapping brokers.ErrInjected. op is one of the
+// Op* constants; it panics on another name (a mistake in a test).
+func (q *Queue) FailNext(op string, n int, err error) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.failNext(op, n, err)
+}
+
+// Delay makes every later call of op wait d (through exec.Pause) before it
+// runs; d <= 0 removes the delay.
+func (q *Queue) Delay(op string, d time.Duration) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.setDelay(op, d)
+}
+
+// DropAcks makes the next n Ack calls report success and do nothing, so
+// their messages come back after the ack deadline.
+func (q *Queue) DropAcks(n int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.dropAcks += max(n, 0)
+}
+
+// ClearFaults removes every pending FailNext, Delay and DropAcks.
+func (q *Queue) ClearFaults() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.faults.clear()
+	q.dropAcks = 0
 }

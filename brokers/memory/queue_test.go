@@ -16,12 +16,19 @@ import (
 func newTestQueue(t *testing.T, deadline time.Duration) (*Queue, *fakeClock) {
 	t.Helper()
 	c := newFakeClock()
-	q, err := NewQueue(QueueConfig{AckDeadline: deadline, Clock: c})
+	q := mustQueue(t, QueueConfig{AckDeadline: deadline, Clock: c})
+	t.Cleanup(func() { _ = q.Close() })
+	return q, c
+}
+
+// mustQueue is a new wall-clock queue of cfg.
+func mustQueue(t *testing.T, cfg QueueConfig) *Queue {
+	t.Helper()
+	q, err := NewQueue(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = q.Close() })
-	return q, c
+	return q
 }
 
 func sendN(q *Queue, n int) []string {
@@ -282,13 +289,9 @@ func TestReceiveWaitVirtual(t *testing.T) {
 }
 
 func TestReceiveReturnsEarlyOnWallClock(t *testing.T) {
-	q, err := NewQueue(QueueConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := mustQueue(t, QueueConfig{})
 	defer q.Close()
-	waiting := make(chan struct{}, 1)
-	q.testHookWait = func() { waiting <- struct{}{} }
+	waiting := signalWaits(&q.testHookWait)
 	r := openReceiver(t, q, "s")
 	go func() { <-waiting; q.Send(brokers.Message{Value: []byte("x")}) }()
 	start := time.Now()
@@ -302,12 +305,8 @@ func TestReceiveReturnsEarlyOnWallClock(t *testing.T) {
 }
 
 func TestReceiveCancelledAndClosed(t *testing.T) {
-	q, err := NewQueue(QueueConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := make(chan struct{}, 1)
-	q.testHookWait = func() { waiting <- struct{}{} }
+	q := mustQueue(t, QueueConfig{})
+	waiting := signalWaits(&q.testHookWait)
 	r := openReceiver(t, q, "s")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-waiting; cancel() }()
@@ -327,10 +326,7 @@ func TestReceiveCancelledAndClosed(t *testing.T) {
 }
 
 func TestConcurrentReceiversNeverShare(t *testing.T) {
-	q, err := NewQueue(QueueConfig{AckDeadline: time.Hour})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := mustQueue(t, QueueConfig{AckDeadline: time.Hour})
 	defer q.Close()
 	const n = 2000
 	sendN(q, n)
@@ -426,10 +422,7 @@ func TestQueueFaults(t *testing.T) {
 
 func queueScript(t *testing.T) string {
 	c := newFakeClock()
-	q, err := NewQueue(QueueConfig{AckDeadline: 10 * time.Second, Clock: c})
-	if err != nil {
-		t.Fatal(err)
-	}
+	q := mustQueue(t, QueueConfig{AckDeadline: 10 * time.Second, Clock: c})
 	defer q.Close()
 	ctx, _ := virtualCtx(c, true)
 	var b strings.Builder

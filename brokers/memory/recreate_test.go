@@ -104,18 +104,14 @@ func TestRecreate(t *testing.T) {
 // A reader waiting when the stream is recreated returns at once with the
 // error, not after its wait.
 func TestRecreateWakesFetch(t *testing.T) {
-	s, err := NewStream(StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{})
 	defer s.Close()
-	waiting := make(chan struct{}, 1)
-	s.testHookWait = func() { waiting <- struct{}{} }
+	waiting := signalWaits(&s.testHookWait)
 	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	done := make(chan error, 1)
 	go func() { <-waiting; done <- s.Recreate() }()
 	start := time.Now()
-	_, err = r.Fetch(context.Background(), 10, time.Minute)
+	_, err := r.Fetch(context.Background(), 10, time.Minute)
 	if rerr := <-done; rerr != nil {
 		t.Fatal(rerr)
 	}

@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/open"
 	"github.com/drover-dev/drover/internal/clock"
-	"github.com/drover-dev/drover/internal/mutate"
 )
 
 // StreamConfig configures a Stream. The zero value is a one-partition
@@ -375,30 +375,6 @@ func (s *Stream) trimLocked(p *partition, off int64) {
 	p.notify()
 }
 
-// FailNext makes the next n calls of op fail with err; nil err means a
-// retryable *brokers.Error wrapping brokers.ErrInjected. op is one of the
-// Op* constants; it panics on another name (a mistake in a test).
-func (s *Stream) FailNext(op string, n int, err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.failNext(op, n, err)
-}
-
-// Delay makes every later call of op wait d (through exec.Pause) before it
-// runs; d <= 0 removes the delay.
-func (s *Stream) Delay(op string, d time.Duration) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.setDelay(op, d)
-}
-
-// ClearFaults removes every pending FailNext and Delay.
-func (s *Stream) ClearFaults() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.faults.clear()
-}
-
 // Partitions lists every partition, closed ones included, in creation
 // order; forgotten ones (Forget) are left out.
 func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
@@ -450,11 +426,7 @@ func (s *Stream) checkLocked(op string) error {
 // position beyond the partition's end with brokers.ErrPositionUnknown;
 // both are not retryable.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := s.OpenReader(ctx, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(s.OpenReader(ctx, partition, start))
 }
 
 // OpenReader is Open returning the concrete type.
@@ -573,152 +545,6 @@ func (s *Stream) Close() error {
 	return nil
 }
 
-// Reader reads one partition of a Stream. It implements brokers.Reader.
-type Reader struct {
-	s     *Stream
-	p     *partition
-	owner *StreamClient // nil when opened on the Stream itself
-	// Guarded by s.mu.
-	next   int64 // offset of the next message to return
-	closed bool
-}
-
-var _ brokers.Reader = (*Reader)(nil)
-
-// Fetch returns up to max messages after the reader's position, as Kafka's
-// read_committed does: never at or past the last stable offset, never a
-// record of an aborted transaction or a control marker (the position steps
-// over them). Lag counts the offsets from the position to the last stable
-// offset. When there is nothing to return it waits up to wait for messages
-// to become readable (returning early when they do), then looks once more.
-// On a closed partition the batch that returns the last message, or any
-// later fetch, has End set. A reader of a partition of a recreated stream
-// fails with brokers.ErrPositionUnknown (Stream.Recreate).
-func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
-	if max <= 0 {
-		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("max %d must be positive", max)}
-	}
-	s := r.s
-	if err := ctx.Err(); err != nil {
-		return brokers.Result{}, err
-	}
-	s.mu.Lock()
-	if err := r.checkLocked(); err != nil {
-		s.mu.Unlock()
-		return brokers.Result{}, err
-	}
-	d := s.faults.delay(OpFetch)
-	s.mu.Unlock()
-	if err := pause(ctx, d); err != nil {
-		return brokers.Result{}, err
-	}
-
-	s.mu.Lock()
-	err := r.checkLocked()
-	if err == nil {
-		err = s.faults.take(OpFetch)
-	}
-	if err != nil {
-		s.mu.Unlock()
-		return brokers.Result{}, err
-	}
-	res, err := r.readLocked(max)
-	wake := r.p.wake
-	s.mu.Unlock()
-	if err != nil || len(res.Messages) > 0 || res.End || wait <= 0 {
-		return res, err
-	}
-
-	if s.testHookWait != nil {
-		s.testHookWait()
-	}
-	w := newWaiter(s.clock, wait)
-	for {
-		again, err := w.wait(ctx, wake, 0)
-		if err != nil {
-			return brokers.Result{}, err
-		}
-		s.mu.Lock()
-		if err := r.checkLocked(); err != nil {
-			s.mu.Unlock()
-			return brokers.Result{}, err
-		}
-		res, err = r.readLocked(max)
-		wake = r.p.wake
-		s.mu.Unlock()
-		if err != nil || len(res.Messages) > 0 || res.End || !again {
-			return res, err
-		}
-	}
-}
-
-func (r *Reader) checkLocked() error {
-	if r.closed || r.s.closed || (r.owner != nil && r.owner.closed) {
-		return &brokers.Error{Op: OpFetch, Err: brokers.ErrClosed}
-	}
-	return nil
-}
-
-func (r *Reader) readLocked(max int) (brokers.Result, error) {
-	p := r.p
-	if p.gone {
-		if _, ok := r.s.byID[p.id]; !ok {
-			return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %q: the stream was recreated without it: %w", p.id, brokers.ErrUnknownPartition)}
-		}
-		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d: the stream was recreated: %w", p.id, r.next, brokers.ErrPositionUnknown)}
-	}
-	if r.next < p.base {
-		what := "oldest held is " + strconv.FormatInt(p.base, 10)
-		if p.forgotten {
-			what = "the partition aged out"
-		}
-		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (%s): %w", p.id, r.next, what, brokers.ErrPositionGone)}
-	}
-	end := p.end()
-	if r.next > end {
-		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (its end is %d): %w", p.id, r.next, end, brokers.ErrPositionUnknown)}
-	}
-	lso := p.lso()
-	if mutate.On(mutate.ReadUncommitted) {
-		lso = end // the bug of issue 9 item 5: transactions read uncommitted
-	}
-	var msgs []brokers.Message
-	for ; r.next < lso; r.next++ {
-		rec := &p.recs[r.next-p.base]
-		if !rec.visible() && !(mutate.On(mutate.ReadUncommitted) && !rec.marker) {
-			continue // aborted or a marker: stepped over, never returned
-		}
-		if len(msgs) == max {
-			break
-		}
-		msgs = append(msgs, copyMessage(rec.msg))
-	}
-	return brokers.Result{
-		Messages: msgs,
-		End:      p.closed && r.next >= end,
-		Lag:      max64(lso-r.next, 0),
-	}, nil
-}
-
-// Close releases the reader. Closing twice is harmless.
-func (r *Reader) Close() error {
-	r.s.mu.Lock()
-	defer r.s.mu.Unlock()
-	r.closed = true
-	if r.owner != nil {
-		delete(r.owner.readers, r)
-	}
-	r.p.notify()
-	return nil
-}
-
-func max64(a, b int64) int64 {
-	if a > b {
-		return a
-	}
-	return b
-}
-
 var errNotOffset = errors.New("not a decimal offset")
 
 func parseOffset(pos string) (int64, error) {
@@ -748,67 +574,4 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(b)), b...)
-}
-
-// StreamClient is one client's view of a Stream, as a node connected to a
-// real broker would have: Close releases only the readers opened through
-// it, and the stream goes on for everyone else. It implements
-// brokers.Stream; faults injected on the Stream apply to it.
-type StreamClient struct {
-	s *Stream
-	// Guarded by s.mu. readers are the open readers of this client, whose
-	// partitions Close wakes.
-	readers map[*Reader]struct{}
-	closed  bool
-}
-
-var (
-	_ brokers.Stream   = (*StreamClient)(nil)
-	_ brokers.Resolver = (*StreamClient)(nil)
-)
-
-// NewClient returns a new client of s.
-func (s *Stream) NewClient() *StreamClient {
-	return &StreamClient{s: s, readers: make(map[*Reader]struct{})}
-}
-
-// Partitions is Stream.Partitions.
-func (c *StreamClient) Partitions(ctx context.Context) ([]brokers.Partition, error) {
-	c.s.mu.Lock()
-	closed := c.closed
-	c.s.mu.Unlock()
-	if closed {
-		return nil, &brokers.Error{Op: OpPartitions, Err: brokers.ErrClosed}
-	}
-	return c.s.Partitions(ctx)
-}
-
-// Open is Stream.Open; the reader is closed with the client.
-func (c *StreamClient) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := c.s.openReader(ctx, c, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
-}
-
-// Resolve is Stream.Resolve.
-func (c *StreamClient) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
-	return c.s.resolve(ctx, c, partition, mode)
-}
-
-// Close closes the client and its readers; waiting fetches return
-// brokers.ErrClosed. Closing twice is harmless.
-func (c *StreamClient) Close() error {
-	c.s.mu.Lock()
-	defer c.s.mu.Unlock()
-	if c.closed {
-		return nil
-	}
-	c.closed = true
-	for r := range c.readers {
-		r.p.notify()
-	}
-	clear(c.readers)
-	return nil
 }

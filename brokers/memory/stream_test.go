@@ -15,12 +15,27 @@ import (
 func newTestStream(t *testing.T, partitions int) (*Stream, *fakeClock) {
 	t.Helper()
 	c := newFakeClock()
-	s, err := NewStream(StreamConfig{Partitions: partitions, Clock: c})
+	s := mustStream(t, StreamConfig{Partitions: partitions, Clock: c})
+	t.Cleanup(func() { _ = s.Close() })
+	return s, c
+}
+
+// mustStream is a new wall-clock stream of cfg.
+func mustStream(t *testing.T, cfg StreamConfig) *Stream {
+	t.Helper()
+	s, err := NewStream(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s, c
+	return s
+}
+
+// signalWaits makes every wait behind hook (a stream's or a queue's
+// testHookWait) send on the returned channel as it begins.
+func signalWaits(hook *func()) <-chan struct{} {
+	waiting := make(chan struct{}, 1)
+	*hook = func() { waiting <- struct{}{} }
+	return waiting
 }
 
 func produceN(t *testing.T, s *Stream, partition string, n int) {
@@ -44,10 +59,7 @@ func TestStreamConfigValidate(t *testing.T) {
 	if _, err := NewStream(StreamConfig{Partitions: -1}); err == nil {
 		t.Fatal("negative partitions accepted")
 	}
-	s, err := NewStream(StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{})
 	ps, err := s.Partitions(context.Background())
 	if err != nil || len(ps) != 1 || ps[0].ID != "0" {
 		t.Fatalf("zero config partitions = %v, %v; want one partition \"0\"", ps, err)
@@ -181,13 +193,9 @@ func TestFetchWaitIsRecordedUnderVirtualTime(t *testing.T) {
 }
 
 func TestFetchReturnsEarlyOnWallClock(t *testing.T) {
-	s, err := NewStream(StreamConfig{Partitions: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{Partitions: 2})
 	defer s.Close()
-	waiting := make(chan struct{}, 1)
-	s.testHookWait = func() { waiting <- struct{}{} }
+	waiting := signalWaits(&s.testHookWait)
 	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	done := make(chan struct{})
 	go func() {
@@ -213,18 +221,14 @@ func TestFetchReturnsEarlyOnWallClock(t *testing.T) {
 }
 
 func TestFetchCancelled(t *testing.T) {
-	s, err := NewStream(StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{})
 	defer s.Close()
-	waiting := make(chan struct{}, 1)
-	s.testHookWait = func() { waiting <- struct{}{} }
+	waiting := signalWaits(&s.testHookWait)
 	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { <-waiting; cancel() }()
 	start := time.Now()
-	_, err = r.Fetch(ctx, 10, time.Minute)
+	_, err := r.Fetch(ctx, 10, time.Minute)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
@@ -234,15 +238,11 @@ func TestFetchCancelled(t *testing.T) {
 }
 
 func TestCloseWakesFetch(t *testing.T) {
-	s, err := NewStream(StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	waiting := make(chan struct{}, 1)
-	s.testHookWait = func() { waiting <- struct{}{} }
+	s := mustStream(t, StreamConfig{})
+	waiting := signalWaits(&s.testHookWait)
 	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	go func() { <-waiting; _ = s.Close() }()
-	_, err = r.Fetch(context.Background(), 10, time.Minute)
+	_, err := r.Fetch(context.Background(), 10, time.Minute)
 	if !errors.Is(err, brokers.ErrClosed) || brokers.Retryable(err) {
 		t.Fatalf("err = %v, want non-retryable ErrClosed", err)
 	}
@@ -477,10 +477,7 @@ func TestFetchedMessagesAreCopies(t *testing.T) {
 // result, so that two runs can be compared.
 func streamScript(t *testing.T) string {
 	c := newFakeClock()
-	s, err := NewStream(StreamConfig{Partitions: 2, Clock: c})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{Partitions: 2, Clock: c})
 	defer s.Close()
 	ctx, p := virtualCtx(c, true)
 	var b strings.Builder

@@ -256,15 +256,11 @@ func TestTrimKeepsOpenTransaction(t *testing.T) {
 
 // A commit wakes a reader waiting behind the transaction.
 func TestCommitWakesFetch(t *testing.T) {
-	s, err := NewStream(StreamConfig{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := mustStream(t, StreamConfig{})
 	defer s.Close()
 	tx := mustTx(t, s, "0")
 	txProduce(t, tx, "a")
-	waiting := make(chan struct{}, 1)
-	s.testHookWait = func() { waiting <- struct{}{} }
+	waiting := signalWaits(&s.testHookWait)
 	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	done := make(chan error, 1)
 	go func() {

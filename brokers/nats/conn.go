@@ -136,7 +136,7 @@ func (c *conn) lostCh() <-chan struct{} {
 // wait for the reconnect.
 func (c *conn) ready(op string) error {
 	if c.life.Closed() {
-		return closedErr(op)
+		return lifetime.ClosedErr(op)
 	}
 	switch st := c.nc.Status(); st {
 	case natsgo.CONNECTED:
@@ -155,19 +155,12 @@ func (c *conn) close() {
 	}
 }
 
-func closedErr(op string) error { return lifetime.ClosedErr(op) }
-
 // translate turns a nats.go error into a *brokers.Error that carries the
 // client's message but none of its types.
 func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var be *brokers.Error
-	if errors.As(err, &be) {
-		return err
-	}
-	return &brokers.Error{Op: op, Retryable: retryable(err), Err: errors.New(err.Error())}
+	return lifetime.Translate(op, err, func(op string, err error) error {
+		return &brokers.Error{Op: op, Retryable: retryable(err), Err: errors.New(err.Error())}
+	})
 }
 
 // retryable says whether a nats.go error may go away on its own.

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // queueProbe is how long the server keeps a queue's request for the
@@ -279,11 +280,7 @@ func updateConsumer(ctx context.Context, c *conn, cfg QueueConfig, cons jetstrea
 // Open returns a receiver for slot. Every receiver pulls from the same
 // durable consumer; the server hands each message to one of them.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.
@@ -294,7 +291,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, closedErr("open")
+		return nil, lifetime.ClosedErr("open")
 	}
 	r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
 	q.receivers[r] = struct{}{}
@@ -351,7 +348,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		return brokers.Result{}, maxErr(op, max)
 	}
 	if r.life.Closed() {
-		return brokers.Result{}, closedErr(op)
+		return brokers.Result{}, lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
@@ -433,7 +430,7 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 // makes a late ack harmless.
 func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, confirmed bool, each func(context.Context, jetstream.Msg) error) error {
 	if r.life.Closed() {
-		return closedErr(op)
+		return lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -511,7 +508,7 @@ func (r *Receiver) Extend(ctx context.Context, msgs []brokers.Message, d time.Du
 	r.keepMu.Lock()
 	defer r.keepMu.Unlock()
 	if r.life.Closed() {
-		return closedErr("extend")
+		return lifetime.ClosedErr("extend")
 	}
 	if r.keep == nil {
 		r.keep = startKeeper(r.q.c, r.q.cfg.AckWait/3, r.q.cfg.Conn.Logger)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // wholeStream is the partition ID of a stream that has no subjects of its
@@ -91,10 +92,7 @@ func (s *Stream) partitions(info *jetstream.StreamInfo) []string {
 // or the stream's subjects as the server has them now.
 func (s *Stream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	const op = "list partitions"
-	if err := s.check(ctx, op); err != nil {
-		return nil, err
-	}
-	info, err := s.info(ctx, op)
+	info, err := s.checkedInfo(ctx, op)
 	if err != nil {
 		return nil, err
 	}
@@ -143,9 +141,18 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 
 func (s *Stream) check(ctx context.Context, op string) error {
 	if s.c.life.Closed() {
-		return closedErr(op)
+		return lifetime.ClosedErr(op)
 	}
 	return ctx.Err()
+}
+
+// checkedInfo is info on a stream that is open, for a caller whose ctx has
+// not ended.
+func (s *Stream) checkedInfo(ctx context.Context, op string) (*jetstream.StreamInfo, error) {
+	if err := s.check(ctx, op); err != nil {
+		return nil, err
+	}
+	return s.info(ctx, op)
 }
 
 // Open returns a reader of partition (a subject filter) positioned at
@@ -156,11 +163,7 @@ func (s *Stream) check(ctx context.Context, op string) error {
 // after a position beyond the stream's last sequence (the stream was
 // deleted and created again) with brokers.ErrPositionUnknown.
 func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
-	r, err := s.OpenReader(ctx, partition, start)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Reader(s.OpenReader(ctx, partition, start))
 }
 
 // OpenReader is Open returning the concrete type.
@@ -173,10 +176,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 			return nil, &brokers.Error{Op: op, Err: fmt.Errorf("position %q is not a stream sequence", start.After)}
 		}
 	}
-	if err := s.check(ctx, op); err != nil {
-		return nil, err
-	}
-	info, err := s.info(ctx, op)
+	info, err := s.checkedInfo(ctx, op)
 	if err != nil {
 		return nil, err
 	}
@@ -225,7 +225,7 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 	if s.closed {
 		s.mu.Unlock()
 		r.Close()
-		return nil, closedErr(op)
+		return nil, lifetime.ClosedErr(op)
 	}
 	s.readers[r] = struct{}{}
 	s.mu.Unlock()
@@ -400,7 +400,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		return brokers.Result{}, maxErr(op, max)
 	}
 	if r.life.Closed() {
-		return brokers.Result{}, closedErr(op)
+		return brokers.Result{}, lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err

@@ -11,24 +11,17 @@ import (
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
-func closedErr(op string) error { return lifetime.ClosedErr(op) }
-
 // translate turns a client or gRPC error into a *brokers.Error that carries
 // the code and message but none of the client's types.
 func translate(op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	var be *brokers.Error
-	if errors.As(err, &be) {
-		return err
-	}
-	if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
-		return &brokers.Error{Op: op, Retryable: retryableCode(st.Code()), Err: fmt.Errorf("%s: %s", st.Code(), st.Message())}
-	}
-	// Anything else (a dial failure, a call cut short by a timeout of
-	// ours) may go away.
-	return &brokers.Error{Op: op, Retryable: true, Err: errors.New(err.Error())}
+	return lifetime.Translate(op, err, func(op string, err error) error {
+		if st, ok := status.FromError(err); ok && st.Code() != codes.Unknown {
+			return &brokers.Error{Op: op, Retryable: retryableCode(st.Code()), Err: fmt.Errorf("%s: %s", st.Code(), st.Message())}
+		}
+		// Anything else (a dial failure, a call cut short by a timeout of
+		// ours) may go away.
+		return &brokers.Error{Op: op, Retryable: true, Err: errors.New(err.Error())}
+	})
 }
 
 // retryableCode says whether an RPC that failed with c may succeed later.

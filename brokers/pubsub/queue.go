@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
+	"github.com/drover-dev/drover/brokers/internal/open"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -137,11 +138,7 @@ func credentialsType(path string) (option.CredentialsType, error) {
 // Open returns a receiver for slot. Every receiver pulls from the same
 // subscription; the service hands each message to one of them at a time.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.
@@ -152,7 +149,7 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.closed {
-		return nil, closedErr("open")
+		return nil, lifetime.ClosedErr("open")
 	}
 	return &Receiver{q: q, slot: slot, life: q.life.Child()}, nil
 }
@@ -200,7 +197,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		return brokers.Result{}, &brokers.Error{Op: op, Err: fmt.Errorf("max %d must be positive", max)}
 	}
 	if r.life.Closed() {
-		return brokers.Result{}, closedErr(op)
+		return brokers.Result{}, lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return brokers.Result{}, err
@@ -280,7 +277,7 @@ func ackIDs(op string, msgs []brokers.Message) ([]string, error) {
 // each runs call on the ack ids of msgs in chunks of at most ackChunk.
 func (r *Receiver) each(ctx context.Context, op string, msgs []brokers.Message, call func(ctx context.Context, ids []string) error) error {
 	if r.life.Closed() {
-		return closedErr(op)
+		return lifetime.ClosedErr(op)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

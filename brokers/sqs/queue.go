@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
 // Operation names in the errors of this package (brokers.Error.Op).
@@ -102,11 +103,7 @@ func NewQueue(ctx context.Context, cfg Config) (*Queue, error) {
 // Open returns a receiver for slot. Receivers compete for the queue's
 // messages; SQS does not know slots, the name is only for drover.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	r, err := q.OpenReceiver(ctx, slot)
-	if err != nil {
-		return nil, err
-	}
-	return r, nil
+	return open.Receiver(q.OpenReceiver(ctx, slot))
 }
 
 // OpenReceiver is Open returning the concrete type.

@@ -88,6 +88,12 @@ func sampleTree(node string, units ...string) actors.Tree {
 
 func start(t *testing.T, cfg Config) *Server {
 	t.Helper()
+	return startWith(t, cfg, func(*Server) {})
+}
+
+// startWith is start with f applied to the Server before Start.
+func startWith(t *testing.T, cfg Config, f func(*Server)) *Server {
+	t.Helper()
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
@@ -95,6 +101,7 @@ func start(t *testing.T, cfg Config) *Server {
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	f(s)
 	if err := s.Start(); err != nil {
 		t.Fatalf("Start: %v", err)
 	}

@@ -279,28 +279,6 @@ func fetch(ctx context.Context, url string) (response, error) {
 	return response{resp.StatusCode, resp.Header, string(b)}, err
 }
 
-// startWith is start with f applied to the Server before Start.
-func startWith(t *testing.T, cfg Config, f func(*Server)) *Server {
-	t.Helper()
-	cfg.Addr = "127.0.0.1:0"
-	s, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f(s)
-	if err := s.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-	})
-	return s
-}
-
 // closedConns reports, through connState, when the server has closed the
 // connection from a client address.
 type closedConns struct {

@@ -1,17 +1,16 @@
 package demo
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 )
 
@@ -28,7 +27,7 @@ func TestChaos(t *testing.T) {
 	url := chaosStore(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	var out lockedBuffer
+	var out syncbuf.Buffer
 	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, StoreURL: url, ProxyStore: true, Partitions: 6,
 		Log: teeLog{t: t, b: &out}})
 	if err != nil {
@@ -128,26 +127,9 @@ func TestStoreProxyURLs(t *testing.T) {
 	}
 }
 
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 type teeLog struct {
 	t *testing.T
-	b *lockedBuffer
+	b *syncbuf.Buffer
 }
 
 func (l teeLog) Write(p []byte) (int, error) {

@@ -63,19 +63,8 @@ func TestThreeNodesWithPostgres(t *testing.T) {
 func threeNodes(t *testing.T, storeURL string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, StoreURL: storeURL, Partitions: 12, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startConverged(t, ctx, Config{StoreURL: storeURL, Partitions: 12})
 	defer c.Close()
-	for _, n := range c.Nodes() {
-		if err := c.StartNode(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
 	s := c.NewSampler()
 	stopSampling := sampling(ctx, s)
 	s.Sample(ctx)
@@ -293,6 +282,33 @@ func members(ctx context.Context, n *Node) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// startConverged starts a demo cluster of cfg (its Dir a fresh temporary
+// folder unless set, the test binary, the test's log) with every node
+// running, and waits until it has converged. The caller closes it.
+func startConverged(t *testing.T, ctx context.Context, cfg Config) *Cluster {
+	t.Helper()
+	if cfg.Dir == "" {
+		cfg.Dir = t.TempDir()
+	}
+	cfg.Binary, cfg.Log = binary, testLog{t}
+	c, err := Start(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range c.Nodes() {
+		if err := c.StartNode(n); err != nil {
+			c.Close()
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.WaitConverged(ctx); err != nil {
+		err = dumpLogs(c, err)
+		c.Close()
+		t.Fatal(err)
+	}
+	return c
 }
 
 // sampling runs s every 50 ms until the returned stop, which waits for it.

@@ -20,19 +20,8 @@ func TestStoreOutage(t *testing.T) {
 	url := local.URL(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, StoreURL: url, Nodes: 2, Partitions: 4, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startConverged(t, ctx, Config{StoreURL: url, Nodes: 2, Partitions: 4})
 	defer c.Close()
-	for _, n := range c.Nodes() {
-		if err := c.StartNode(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
 	prod, err := c.NewProducer(11)
 	if err != nil {
 		t.Fatal(err)
@@ -83,15 +72,7 @@ func TestStoreOutage(t *testing.T) {
 	if perr != nil {
 		t.Fatal(perr)
 	}
-	sent := prod.Produced()
-	if err := c.WaitDrained(ctx, sent); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
-	v, err := c.Verify(ctx, sent)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Log(v.Line())
+	v := drainAndVerify(t, ctx, c, prod.Produced())
 	if !v.OK() || v.Produced < 400 {
 		t.Fatalf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}

@@ -75,19 +75,8 @@ func TestKinesisReshardConvergesWithSQLite(t *testing.T) {
     max_wait: 200ms
     lease_ttl: 10s
 `, stream, awstest.Region, ep, awstest.AccessKeyID, reshardSecretEnv)
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, Partitions: 3, Extra: extra, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startConverged(t, ctx, Config{Partitions: 3, Extra: extra})
 	defer c.Close()
-	for _, n := range c.Nodes() {
-		if err := c.StartNode(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
 	open := map[string]bool{}
 	for _, s := range shards {
 		open["ks/"+aws.ToString(s.ShardId)] = true

@@ -27,19 +27,8 @@ func TestRollingSourceAdditionWithSQLite(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, Partitions: parts, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startConverged(t, ctx, Config{Partitions: parts})
 	defer c.Close()
-	for _, n := range c.Nodes() {
-		if err := c.StartNode(n); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
 	s := c.NewSampler()
 	units := make([]string, parts)
 	for p := range units {

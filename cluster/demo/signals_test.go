@@ -15,18 +15,9 @@ func TestSecondSignalExitsAtOnce(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := t.TempDir()
-	c, err := Start(Config{Dir: dir, Binary: binary, Nodes: 1, Partitions: 2, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := startConverged(t, ctx, Config{Dir: dir, Nodes: 1, Partitions: 2})
 	defer c.Close()
 	n := c.Nodes()[0]
-	if err := c.StartNode(n); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		t.Fatal(dumpLogs(c, err))
-	}
 	prod, err := c.NewProducer(3)
 	if err != nil {
 		t.Fatal(err)

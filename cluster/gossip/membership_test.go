@@ -182,9 +182,27 @@ func TestThreeNodesConvergeWithMetadata(t *testing.T) {
 	}
 }
 
-func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
+// joinedTwo starts a, then b joining it, and waits until a sees b. The
+// test may crash b: its Leave at the end ignores the error.
+func joinedTwo(t *testing.T) (a, b *Membership) {
+	t.Helper()
+	a = start(t, Config{Name: "a"})
+	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = b.Leave(context.Background()) })
+	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	return a, b
+}
+
+// joinedThree starts a, then b and c joining it, and waits until a and b
+// see all three. The test may crash c or make it leave: its Leave at the
+// end ignores the error.
+func joinedThree(t *testing.T) (a, b, c *Membership) {
+	t.Helper()
+	a = start(t, Config{Name: "a"})
+	b = start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
 	c, err := Join(t.Context(), withDefaults(t, Config{Name: "c", Join: []string{a.Local().Addr}}))
 	if err != nil {
 		t.Fatal(err)
@@ -193,6 +211,11 @@ func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
 	for _, m := range []*Membership{a, b} {
 		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
 	}
+	return a, b, c
+}
+
+func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
+	a, b, c := joinedThree(t)
 	crash(t, c)
 	took := waitUntil(t, 2*time.Second, "a and b drop c after it crashed", func() bool {
 		return sees(a, "a", "b")() && sees(b, "a", "b")()
@@ -201,16 +224,7 @@ func TestCrashedNodeDroppedWithinTwoSeconds(t *testing.T) {
 }
 
 func TestGracefulLeaveSeenQuickly(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
-	c, err := Join(t.Context(), withDefaults(t, Config{Name: "c", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.Leave(context.Background()) })
-	for _, m := range []*Membership{a, b} {
-		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
-	}
+	a, b, c := joinedThree(t)
 	begin := time.Now()
 	if err := c.Leave(t.Context()); err != nil {
 		t.Fatalf("leave: %v", err)
@@ -432,13 +446,7 @@ func TestDuplicateNameRefused(t *testing.T) {
 }
 
 func TestNameReusableAfterDeath(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Leave(context.Background()) })
-	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	a, b := joinedTwo(t)
 	oldAddr := b.Local().Addr
 	crash(t, b)
 	waitUntil(t, 2*time.Second, "a drops the crashed b", sees(a, "a"))
@@ -683,13 +691,7 @@ func TestLeaveStopsAllGoroutines(t *testing.T) {
 }
 
 func TestRestartAtSameAddressRejoinsAtOnce(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b, err := Join(t.Context(), withDefaults(t, Config{Name: "b", Join: []string{a.Local().Addr}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = b.Leave(context.Background()) })
-	waitUntil(t, 2*time.Second, "a sees b", sees(a, "a", "b"))
+	a, b := joinedTwo(t)
 	addr := b.Local().Addr
 	crash(t, b)
 	// Restart before a noticed: same name, same address, so it is the same

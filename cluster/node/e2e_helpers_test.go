@@ -31,7 +31,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -43,6 +42,7 @@ import (
 	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 	"github.com/drover-dev/drover/persistence/stores"
@@ -226,28 +226,10 @@ type e2eRun struct {
 // e2eResult is what a run leaves for the broker's own checks.
 type e2eResult struct {
 	Configs   []*config.Config // of the first and the second node
-	Logs      *e2eLog          // both nodes' logs
+	Logs      *syncbuf.Buffer  // both nodes' logs
 	Trees     [][]byte         // Tree() JSON: the first node's just before the kill, the second's at the end
 	DebugTree []byte           // GET /debug/tree of the second node at the end
 	Metrics   []byte           // GET /metrics of the second node at the end
-}
-
-// e2eLog is a goroutine-safe log sink.
-type e2eLog struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *e2eLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *e2eLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 // Names of the two nodes: the second is another member, so it must take
@@ -266,7 +248,7 @@ func runE2E(t *testing.T, r e2eRun) e2eResult {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	res := e2eResult{Logs: &e2eLog{}}
+	res := e2eResult{Logs: &syncbuf.Buffer{}}
 	logger := slog.New(slog.NewTextHandler(res.Logs, &slog.HandlerOptions{Level: r.LogLevel}))
 	t.Cleanup(func() {
 		if t.Failed() {

@@ -93,7 +93,19 @@ func TestE2ENATS(t *testing.T) {
 // e2eStartNATS starts an embedded JetStream server for the test.
 func e2eStartNATS(t *testing.T) string {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true})
+	return e2eRunNATS(t, e2eNATSOptions(t)).ClientURL()
+}
+
+// e2eNATSOptions are the options of an embedded JetStream server on a free
+// local port, storing under a folder of the test.
+func e2eNATSOptions(t *testing.T) *server.Options {
+	return &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+}
+
+// e2eRunNATS runs an embedded server of opts until the test ends.
+func e2eRunNATS(t *testing.T, opts *server.Options) *server.Server {
+	t.Helper()
+	s, err := server.NewServer(opts)
 	if err != nil {
 		skipOrFail(t, "embedded NATS server: "+err.Error())
 	}
@@ -105,7 +117,7 @@ func e2eStartNATS(t *testing.T) string {
 	if !s.ReadyForConnections(10 * time.Second) {
 		skipOrFail(t, "embedded NATS server: not ready for connections after 10s")
 	}
-	return s.ClientURL()
+	return s
 }
 
 // e2ePublishNATS publishes msgs to stream, each on the subject subject

@@ -10,13 +10,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/syncbuf"
 )
 
 // secretsNATS starts an embedded JetStream server that wants the given
@@ -24,7 +24,7 @@ import (
 // sec, and returns host:port.
 func secretsNATS(t *testing.T, user, password string) string {
 	t.Helper()
-	opts := &server.Options{Host: "127.0.0.1", Port: -1, JetStream: true, StoreDir: t.TempDir(), NoLog: true, NoSigs: true}
+	opts := e2eNATSOptions(t)
 	var connOpt natsgo.Option
 	if user == "" {
 		opts.Authorization = password
@@ -33,18 +33,7 @@ func secretsNATS(t *testing.T, user, password string) string {
 		opts.Username, opts.Password = user, password
 		connOpt = natsgo.UserInfo(user, password)
 	}
-	s, err := server.NewServer(opts)
-	if err != nil {
-		skipOrFail(t, "embedded NATS server: "+err.Error())
-	}
-	go s.Start()
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	if !s.ReadyForConnections(10 * time.Second) {
-		skipOrFail(t, "embedded NATS server: not ready for connections after 10s")
-	}
+	s := e2eRunNATS(t, opts)
 	addr := strings.TrimPrefix(s.ClientURL(), "nats://")
 	nc, err := natsgo.Connect("nats://"+addr, connOpt)
 	if err != nil {
@@ -168,7 +157,7 @@ sources:
 			t.Setenv("DROVER_T_CONSUMER", fmt.Sprintf("c%d", i))
 			t.Setenv("DROVER_T_NATS_A", run.natsA)
 			t.Setenv("DROVER_T_NATS_B", run.natsB)
-			res := e2eResult{Logs: &e2eLog{}}
+			res := e2eResult{Logs: &syncbuf.Buffer{}}
 			log := slog.New(slog.NewTextHandler(res.Logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			cfg, err := config.Parse([]byte(strings.Replace(string(e2eConfigYAML("sec-node", "${env:DROVER_T_STORE}", "")), "sources:\n", "", 1)+sources), config.Options{})
 			if err != nil {

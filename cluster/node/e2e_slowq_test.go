@@ -55,6 +55,7 @@ import (
 	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
 )
@@ -215,7 +216,7 @@ sources:
 	if err != nil {
 		t.Fatalf("config: %v\n%s", err, yaml)
 	}
-	logs := &e2eLog{}
+	logs := &syncbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			l := logs.String()

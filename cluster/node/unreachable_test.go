@@ -22,6 +22,7 @@ import (
 	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/syncbuf"
 	"github.com/drover-dev/drover/persistence/stores"
 )
 
@@ -175,7 +176,7 @@ func runUnreachable(t *testing.T, target string, c unreachableCase) {
 	t.Cleanup(func() { _ = proxy.Close() })
 	proxy.Stop() // connecting is refused, as to a broker that is down
 
-	logs := &e2eLog{}
+	logs := &syncbuf.Buffer{}
 	t.Cleanup(func() {
 		if t.Failed() {
 			t.Logf("node log:\n%s", logs.String())

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/drover-dev/drover/internal/inject"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -15,7 +16,7 @@ const (
 	OpList       = "list"       // List
 	OpApply      = "apply"      // Apply
 	OpCheckpoint = "checkpoint" // Checkpoint, Checkpoints
-	OpAny        = "any"        // every call of the Store, those above included
+	OpAny        = "any"        // every call of the Store, those above included (inject.Any)
 )
 
 // opOther names the calls that only "any" matches: records, dead letters,
@@ -30,16 +31,9 @@ func validOp(op string) bool {
 	return false
 }
 
-// failRule is one FailNext call not yet used up.
-type failRule struct {
-	op  string
-	n   int
-	err error
-}
-
 // faults holds the injected faults. It is guarded by Store.mu.
 type faults struct {
-	rules       []failRule        // in FailNext order
+	rules       inject.Rules      // FailNext calls not yet used up
 	afterCommit int               // Apply calls that commit and then fail
 	down        error             // every call fails with it while set
 	noFencing   bool              // Apply skips the token check
@@ -62,7 +56,7 @@ func (s *Store) FailNext(op string, n int, err error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.faults.rules = append(s.faults.rules, failRule{op: op, n: n, err: err})
+	s.faults.rules.Add(op, n, err)
 }
 
 // FailAfterCommit makes the next n Apply calls commit their batch and then
@@ -133,17 +127,6 @@ func (f *faults) inject(op string) error {
 	if f.down != nil {
 		return f.down
 	}
-	for i := range f.rules {
-		r := &f.rules[i]
-		if r.op != op && r.op != OpAny {
-			continue
-		}
-		r.n--
-		err := r.err
-		if r.n == 0 {
-			f.rules = append(f.rules[:i], f.rules[i+1:]...)
-		}
-		return err
-	}
-	return nil
+	_, err := f.rules.Take(op)
+	return err
 }

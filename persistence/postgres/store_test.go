@@ -312,8 +312,9 @@ func (r *roundTrips) String() string {
 	return fmt.Sprintf("%d statements, %d batches of %d statements", r.queries.Load(), r.batches.Load(), r.batchQueries.Load())
 }
 
-// Apply sends one statement per table for a whole batch, whatever its size.
-func TestApplyRoundTrips(t *testing.T) {
+// openTraced opens a store on the test server whose statements rt counts.
+func openTraced(t *testing.T) (*Store, *roundTrips) {
+	t.Helper()
 	pc, err := pgxpool.ParseConfig(pg.URL(t))
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +325,12 @@ func TestApplyRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return s, rt
+}
+
+// Apply sends one statement per table for a whole batch, whatever its size.
+func TestApplyRoundTrips(t *testing.T) {
+	s, rt := openTraced(t)
 	defer s.Close()
 	l := acquire(t, s, "orders/0", "node-1")
 	dl := persistence.Op{Kind: persistence.OpDeadLetter, Position: "x", Reason: "bad"}

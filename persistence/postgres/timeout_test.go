@@ -371,16 +371,7 @@ func leaseOf(t *testing.T, s *Store, unit string) persistence.Lease {
 
 // RenewLeases is one round trip, whatever the number of leases.
 func TestRenewLeasesOneRoundTrip(t *testing.T) {
-	pc, err := pgxpool.ParseConfig(pg.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &roundTrips{}
-	pc.ConnConfig.Tracer = rt
-	s, err := open(t.Context(), pc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rt := openTraced(t)
 	defer s.Close()
 	var ls []persistence.Lease
 	for i := range 200 {
@@ -399,16 +390,7 @@ func TestRenewLeasesOneRoundTrip(t *testing.T) {
 // PruneDedupe deletes a backlog larger than one chunk, one bounded
 // statement per chunk, and keeps what is newer than its cutoff.
 func TestPruneDedupeInChunks(t *testing.T) {
-	pc, err := pgxpool.ParseConfig(pg.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt := &roundTrips{}
-	pc.ConnConfig.Tracer = rt
-	s, err := open(t.Context(), pc, Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, rt := openTraced(t)
 	defer s.Close()
 	const old = 2*pruneChunk + 500
 	if _, err := s.pool.Exec(t.Context(), `INSERT INTO `+s.name("drover_dedupe")+` (source, message_id, applied_at)

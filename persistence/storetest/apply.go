@@ -12,31 +12,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func applyDefinitions() []definition {
-	return []definition{
-		{"Apply/FencedCommitsEverythingTogether", always, testApplyTogether},
-		// The fencing and atomicity cases run on both write paths a store may
-		// have: a queue batch (dedupe ids) and a stream batch (checkpoint, no
-		// dedupe), since a store may write them differently.
-		{"Apply/StaleTokenCommitsNothing/Queue", always, testApplyStale(queueBatch)},
-		{"Apply/StaleTokenCommitsNothing/Stream", always, testApplyStale(streamBatch)},
-		{"Apply/NoLeaseRow/Queue", always, testApplyNoLease(queueBatch)},
-		{"Apply/NoLeaseRow/Stream", always, testApplyNoLease(streamBatch)},
-		{"Apply/HandlerErrorRollsBackEverything", always, testHandlerError},
-		{"Apply/InvalidDocumentRollsBackEverything/Queue", always, testInvalidDoc(queueBatch)},
-		{"Apply/InvalidDocumentRollsBackEverything/Stream", always, testInvalidDoc(streamBatch)},
-		{"Apply/InvalidTableRefused", always, testInvalidTable},
-		{"Apply/FailureMidTransaction/Queue", needsMidTx, testFailMidTx(queueBatch)},
-		{"Apply/FailureMidTransaction/Stream", needsMidTx, testFailMidTx(streamBatch)},
-		{"Apply/TakeoverDuringApplyIsFenced", always, testTakeoverDuringApply},
-		{"Apply/ConcurrentAppliesSerialise", always, testConcurrentApplies},
-		{"Handler/TxPutGetDelete", always, testHandlerTx},
-		{"Handler/OnlyFreshMessages", always, testHandlerFresh},
-		{"Handler/NotCalledWhenFenced", always, testHandlerFenced},
-		{"Handler/MessagesWithoutHandleFail", always, testNoHandle},
-	}
-}
-
 // fullBatch writes to every part of the store: records, a deletion, a dead
 // letter, dedupe ids and the checkpoint.
 func fullBatch(l persistence.Lease, pos string) *persistence.Batch {

@@ -10,22 +10,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func leaseDefinitions() []definition {
-	return []definition{
-		{"Lease/AcquireFree", always, testAcquireFree},
-		{"Lease/AcquireHeldByLiveOwner", always, testAcquireHeld},
-		{"Lease/AcquireExpired", always, testAcquireExpired},
-		{"Lease/ExpiryBoundary", needsClock, testExpiryBoundary},
-		{"Lease/AcquireOwn", always, testAcquireOwn},
-		{"Lease/TakeoverFromOwnerNotLive", always, testTakeover},
-		{"Lease/Renew", always, testRenew},
-		{"Lease/Release", always, testRelease},
-		{"Lease/ListOrderedByUnit", always, testListOrdered},
-		{"Lease/InvalidRequests", always, testAcquireInvalid},
-		{"Lease/ConcurrentAcquirersOneWins", always, testConcurrentAcquire},
-	}
-}
-
 func testAcquireFree(e *env) {
 	before := e.now()
 	l := e.acquire("orders/0", "node-1")

@@ -9,16 +9,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func otherDefinitions() []definition {
-	return []definition{
-		{"Dedupe/RefusesAnIDTheSecondTime", always, testDedupe},
-		{"Dedupe/ForgottenAfterPrune", always, testPrune},
-		{"DeadLetters/UniquePerPositionAttemptsGrow", always, testDeadLetterRepeat},
-		{"DeadLetters/ListShowMark", always, testDeadLetterManage},
-		{"Quality/WriteAndList", always, testQuality},
-	}
-}
-
 func testDedupe(e *env) {
 	l := e.acquire("jobs/slot-0", "node-1")
 	b := func(ops ...persistence.Op) *persistence.Batch {

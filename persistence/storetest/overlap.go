@@ -8,12 +8,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func overlapDefinitions() []definition {
-	return []definition{
-		{"Dedupe/OverlappingSlotsConcurrently", always, testOverlappingSlots},
-	}
-}
-
 // testOverlappingSlots is issue 9 item 13: two slots of one queue source
 // apply the same redelivered messages at once, in opposite orders, into one
 // records table. A store that locks dedupe ids or record keys in batch

@@ -7,18 +7,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func recordDefinitions() []definition {
-	return []definition{
-		{"Records/UpsertByKeyAndDelete", always, testUpsertDelete},
-		{"Records/LastOpWinsInBatch", always, testLastOpWins},
-		{"Records/UnchangedDocNotRewritten", always, testUnchanged},
-		{"Records/Paging", always, testPaging},
-		{"Checkpoint/OnlyMovesForward", always, testCheckpointForward},
-		{"Checkpoint/Finished", always, testCheckpointFinished},
-		{"Checkpoint/ListBySource", always, testCheckpointsList},
-	}
-}
-
 func (e *env) batch(l persistence.Lease, ops ...persistence.Op) *persistence.Batch {
 	return &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders", Ops: ops}
 }

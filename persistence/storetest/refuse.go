@@ -8,19 +8,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-// The definitions of issue 10 items 6 and 7: dead letters that record the
-// size of a cut payload, and refusals the runtime can tell from failures
-// that may pass (persistence.ErrPermanent).
-func refuseDefinitions() []definition {
-	return []definition{
-		{"DeadLetters/CutPayloadRecordsItsSize", always, testDeadLetterCut},
-		{"Apply/InvalidDocumentIsPermanent", always, testInvalidDocPermanent},
-		{"Apply/RefusedRecordIsPermanent/Queue", needsRefuse, testRefusedRecord(queueBatch)},
-		{"Apply/RefusedRecordIsPermanent/Stream", needsRefuse, testRefusedRecord(streamBatch)},
-		{"Handler/RefusedPutIsPermanent", needsRefuse, testRefusedPut},
-	}
-}
-
 func needsRefuse(h Harness) bool { return h.Refuse != nil }
 
 func testDeadLetterCut(e *env) {

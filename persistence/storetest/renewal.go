@@ -9,20 +9,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-// Lease staleness (AcquireRequest.Stale, Lease.RenewedAt) and batch
-// renewal (RenewLeases).
-func renewalDefinitions() []definition {
-	return []definition{
-		{"Lease/RenewedAtSetAndListed", always, testRenewedAt},
-		{"Lease/TakeoverWaitsForStaleHolder", always, testTakeoverWaitsForStale},
-		{"Lease/StaleBoundary", needsClock, testStaleBoundary},
-		{"Lease/RenewingHolderKeepsLease", always, testRenewingHolderKeeps},
-		{"Lease/ExpiredOrReleasedTakeableWhateverStale", always, testExpiredReleasedIgnoreStale},
-		{"Lease/RenewLeasesRenewedAndLost", always, testRenewLeases},
-		{"Lease/RenewLeasesEmptyAndInvalid", always, testRenewLeasesEdges},
-	}
-}
-
 // staleFor is the Stale of these tests: with a manual clock any value; on
 // the wall clock short, so that the tests wait little.
 func (e *env) staleFor() time.Duration {

@@ -8,18 +8,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-// Batch.Reset and start markers in checkpoints.
-func resetDefinitions() []definition {
-	return []definition{
-		{"Checkpoint/ResetToStartMarkerThenForward", always, testResetToMarker},
-		{"Checkpoint/ResetBackwards", always, testResetBackwards},
-		{"Checkpoint/ResetFinishedUnit", always, testResetFinished},
-		{"Checkpoint/ResetWithRecords", always, testResetWithRecords},
-		{"Checkpoint/ResetEmptyRefused", always, testResetEmpty},
-		{"Checkpoint/ResetIsFenced", always, testResetFenced},
-	}
-}
-
 func (e *env) reset(l persistence.Lease, pos string) {
 	e.t.Helper()
 	e.apply(&persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Checkpoint: pos, Reset: true})

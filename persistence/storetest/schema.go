@@ -8,13 +8,6 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-func schemaDefinitions() []definition {
-	return []definition{
-		{"Schema/MigrationsIdempotent", needsSchema, testMigrationsIdempotent},
-		{"Schema/NewerVersionRefused", needsSchema, testSchemaTooNew},
-	}
-}
-
 func testMigrationsIdempotent(e *env) {
 	sc := e.h.Schema
 	if v := sc.Current(e.t, e.s); v != sc.Version {

@@ -6,14 +6,6 @@ import (
 	"sync"
 )
 
-// Sources.InitSource.
-func sourceDefinitions() []definition {
-	return []definition{
-		{"Sources/FirstCallerWins", always, testInitSourceFirstWins},
-		{"Sources/ConcurrentCallersAgree", always, testInitSourceConcurrent},
-	}
-}
-
 func (e *env) initSource(source string, units []string) []string {
 	e.t.Helper()
 	got, err := e.s.InitSource(e.ctx, source, units)

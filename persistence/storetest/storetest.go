@@ -80,18 +80,7 @@ func Run(t *testing.T, h Harness) {
 	if h.Open == nil {
 		t.Fatal("storetest: Harness.Open is nil")
 	}
-	var defs []definition
-	defs = append(defs, leaseDefinitions()...)
-	defs = append(defs, renewalDefinitions()...)
-	defs = append(defs, applyDefinitions()...)
-	defs = append(defs, recordDefinitions()...)
-	defs = append(defs, resetDefinitions()...)
-	defs = append(defs, sourceDefinitions()...)
-	defs = append(defs, otherDefinitions()...)
-	defs = append(defs, overlapDefinitions()...)
-	defs = append(defs, schemaDefinitions()...)
-	defs = append(defs, refuseDefinitions()...)
-	for _, d := range defs {
+	for _, d := range definitions() {
 		if !d.needs(h) {
 			continue
 		}

@@ -6,6 +6,7 @@ package lifetime
 
 import (
 	"context"
+	"errors"
 
 	"github.com/drover-dev/drover/brokers"
 )
@@ -67,4 +68,18 @@ func (l Life) Finish(ctx context.Context, op string, err error) error {
 // ClosedErr is the error of a call on a closed lifetime.
 func ClosedErr(op string) error {
 	return &brokers.Error{Op: op, Err: brokers.ErrClosed}
+}
+
+// Translate is the part of an adapter's error translation that is the same
+// for every adapter: nil stays nil, an error that already is a
+// *brokers.Error passes unchanged, anything else is what f makes of it.
+func Translate(op string, err error, f func(op string, err error) error) error {
+	if err == nil {
+		return nil
+	}
+	var be *brokers.Error
+	if errors.As(err, &be) {
+		return err
+	}
+	return f(op, err)
 }

@@ -25,13 +25,13 @@ var plan = brokertest.Plan{Run: []string{
 	brokertest.QueueConnectionLoss,
 }}
 
-// TestBrokertest runs the plan against fauxqs on a standard queue.
-func TestBrokertest(t *testing.T) {
+// TestConformance runs the plan against fauxqs on a standard queue.
+func TestConformance(t *testing.T) {
 	brokertest.RunQueue(t, newHarness(t), plan)
 }
 
-// TestBrokertestFIFO runs the same plan on a FIFO queue.
-func TestBrokertestFIFO(t *testing.T) {
+// TestConformanceFIFO runs the same plan on a FIFO queue.
+func TestConformanceFIFO(t *testing.T) {
 	h := newHarness(t)
 	h.fifo = true
 	brokertest.RunQueue(t, h, plan)

@@ -6,11 +6,11 @@ import (
 	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
-// TestBrokertest runs the stream definitions of the conformance suite
+// TestConformance runs the stream definitions of the conformance suite
 // against kinesalite. "Server restart" stops a proxy in front of the
 // emulator (the adapter sees connections refused, the emulator keeps its
 // streams), since kinesalite keeps its data in memory.
-func TestBrokertest(t *testing.T) {
+func TestConformance(t *testing.T) {
 	h := newHarness(t)
 	brokertest.RunStream(t, h, brokertest.Plan{
 		Run: []string{

@@ -33,7 +33,7 @@ var queuePlan = brokertest.Plan{Run: func() []string {
 	return names
 }()}
 
-func TestBrokertestQueue(t *testing.T) {
+func TestConformanceQueue(t *testing.T) {
 	brokertest.RunQueue(t, queueHarness{}, queuePlan)
 }
 

@@ -47,12 +47,12 @@ func plan(defs []brokertest.Definition, leaveOut map[string]string, external boo
 	return p
 }
 
-func TestBrokertestStream(t *testing.T) {
+func TestConformanceStream(t *testing.T) {
 	h := streamHarness{}
 	brokertest.RunStream(t, h, plan(brokertest.StreamDefinitions(), streamLeaveOut, isExternal()))
 }
 
-func TestBrokertestQueue(t *testing.T) {
+func TestConformanceQueue(t *testing.T) {
 	h := queueHarness{}
 	brokertest.RunQueue(t, h, plan(brokertest.QueueDefinitions(), queueLeaveOut, isExternal()))
 }

@@ -1,0 +1,159 @@
+package memory
+
+// Reader: one partition of a Stream, read as Kafka's read_committed does.
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+)
+
+// Reader reads one partition of a Stream. It implements brokers.Reader.
+type Reader struct {
+	s     *Stream
+	p     *partition
+	owner *StreamClient // nil when opened on the Stream itself
+	// Guarded by s.mu.
+	next   int64 // offset of the next message to return
+	closed bool
+}
+
+var _ brokers.Reader = (*Reader)(nil)
+
+// Fetch returns up to max messages after the reader's position, as Kafka's
+// read_committed does: never at or past the last stable offset, never a
+// record of an aborted transaction or a control marker (the position steps
+// over them). Lag counts the offsets from the position to the last stable
+// offset. When there is nothing to return it waits up to wait for messages
+// to become readable (returning early when they do), then looks once more.
+// On a closed partition the batch that returns the last message, or any
+// later fetch, has End set. A reader of a partition of a recreated stream
+// fails with brokers.ErrPositionUnknown (Stream.Recreate).
+func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
+	if max <= 0 {
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("max %d must be positive", max)}
+	}
+	s := r.s
+	if err := ctx.Err(); err != nil {
+		return brokers.Result{}, err
+	}
+	s.mu.Lock()
+	if err := r.checkLocked(); err != nil {
+		s.mu.Unlock()
+		return brokers.Result{}, err
+	}
+	d := s.faults.delay(OpFetch)
+	s.mu.Unlock()
+	if err := pause(ctx, d); err != nil {
+		return brokers.Result{}, err
+	}
+
+	s.mu.Lock()
+	err := r.checkLocked()
+	if err == nil {
+		err = s.faults.take(OpFetch)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return brokers.Result{}, err
+	}
+	res, err := r.readLocked(max)
+	wake := r.p.wake
+	s.mu.Unlock()
+	if err != nil || len(res.Messages) > 0 || res.End || wait <= 0 {
+		return res, err
+	}
+
+	if s.testHookWait != nil {
+		s.testHookWait()
+	}
+	w := newWaiter(s.clock, wait)
+	for {
+		again, err := w.wait(ctx, wake, 0)
+		if err != nil {
+			return brokers.Result{}, err
+		}
+		s.mu.Lock()
+		if err := r.checkLocked(); err != nil {
+			s.mu.Unlock()
+			return brokers.Result{}, err
+		}
+		res, err = r.readLocked(max)
+		wake = r.p.wake
+		s.mu.Unlock()
+		if err != nil || len(res.Messages) > 0 || res.End || !again {
+			return res, err
+		}
+	}
+}
+
+func (r *Reader) checkLocked() error {
+	if r.closed || r.s.closed || (r.owner != nil && r.owner.closed) {
+		return &brokers.Error{Op: OpFetch, Err: brokers.ErrClosed}
+	}
+	return nil
+}
+
+func (r *Reader) readLocked(max int) (brokers.Result, error) {
+	p := r.p
+	if p.gone {
+		if _, ok := r.s.byID[p.id]; !ok {
+			return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %q: the stream was recreated without it: %w", p.id, brokers.ErrUnknownPartition)}
+		}
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d: the stream was recreated: %w", p.id, r.next, brokers.ErrPositionUnknown)}
+	}
+	if r.next < p.base {
+		what := "oldest held is " + strconv.FormatInt(p.base, 10)
+		if p.forgotten {
+			what = "the partition aged out"
+		}
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (%s): %w", p.id, r.next, what, brokers.ErrPositionGone)}
+	}
+	end := p.end()
+	if r.next > end {
+		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d (its end is %d): %w", p.id, r.next, end, brokers.ErrPositionUnknown)}
+	}
+	lso := p.lso()
+	if mutate.On(mutate.ReadUncommitted) {
+		lso = end // the bug of issue 9 item 5: transactions read uncommitted
+	}
+	var msgs []brokers.Message
+	for ; r.next < lso; r.next++ {
+		rec := &p.recs[r.next-p.base]
+		if !rec.visible() && !(mutate.On(mutate.ReadUncommitted) && !rec.marker) {
+			continue // aborted or a marker: stepped over, never returned
+		}
+		if len(msgs) == max {
+			break
+		}
+		msgs = append(msgs, copyMessage(rec.msg))
+	}
+	return brokers.Result{
+		Messages: msgs,
+		End:      p.closed && r.next >= end,
+		Lag:      max64(lso-r.next, 0),
+	}, nil
+}
+
+// Close releases the reader. Closing twice is harmless.
+func (r *Reader) Close() error {
+	r.s.mu.Lock()
+	defer r.s.mu.Unlock()
+	r.closed = true
+	if r.owner != nil {
+		delete(r.owner.readers, r)
+	}
+	r.p.notify()
+	return nil
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}
