@@ -42,15 +42,14 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 		return
 	}
 	if len(r.waiting) > 0 {
+		if u.phase.stopping() {
+			u.finishStop(ctx, false) // nothing is held yet: stop now, not at the next look
+			return
+		}
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
 		u.waitNoteShown = true
 		now := u.now()
-		showWait := func(s *UnitStatus) { s.setError(msg, now) }
-		if u.phase.stopping() {
-			u.show(phaseStarting, showWait) // the stop goes on at the next look
-		} else {
-			u.becomeStarting(showWait)
-		}
+		u.becomeStarting(func(s *UnitStatus) { s.setError(msg, now) })
 		u.after(ctx, u.node.tuning.ParentPoll, timerParents)
 		return
 	}
@@ -354,7 +353,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 	}
 	u.conn = r.conn
 	if u.phase.stopping() {
-		u.show(phaseRunning, noRetryAt) // the fetch below ends the stop
+		u.show(u.phase, noRetryAt) // still stopping: the fetch below ends the stop
 	} else {
 		u.becomeRunning()
 	}

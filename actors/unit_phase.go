@@ -97,10 +97,9 @@ func (u *unitActor) become(to unitPhase, from []unitPhase, more func(*UnitStatus
 }
 
 // show writes phase p's state (if it has one) and the fields more sets to
-// the tree. Apart from become, only the two results of the main line that
-// can arrive during a stop call it: the tree has always shown them as the
-// main line would (an open that succeeded as running, parents still
-// unfinished as starting) while the stop goes on at the next step.
+// the tree. Apart from become, only an open that succeeds during a stop
+// calls it, with the phase it is in (stopping, not running): the fetch it
+// would start ends the stop instead.
 func (u *unitActor) show(p unitPhase, more func(*UnitStatus)) {
 	state, ok := treeState(p)
 	if !ok && more == nil {

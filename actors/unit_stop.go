@@ -106,7 +106,11 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 	}
 	u.holdsLease = false
 	if !stopped {
-		return // the next incarnation acquires the lease again
+		// The next incarnation acquires the lease again; until it has, the
+		// tree shows no lease: the leaser no longer renews this one, and
+		// another node may take it meanwhile.
+		u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+		return
 	}
 	u.becomeStopped(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
 	if held {
