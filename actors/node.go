@@ -65,6 +65,10 @@ type nodeEnv struct {
 	digest uint64
 	// minTTL is the shortest lease TTL of the node's sources.
 	minTTL time.Duration
+	// observePhase, when set, is told every phase transition of a unit
+	// (on its mailbox). Only the unit scripts set it, to show and count
+	// the transitions they cover.
+	observePhase func(unit string, from, to unitPhase)
 }
 
 func (ne *nodeEnv) props() []actor.PropsOption {

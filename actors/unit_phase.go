@@ -86,11 +86,14 @@ func treeState(p unitPhase) (state string, ok bool) {
 // mainLine are the phases before a stop.
 var mainLine = []unitPhase{phaseStarting, phaseAcquiring, phaseRunning, phaseRetrying}
 
-// become enters phase to, which only the phases from may lead to, and
-// shows it in the tree with the fields more sets, in one write.
-func (u *unitActor) become(to unitPhase, from []unitPhase, more func(*UnitStatus)) {
-	if !slices.Contains(from, u.phase) {
+// become enters phase to, which only the phases phaseFrom[to] may lead
+// to, and shows it in the tree with the fields more sets, in one write.
+func (u *unitActor) become(to unitPhase, more func(*UnitStatus)) {
+	if !slices.Contains(phaseFrom[to], u.phase) {
 		panic(fmt.Sprintf("unit %s: phase %s cannot follow %s", u.id, to, u.phase))
+	}
+	if observe := u.node.observePhase; observe != nil {
+		observe(u.id, u.phase, to)
 	}
 	u.phase = to
 	u.show(to, more)
@@ -115,44 +118,64 @@ func (u *unitActor) show(p unitPhase, more func(*UnitStatus)) {
 	})
 }
 
-// noRetryAt clears next_retry_at: every phase but retrying shows none.
+// noRetryAt clears next_retry_at: every phase but retrying shows none
+// (releasing writes nothing and keeps what the entry shows).
 func noRetryAt(s *UnitStatus) { s.NextRetryAt = nil }
+
+// andNoRetryAt is more, then noRetryAt.
+func andNoRetryAt(more func(*UnitStatus)) func(*UnitStatus) {
+	if more == nil {
+		return noRetryAt
+	}
+	return func(s *UnitStatus) { more(s); noRetryAt(s) }
+}
+
+// phaseFrom is the life cycle: the phases each phase may be entered from.
+var phaseFrom = map[unitPhase][]unitPhase{
+	phaseStarting:  {phaseNew, phaseStarting, phaseRetrying},
+	phaseAcquiring: {phaseStarting, phaseAcquiring, phaseRetrying},
+	phaseRunning:   {phaseAcquiring, phaseRunning, phaseRetrying},
+	phaseRetrying:  mainLine,
+	phaseStopping:  mainLine,
+	phaseReleasing: {phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping},
+	phaseStopped:   append(slices.Clone(mainLine), phaseStopping, phaseReleasing),
+}
 
 // becomeStarting: the actor started, or its parents are not finished yet.
 func (u *unitActor) becomeStarting(more func(*UnitStatus)) {
-	u.become(phaseStarting, []unitPhase{phaseNew, phaseStarting, phaseRetrying}, more)
+	u.become(phaseStarting, andNoRetryAt(more))
 }
 
 // becomeAcquiring: no parents, or all finished; or the lease is asked for
 // again (held elsewhere, or after a failure).
 func (u *unitActor) becomeAcquiring() {
-	u.become(phaseAcquiring, []unitPhase{phaseStarting, phaseAcquiring, phaseRetrying}, noRetryAt)
+	u.become(phaseAcquiring, noRetryAt)
 }
 
 // becomeRunning: an open succeeded, or a retrying unit's fetch or apply did.
 func (u *unitActor) becomeRunning() {
-	u.become(phaseRunning, []unitPhase{phaseAcquiring, phaseRunning, phaseRetrying}, noRetryAt)
+	u.become(phaseRunning, noRetryAt)
 }
 
 // becomeRetrying: a step failed below the failure limit, or the checkpoint
 // waits for an operator (on_position_reset: fail).
 func (u *unitActor) becomeRetrying(more func(*UnitStatus)) {
-	u.become(phaseRetrying, mainLine, more)
+	u.become(phaseRetrying, more)
 }
 
 // becomeStopping: stopUnit.
 func (u *unitActor) becomeStopping() {
-	u.become(phaseStopping, mainLine, noRetryAt)
+	u.become(phaseStopping, noRetryAt)
 }
 
 // becomeReleasing: a stop (or the end of the unit's partition) reached a
 // step boundary with the lease held.
 func (u *unitActor) becomeReleasing() {
-	u.become(phaseReleasing, []unitPhase{phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping}, nil)
+	u.become(phaseReleasing, nil)
 }
 
 // becomeStopped: the actor stops (not a restart: that discards the
 // instance in whatever phase it is, and its successor starts anew).
 func (u *unitActor) becomeStopped(more func(*UnitStatus)) {
-	u.become(phaseStopped, append(slices.Clone(mainLine), phaseStopping, phaseReleasing), more)
+	u.become(phaseStopped, andNoRetryAt(more))
 }

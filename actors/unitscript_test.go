@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -48,7 +49,24 @@ func TestUnitScripts(t *testing.T) {
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".txt"), func(t *testing.T) { runUnitScript(t, f) })
 	}
+	// The scripts together take every transition the life cycle allows
+	// (staying in a phase counts: a retry that fails again, another
+	// acquire while the lease is held elsewhere).
+	for to := phaseStarting; to <= phaseStopped; to++ {
+		for _, from := range phaseFrom[to] {
+			if _, ok := coveredTransitions.Load(phaseTransition{from, to}); !ok {
+				t.Errorf("no script takes the transition %s -> %s", from, to)
+			}
+		}
+	}
 }
+
+// phaseTransition is a unit's move from one phase to another.
+type phaseTransition struct{ from, to unitPhase }
+
+// coveredTransitions are the transitions the scripts took (phaseTransition
+// → true), filled by nodeEnv.observePhase.
+var coveredTransitions sync.Map
 
 // scriptBlock is one command of a script with its expected output.
 type scriptBlock struct {
@@ -440,7 +458,13 @@ func (w *unitWorld) start(args []string) error {
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
 	w.cancel = cancel
-	w.ne = &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), metrics: noMetrics{}, system: system, ctx: ctx}
+	w.ne = &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), metrics: noMetrics{}, system: system, ctx: ctx,
+		observePhase: func(_ string, from, to unitPhase) {
+			coveredTransitions.Store(phaseTransition{from, to}, true)
+			if from != to {
+				w.printf("phase: %s -> %s", from, to)
+			}
+		}}
 	w.ne.reg.addSource(spec.Name, spec.Type)
 	sl := &scriptLeaser{w: w}
 	if flags["renew"] {
