@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+
+	"github.com/drover-dev/drover/internal/redact"
 )
 
 // What every adapter's Config shares: the Secret type of its secret
@@ -55,6 +57,41 @@ func (s Secret) MarshalYAML() (any, error) { return s.String(), nil }
 
 // LogValue returns the redacted form.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.String()) }
+
+// SecretURL is a URL, or a comma-separated list of URLs, or a key=value
+// DSN, that may carry a secret (postgres://user:pw@host/db,
+// postgres://host/db?password=pw, host=h password=pw,
+// nats://user:pw@host:4222, nats://token@host:4222). It prints as
+// internal/redact masks it: every password, token and secret query
+// parameter replaced by "xxxxx", whatever the verb or encoding. Reveal
+// returns the value.
+type SecretURL string
+
+// Reveal returns the URL itself, for the code that uses it.
+func (u SecretURL) Reveal() string { return string(u) }
+
+// String returns the URL with its secrets masked.
+func (u SecretURL) String() string { return redact.URL(string(u)) }
+
+// Format prints the masked form whatever the verb.
+func (u SecretURL) Format(f fmt.State, verb rune) {
+	fmt.Fprintf(f, fmt.FormatString(f, verb), u.String())
+}
+
+// GoString returns the masked form.
+func (u SecretURL) GoString() string { return fmt.Sprintf("brokers.SecretURL(%q)", u.String()) }
+
+// MarshalJSON returns the masked form.
+func (u SecretURL) MarshalJSON() ([]byte, error) { return json.Marshal(u.String()) }
+
+// MarshalText returns the masked form.
+func (u SecretURL) MarshalText() ([]byte, error) { return []byte(u.String()), nil }
+
+// MarshalYAML returns the masked form.
+func (u SecretURL) MarshalYAML() (any, error) { return u.String(), nil }
+
+// LogValue returns the masked form.
+func (u SecretURL) LogValue() slog.Value { return slog.StringValue(u.String()) }
 
 // FieldError is one problem of a Config: the path of the setting, in the
 // names of the config file ("sasl.username", "brokers[1]"; "" for the

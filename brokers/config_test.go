@@ -54,6 +54,47 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 }
 
+// A SecretURL shows its secrets masked however it is printed, alone or
+// inside a struct or a pointer to one, and Reveal gives the value.
+func TestSecretURLMasksItsSecrets(t *testing.T) {
+	const pw, tok = "pw-Zq9secret", "tok-Zq9secret"
+	type section struct {
+		URL brokers.SecretURL `json:"url" yaml:"url"`
+	}
+	u := brokers.SecretURL("nats://u:" + pw + "@h:1, nats://" + tok + "@h:2")
+	sec := section{URL: u}
+	var outs []string
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
+		outs = append(outs, fmt.Sprintf(f, u), fmt.Sprintf(f, sec), fmt.Sprintf(f, []section{sec}), fmt.Sprintf(f, &sec))
+	}
+	j, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := yaml.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for _, h := range []slog.Handler{slog.NewTextHandler(&logs, nil), slog.NewJSONHandler(&logs, nil)} {
+		slog.New(h).Info("x", "url", u, "section", sec)
+	}
+	outs = append(outs, string(j), string(y), logs.String())
+	for _, out := range outs {
+		for _, s := range []string{pw, tok} {
+			if strings.Contains(out, s) || strings.Contains(out, fmt.Sprintf("%x", s)) || strings.Contains(out, fmt.Sprintf("%X", s)) {
+				t.Fatalf("secret printed: %s", out)
+			}
+		}
+	}
+	if want := "nats://u:xxxxx@h:1, nats://xxxxx@h:2"; u.String() != want || !strings.Contains(string(j), want) {
+		t.Errorf("String %q, json %s; want %q", u.String(), j, want)
+	}
+	if u.Reveal() != string(u) {
+		t.Errorf("Reveal %q", u.Reveal())
+	}
+}
+
 func TestFieldErrors(t *testing.T) {
 	var e brokers.FieldErrors
 	if e.Err("kafka config") != nil {

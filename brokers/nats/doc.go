@@ -136,6 +136,15 @@
 // (Password and Token are brokers.Secrets, which never print; URLs with
 // credentials are refused).
 //
+// # The config file's section
+//
+// SourceConfig is the nats section of a node's config file, one for both
+// shapes: the connection settings (a URL list, a brokers.SecretURL, with
+// any credentials written in it moved to their own fields by Conn), the
+// stream, and the queue's settings. Its Validate names problems by the
+// file's paths; QueueConfig and StreamConfig give the configs NewQueue and
+// NewStream take.
+//
 // # Goroutines
 //
 // nats.go runs its connection goroutines (reader, flusher, callbacks) and

@@ -1,14 +1,14 @@
 package pubsub
 
 import (
-	"errors"
-	"fmt"
 	"log/slog"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/brokers"
 )
 
 // Defaults of the zero values of Config.
@@ -25,42 +25,49 @@ const (
 
 // Config configures a Queue: one Pub/Sub subscription read with unary Pull.
 //
+// It is also the pubsub section of a node's config file (architecture §9):
+// the yaml tags are the file's names, cluster/config reads the section
+// into it and reports Validate's problems under sources[i].pubsub (adding
+// the file's own rules: a project, and a subscription ID rather than a
+// path). Fields tagged yaml:"-" are the library's alone.
+//
 // CredentialsFile is a path; the file's contents are never logged or put
 // into errors.
 type Config struct {
 	// Project is the Google Cloud project of the subscription. Required
 	// unless Subscription is a full path.
-	Project string
+	Project string `yaml:"project" json:"project"`
 	// Subscription is the subscription's ID, or its full path
 	// "projects/<project>/subscriptions/<id>". Required; it must exist.
-	Subscription string
+	Subscription string `yaml:"subscription" json:"subscription"`
 	// Endpoint is the service's host:port. Empty means Google's endpoint,
 	// or the emulator PUBSUB_EMULATOR_HOST names when it is set (then
 	// without TLS or authentication, as the client library does).
-	Endpoint string
+	Endpoint string `yaml:"endpoint" json:"endpoint,omitempty"`
 	// Insecure talks to Endpoint without TLS and without authentication:
-	// for an emulator.
-	Insecure bool
+	// for an emulator. (A node sets it for an endpoint without
+	// credentials_file.)
+	Insecure bool `yaml:"-" json:"-"`
 	// CredentialsFile is a Google credentials JSON file (service account,
 	// authorized user, external account, ...). Empty means Application
 	// Default Credentials.
-	CredentialsFile string
+	CredentialsFile string `yaml:"credentials_file" json:"credentials_file,omitempty"`
 	// MaxMessages caps the messages one Pull asks for (and so one
 	// Receive returns). 0 means DefaultMaxMessages; at most
 	// MaxPullMessages.
-	MaxMessages int
+	MaxMessages int `yaml:"max_outstanding" json:"max_outstanding,omitempty"`
 	// KeyAttribute names the attribute that is a message's key when it has
 	// no ordering key. Empty means DefaultKeyAttribute.
-	KeyAttribute string
+	KeyAttribute string `yaml:"-" json:"-"`
 	// PollInterval is the longest pause between two Pulls while a Receive
 	// waits for messages (see the package doc). 0 means
 	// DefaultPollInterval.
-	PollInterval time.Duration
+	PollInterval time.Duration `yaml:"-" json:"-"`
 	// RequestTimeout bounds one RPC when the caller's context has no
 	// earlier deadline. 0 means DefaultRequestTimeout.
-	RequestTimeout time.Duration
+	RequestTimeout time.Duration `yaml:"-" json:"-"`
 	// Logger receives what the adapter has to say (nil discards).
-	Logger *slog.Logger
+	Logger *slog.Logger `yaml:"-" json:"-"`
 }
 
 var (
@@ -71,45 +78,50 @@ var (
 	subscriptionRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9\-_.~+%]{2,254}$`)
 )
 
-// Validate reports the first field that cannot be used, by name.
+// Validate reports every field that cannot be used, at its path in the
+// config file's names (the library-only fields by their names in
+// snake_case), as brokers.FieldErrors wrapped in "pubsub: ".
 func (c Config) Validate() error {
+	var e brokers.FieldErrors
 	project, sub, full := splitPath(c.Subscription)
+	switch p := c.project(); {
+	case full && c.Project != "" && c.Project != project:
+		e.Add("project", "%q: the subscription path names project %q", c.Project, project)
+	case !full && c.Project == "":
+		e.Add("project", "required (or give subscription as projects/<project>/subscriptions/<id>)")
+	case !projectRE.MatchString(p):
+		e.Add("project", "%q must be a project ID", p)
+	}
 	switch {
 	case c.Subscription == "":
-		return errors.New("pubsub config: Subscription: required")
+		e.Add("subscription", "required")
 	case strings.Contains(c.Subscription, "/") && !full:
-		return fmt.Errorf("pubsub config: Subscription %q: want an ID or projects/<project>/subscriptions/<id>", c.Subscription)
+		e.Add("subscription", "%q must be an ID or projects/<project>/subscriptions/<id>", c.Subscription)
 	case !subscriptionRE.MatchString(sub) || strings.HasPrefix(strings.ToLower(sub), "goog"):
-		return fmt.Errorf("pubsub config: Subscription %q: an ID is 3-255 letters, digits or - _ . ~ + %%, starts with a letter and not with goog", sub)
-	case full && c.Project != "" && c.Project != project:
-		return fmt.Errorf("pubsub config: Project %q: the Subscription path names project %q", c.Project, project)
-	case !full && c.Project == "":
-		return errors.New("pubsub config: Project: required (or give Subscription as projects/<project>/subscriptions/<id>)")
-	}
-	if p := c.project(); !projectRE.MatchString(p) {
-		return fmt.Errorf("pubsub config: Project %q: want a project ID", p)
+		e.Add("subscription", "%q must be an ID of 3-255 letters, digits or - _ . ~ + %%, starting with a letter and not with goog", sub)
 	}
 	if c.Endpoint != "" {
-		if err := validateHostPort(c.Endpoint); err != nil {
-			return fmt.Errorf("pubsub config: Endpoint %q: %w", c.Endpoint, err)
-		}
+		checkHostPort(&e, "endpoint", c.Endpoint)
 	}
 	if c.Insecure && c.Endpoint == "" {
-		return errors.New("pubsub config: Insecure: set only with Endpoint (an emulator's host:port)")
+		e.Add("insecure", "set only with endpoint (an emulator's host:port)")
 	}
 	if c.Insecure && c.CredentialsFile != "" {
-		return errors.New("pubsub config: CredentialsFile: not used with Insecure (no authentication)")
+		e.Add("credentials_file", "not used with insecure (no authentication)")
 	}
-	if c.MaxMessages < 0 || c.MaxMessages > MaxPullMessages {
-		return fmt.Errorf("pubsub config: MaxMessages: %d is not within 0-%d", c.MaxMessages, MaxPullMessages)
+	switch {
+	case c.MaxMessages < 0:
+		e.Add("max_outstanding", "must not be negative, not %d", c.MaxMessages)
+	case c.MaxMessages > MaxPullMessages:
+		e.Add("max_outstanding", "must be at most %d, not %d", MaxPullMessages, c.MaxMessages)
 	}
 	if c.PollInterval < 0 {
-		return fmt.Errorf("pubsub config: PollInterval: %v is negative", c.PollInterval)
+		e.Add("poll_interval", "must not be negative, not %v", c.PollInterval)
 	}
 	if c.RequestTimeout < 0 {
-		return fmt.Errorf("pubsub config: RequestTimeout: %v is negative", c.RequestTimeout)
+		e.Add("request_timeout", "must not be negative, not %v", c.RequestTimeout)
 	}
-	return nil
+	return e.Err("pubsub")
 }
 
 func (c Config) withDefaults() Config {
@@ -155,22 +167,27 @@ func splitPath(s string) (project, sub string, full bool) {
 	return "", s, false
 }
 
-func validateHostPort(s string) error {
+// checkHostPort accepts host:port with a host and a port from 1 to 65535.
+func checkHostPort(e *brokers.FieldErrors, path, s string) {
 	if strings.Contains(s, "://") {
-		return errors.New("want host:port without a scheme")
+		e.Add(path, "%q must be host:port, without a URL scheme", s)
+		return
 	}
-	host, port, err := net.SplitHostPort(s)
+	h, p, err := net.SplitHostPort(s)
 	if err != nil {
-		return errors.New("want host:port")
+		e.Add(path, "%q must be host:port", s)
+		return
 	}
-	if host == "" || strings.ContainsAny(host, "/@?#") {
-		return errors.New("want host:port with a host name or address")
+	if port, err := strconv.Atoi(p); err != nil || port < 1 || port > 65535 {
+		e.Add(path, "%q: port %q must be a number from 1 to 65535", s, p)
+		return
 	}
-	p, err := strconv.Atoi(port)
-	if err != nil || p < 1 || p > 65535 {
-		return fmt.Errorf("port %q: want 1-65535", port)
+	switch {
+	case h == "":
+		e.Add(path, "%q: host is missing", s)
+	case strings.ContainsAny(h, " /@?#"):
+		e.Add(path, "%q: %q is not a host name or IP address", s, h)
 	}
-	return nil
 }
 
 // LogValue shows the config; the credentials file is a path, its contents

@@ -16,6 +16,8 @@ import (
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/brokers/kinesis"
+	"github.com/drover-dev/drover/brokers/nats"
+	"github.com/drover-dev/drover/brokers/pubsub"
 	"github.com/drover-dev/drover/brokers/sqs"
 )
 
@@ -195,15 +197,15 @@ type Source struct {
 	LeaseTTL           time.Duration `yaml:"lease_ttl" json:"lease_ttl"`                   // default 10s
 	DiscoveryInterval  time.Duration `yaml:"discovery_interval" json:"discovery_interval"` // default 30s
 
-	// The broker sections. kafka, kinesis and sqs are their adapters'
-	// own Configs: the adapter describes, checks and defaults their
-	// settings (architecture §9).
-	Kafka   *kafka.Config   `yaml:"kafka" json:"kafka,omitempty"`
-	Kinesis *kinesis.Config `yaml:"kinesis" json:"kinesis,omitempty"`
-	SQS     *sqs.Config     `yaml:"sqs" json:"sqs,omitempty"`
-	PubSub  *PubSub         `yaml:"pubsub" json:"pubsub,omitempty"`
-	NATS    *NATS           `yaml:"nats" json:"nats,omitempty"`
-	Memory  *Memory         `yaml:"memory" json:"memory,omitempty"`
+	// The broker sections. Every one but memory is its adapter's own
+	// config: the adapter describes, checks and defaults its settings
+	// (architecture §9).
+	Kafka   *kafka.Config      `yaml:"kafka" json:"kafka,omitempty"`
+	Kinesis *kinesis.Config    `yaml:"kinesis" json:"kinesis,omitempty"`
+	SQS     *sqs.Config        `yaml:"sqs" json:"sqs,omitempty"`
+	PubSub  *pubsub.Config     `yaml:"pubsub" json:"pubsub,omitempty"`
+	NATS    *nats.SourceConfig `yaml:"nats" json:"nats,omitempty"`
+	Memory  *Memory            `yaml:"memory" json:"memory,omitempty"`
 }
 
 // IsQueue reports whether the source is a queue (competing consumer slots)
@@ -213,7 +215,7 @@ func (s Source) IsQueue() bool {
 	case TypeSQS, TypePubSub:
 		return true
 	case TypeNATS:
-		return s.NATS != nil && s.NATS.Mode == NATSQueue
+		return s.NATS != nil && s.NATS.IsQueue()
 	case TypeMemory:
 		return s.Memory != nil && s.Memory.Queue
 	}
@@ -253,38 +255,9 @@ const (
 
 // NATS modes.
 const (
-	NATSQueue  = "queue"
-	NATSStream = "stream"
+	NATSQueue  = nats.ModeQueue
+	NATSStream = nats.ModeStream
 )
-
-// NATS is a NATS JetStream source.
-type NATS struct {
-	// URL is one or more comma-separated nats:// (or tls://, ws://, wss://)
-	// server URLs.
-	URL     SecretURL `yaml:"url" json:"url"`
-	Stream  string    `yaml:"stream" json:"stream"`
-	Subject string    `yaml:"subject" json:"subject,omitempty"` // filter subject; empty: all
-	Mode    string    `yaml:"mode" json:"mode"`                 // queue (default) | stream
-	// Consumer is the durable consumer name (queue mode); default
-	// "drover-<source>".
-	Consumer        string        `yaml:"consumer" json:"consumer,omitempty"`
-	AckWait         time.Duration `yaml:"ack_wait" json:"ack_wait,omitempty"`               // queue mode; 0: the server's default
-	MaxAckPending   int           `yaml:"max_ack_pending" json:"max_ack_pending,omitempty"` // queue mode; 0: the server's default
-	CredentialsFile string        `yaml:"credentials_file" json:"credentials_file,omitempty"`
-	User            string        `yaml:"user" json:"user,omitempty"`
-	Password        Secret        `yaml:"password" json:"password,omitempty"`
-}
-
-// PubSub is a Google Pub/Sub source.
-type PubSub struct {
-	Project      string `yaml:"project" json:"project"`
-	Subscription string `yaml:"subscription" json:"subscription"`
-	// Endpoint is host:port of an emulator; empty: Google, or the
-	// PUBSUB_EMULATOR_HOST environment variable the client reads.
-	Endpoint        string `yaml:"endpoint" json:"endpoint,omitempty"`
-	CredentialsFile string `yaml:"credentials_file" json:"credentials_file,omitempty"`
-	MaxOutstanding  int    `yaml:"max_outstanding" json:"max_outstanding,omitempty"` // 0: the client's default
-}
 
 // Memory is an in-memory source (the demo and the simulator): a stream of
 // Partitions partitions, or a queue.

@@ -169,7 +169,7 @@ sources:
     type: pubsub
     mode: handler
     handler_name: billing.v2
-    pubsub: {project: p1, subscription: s1, endpoint: "127.0.0.1:8085", max_outstanding: 100}
+    pubsub: {project: p1, subscription: billing-events, endpoint: "127.0.0.1:8085", max_outstanding: 100}
   - name: audit
     type: nats
     nats: {url: "nats://a:4222, nats://b:4222", stream: AUDIT, subject: audit.>, ack_wait: 30s, max_ack_pending: 500, user: n, password: '${env:NATS_PW}'}
@@ -223,7 +223,7 @@ func TestFullConfig(t *testing.T) {
 	if k := c.Sources[2]; k.IsQueue() || k.Kinesis.StreamName != "clicks" {
 		t.Errorf("clicks %+v", k)
 	}
-	if e := c.Sources[3]; e.Mode != "handler" || e.HandlerName != "billing.v2" || e.Records.Table != "" || !e.IsQueue() || e.PubSub.MaxOutstanding != 100 {
+	if e := c.Sources[3]; e.Mode != "handler" || e.HandlerName != "billing.v2" || e.Records.Table != "" || !e.IsQueue() || e.PubSub.MaxMessages != 100 {
 		t.Errorf("events %+v", e)
 	}
 	if a := c.Sources[4]; !a.IsQueue() || a.NATS.Consumer != "drover-audit" || a.NATS.AckWait != 30*time.Second || a.NATS.Password.Reveal() != "nats-secret-5" {
@@ -396,6 +396,14 @@ func TestErrors(t *testing.T) {
 			`sources[0].pubsub.subscription: "projects/p/subscriptions/s" must be an id, without spaces or '/'`,
 			`sources[0].pubsub.endpoint: "http://e:1" must be host:port, without a URL scheme`,
 			"sources[0].pubsub.max_outstanding: must not be negative, not -1"}},
+		// the adapter's rules are the file's: a config that validates
+		// starts (pubsub.Config refused these when the node started)
+		{"pubsub adapter rules", "sources: [{name: a, type: pubsub, pubsub: {project: p, subscription: s1, max_outstanding: 5000}}]\n", []string{
+			`sources[0].pubsub.subscription: "s1" must be an ID of 3-255 letters, digits or - _ . ~ + %, starting with a letter and not with goog`,
+			"sources[0].pubsub.max_outstanding: must be at most 1000, not 5000"}},
+		{"pubsub project", "sources: [{name: a, type: pubsub, pubsub: {project: '-p', subscription: goog-sub}}]\n", []string{
+			`sources[0].pubsub.project: "-p" must be a project ID`,
+			`sources[0].pubsub.subscription: "goog-sub" must be an ID of 3-255 letters, digits or - _ . ~ + %, starting with a letter and not with goog`}},
 		{"nats required", "sources: [{name: a, type: nats, nats: {}}]\n", []string{"sources[0].nats.url: required", "sources[0].nats.stream: required"}},
 		{"nats url and names", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_BAD}', stream: 'a.b', consumer: 'c d', mode: pull}}]\n", []string{
 			"sources[0].nats.url: entry 2 (the value from ${env:NATS_BAD}) must be nats://host:port (or tls://, ws://, wss://)",
@@ -404,6 +412,9 @@ func TestErrors(t *testing.T) {
 			`sources[0].nats.consumer: "c d" must not contain spaces, '.', '*', '>' or path separators`}},
 		{"nats stream mode queue options", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, mode: stream, consumer: c, ack_wait: 5s, max_ack_pending: 3}}]\n", []string{
 			"sources[0].nats.consumer: only valid with mode: queue", "sources[0].nats.ack_wait: only valid with mode: queue", "sources[0].nats.max_ack_pending: only valid with mode: queue"}},
+		// a bad entry written in the file is quoted, masked
+		{"nats url literal entry", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1, http://h:2', stream: S}}]\n", []string{
+			`sources[0].nats.url: entry 2 ("http://h:2") must be nats://host:port (or tls://, ws://, wss://)`}},
 		{"nats url two @", "sources: [{name: a, type: nats, nats: {url: '${env:NATS_AT}', stream: S}}]\n", []string{"sources[0].nats.url: entry 2: " + redact.ErrUnescapedAt.Error()}},
 		{"nats auth", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u}}]\n", []string{"sources[0].nats.password: required with user"}},
 		{"nats auth both", "sources: [{name: a, type: nats, nats: {url: 'nats://h:1', stream: S, user: u, password: '${env:NATS_PW}', credentials_file: /c}}]\n", []string{"sources[0].nats.credentials_file: use credentials_file or user and password, not both"}},

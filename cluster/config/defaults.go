@@ -3,14 +3,15 @@ package config
 import (
 	"strings"
 
+	"github.com/drover-dev/drover/brokers/nats"
 	"github.com/drover-dev/drover/brokers/sqs"
 )
 
 // Defaults, in one place: what a section holds before the file is read
 // (setDefaults: the file's values override them), and what depends on
 // other fields once a section is read (finish). A broker section with no
-// default here (kafka) means its adapter's: its zero values are the
-// adapter's defaults, filled by the adapter.
+// default here (kafka, kinesis, pubsub) means its adapter's: its zero
+// values are the adapter's defaults, filled by the adapter.
 
 func defaultConfig() *Config {
 	return &Config{
@@ -33,7 +34,7 @@ func setDefaults(p any) {
 		}
 	case *sqs.Config:
 		s.WaitTime, s.VisibilityTimeout = sqs.DefaultWaitTime, sqs.DefaultVisibilityTimeout
-	case *NATS:
+	case *nats.SourceConfig:
 		s.Mode = NATSQueue
 	}
 }
@@ -60,7 +61,7 @@ func (r *reader) finish(o *obj, p any) {
 			s.Partitions = 1
 		}
 	case *Source:
-		if n := s.NATS; n != nil && n.Mode == NATSQueue && n.Consumer == "" && s.Name != "" {
+		if n := s.NATS; n != nil && n.IsQueue() && n.Consumer == "" && s.Name != "" {
 			n.Consumer = "drover-" + s.Name
 		}
 		if s.Mode == "records" && s.Records.Table == "" && s.Name != "" {

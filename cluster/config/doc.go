@@ -54,9 +54,11 @@
 //
 // Schema. Every section is read by one reader that walks a struct's
 // fields by their yaml tags (read.go); a broker section is the adapter's
-// own Config (kafka.Config, sqs.Config, kinesis.Config), whose Validate
-// problems are reported under sources[i].<type>. Defaults the file sets
-// are in defaults.go; an adapter's zero values are its own defaults.
+// own config (kafka.Config, sqs.Config, kinesis.Config, pubsub.Config,
+// nats.SourceConfig), whose Validate problems are reported under
+// sources[i].<type>; only the memory section is this package's. Defaults
+// the file sets are in defaults.go; an adapter's zero values are its own
+// defaults.
 //
 // The package is pure except where Options says: the environment, files
 // named by ${file:…} and the hostname (the default node name) are read

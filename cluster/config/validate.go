@@ -26,9 +26,6 @@ var (
 	nodeNameRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$`)
 	sourceNameRE  = regexp.MustCompile(`^[a-z0-9_-]+$`)
 	handlerNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	// JetStream stream and consumer names: no whitespace, '.', '*', '>',
-	// or path separators.
-	natsNameRE = regexp.MustCompile(`^[^\s.*>/\\]+$`)
 )
 
 // Validate checks a Config whose defaults are filled (Parse does both) and
@@ -382,7 +379,7 @@ func (v *checker) source(p string, s *Source) {
 		v.adapter(p+".kafka", k, k.Validate())
 	}
 	if n := s.NATS; n != nil {
-		v.nats(p+".nats", n)
+		v.adapter(p+".nats", n, n.Validate())
 	}
 	if sq := s.SQS; sq != nil {
 		var own []brokers.FieldError
@@ -399,19 +396,18 @@ func (v *checker) source(p string, s *Source) {
 		v.adapter(p+".kinesis", k, k.Validate(), own...)
 	}
 	if ps := s.PubSub; ps != nil {
-		q := p + ".pubsub"
+		// the file's own rules: a project, and a subscription ID (the
+		// adapter also takes a full path and finds the project in it)
+		var own []brokers.FieldError
 		for _, f := range []struct{ name, val string }{{"project", ps.Project}, {"subscription", ps.Subscription}} {
-			v.required(q+"."+f.name, f.val)
+			if strings.TrimSpace(f.val) == "" {
+				own = append(own, brokers.FieldError{Path: f.name, Msg: "required"})
+			}
 			if strings.ContainsAny(f.val, " \t/") {
-				v.fail(q+"."+f.name, "%q must be an id, without spaces or '/'", f.val)
+				own = append(own, brokers.FieldError{Path: f.name, Msg: fmt.Sprintf("%q must be an id, without spaces or '/'", f.val)})
 			}
 		}
-		if ps.Endpoint != "" {
-			v.addr(q+".endpoint", ps.Endpoint, true)
-		}
-		if ps.MaxOutstanding < 0 {
-			v.fail(q+".max_outstanding", "must not be negative, not %d", ps.MaxOutstanding)
-		}
+		v.adapter(p+".pubsub", ps, ps.Validate(), own...)
 	}
 	if m := s.Memory; m != nil {
 		q := p + ".memory"
@@ -444,14 +440,29 @@ func (v *checker) debugTLS(p string, t DebugTLS) {
 // adapter records the problems an adapter's Validate found (err) in its
 // section at prefix, each under its path there; the values they quote are
 // shown as showValue says (not at all when they came through a
-// reference). own are the config file's rules for the section beyond the
+// reference), a URL entry the adapter quotes masked (internal/redact) as
+// well. own are the config file's rules for the section beyond the
 // adapter's: each goes before the first problem of a later field of sec
 // (the section's Config), so that problems come in the order of its
-// fields.
+// fields, and replaces the adapter's problems with its field (the file's
+// rule is the stricter one, its message the file's).
 func (v *checker) adapter(prefix string, sec any, err error, own ...brokers.FieldError) {
 	var fes brokers.FieldErrors
 	if err != nil && !errors.As(err, &fes) {
 		fes = brokers.FieldErrors{{Msg: err.Error()}}
+	}
+	if len(own) > 0 {
+		ownPath := map[string]bool{}
+		for _, o := range own {
+			ownPath[o.Path] = true
+		}
+		var kept brokers.FieldErrors
+		for _, fe := range fes {
+			if !ownPath[fe.Path] {
+				kept = append(kept, fe)
+			}
+		}
+		fes = kept
 	}
 	for _, o := range own {
 		i := 0
@@ -466,13 +477,35 @@ func (v *checker) adapter(prefix string, sec any, err error, own ...brokers.Fiel
 			path += "." + fe.Path
 		}
 		msg := goQuoted.ReplaceAllStringFunc(fe.Msg, func(q string) string {
-			if u, err := strconv.Unquote(q); err == nil {
-				return showValue(v.origins, path, u)
+			u, err := strconv.Unquote(q)
+			if err != nil {
+				return q
 			}
-			return q
+			if o, ok := maskedRef(v.origins, path, u); ok {
+				return o.from
+			}
+			return showValue(v.origins, path, u)
 		})
 		v.errs = append(v.errs, FieldError{Path: path, Msg: msg})
 	}
+}
+
+// maskedRef finds the reference a URL list entry came from when an adapter
+// quotes it masked (nats.url): s is one comma-separated entry of the
+// field's value, as internal/redact masks it, and differs from the entry
+// as written (unmasked ones showValue finds).
+func maskedRef(origins map[string]origin, path, s string) (origin, bool) {
+	o, ok := origins[path]
+	if !ok || s == "" {
+		return origin{}, false
+	}
+	for _, part := range strings.Split(o.value, ",") {
+		part = strings.TrimSpace(part)
+		if m := redact.URL(part); m == s && m != part {
+			return o, true
+		}
+	}
+	return origin{}, false
 }
 
 // fieldIndex is the index in the struct sec points to of the field a
@@ -488,56 +521,6 @@ func fieldIndex(sec any, path string) int {
 		}
 	}
 	return t.NumField()
-}
-
-func (v *checker) nats(p string, n *NATS) {
-	if v.required(p+".url", n.URL.Reveal()) {
-		for i, part := range strings.Split(n.URL.Reveal(), ",") {
-			if err := redact.CheckAt(part); err != nil {
-				v.fail(p+".url", "entry %d: %v", i+1, err)
-				continue
-			}
-			u, err := url.Parse(strings.TrimSpace(part))
-			if err != nil || u.Host == "" || !(u.Scheme == "nats" || u.Scheme == "tls" || u.Scheme == "ws" || u.Scheme == "wss") {
-				v.fail(p+".url", "entry %d (%s) must be nats://host:port (or tls://, ws://, wss://)", i+1, SecretURL(strings.TrimSpace(part)))
-			}
-		}
-	}
-	switch {
-	case n.Stream == "":
-		v.fail(p+".stream", "required")
-	case !natsNameRE.MatchString(n.Stream):
-		v.fail(p+".stream", "%q must not contain spaces, '.', '*', '>' or path separators", n.Stream)
-	}
-	v.oneOf(p+".mode", n.Mode, NATSQueue, NATSStream)
-	if n.Mode == NATSStream {
-		if n.Consumer != "" {
-			v.fail(p+".consumer", "only valid with mode: queue")
-		}
-		if n.AckWait != 0 {
-			v.fail(p+".ack_wait", "only valid with mode: queue")
-		}
-		if n.MaxAckPending != 0 {
-			v.fail(p+".max_ack_pending", "only valid with mode: queue")
-		}
-	}
-	if n.Consumer != "" && !natsNameRE.MatchString(n.Consumer) {
-		v.fail(p+".consumer", "%q must not contain spaces, '.', '*', '>' or path separators", n.Consumer)
-	}
-	if n.AckWait < 0 {
-		v.fail(p+".ack_wait", "must not be negative, not %v", n.AckWait)
-	}
-	if n.MaxAckPending < 0 {
-		v.fail(p+".max_ack_pending", "must not be negative, not %d", n.MaxAckPending)
-	}
-	switch {
-	case n.CredentialsFile != "" && (n.User != "" || n.Password != ""):
-		v.fail(p+".credentials_file", "use credentials_file or user and password, not both")
-	case n.User != "" && n.Password == "":
-		v.fail(p+".password", "required with user")
-	case n.User == "" && n.Password != "":
-		v.fail(p+".user", "required with password")
-	}
 }
 
 // batchBytes checks that a source's messages and dead letters fit its

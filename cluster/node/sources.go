@@ -2,12 +2,9 @@ package node
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
-	"strings"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
@@ -17,7 +14,6 @@ import (
 	"github.com/drover-dev/drover/brokers/pubsub"
 	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster/config"
-	"github.com/drover-dev/drover/internal/redact"
 )
 
 // OpenSource opens a source's broker by its type. NATS, Pub/Sub, SQS and
@@ -87,82 +83,44 @@ func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.St
 	return s.r.Resolve(ctx, partition, mode)
 }
 
-// natsConn turns the config's URL list into a connection config;
-// credentials written into a URL move to their own fields (the adapter
-// refuses URLs with credentials, so that they never show in its logs):
-// user:password@ to User and Password, and a user name alone to Token, as
-// NATS itself reads nats://TOKEN@host.
-func natsConn(n *config.NATS, log *slog.Logger) (nats.ConnConfig, error) {
-	c := nats.ConnConfig{User: n.User, Password: n.Password, CredsFile: n.CredentialsFile, Logger: log}
-	for i, raw := range strings.Split(n.URL.Reveal(), ",") {
-		raw = strings.TrimSpace(raw)
-		u, err := url.Parse(raw) // its error would quote the URL
-		if err != nil {
-			return c, fmt.Errorf("nats.url[%d] %s: not a URL", i, redact.URL(raw))
-		}
-		if u.User != nil {
-			if p, ok := u.User.Password(); ok {
-				if c.User == "" {
-					c.User = u.User.Username()
-				}
-				if c.Password == "" {
-					c.Password = brokers.Secret(p)
-				}
-			} else if c.Token == "" {
-				c.Token = brokers.Secret(u.User.Username())
-			}
-			u.User = nil
-		}
-		c.URLs = append(c.URLs, u.String())
-	}
-	if c.Token != "" && (c.User != "" || c.CredsFile != "") {
-		return c, errors.New("nats.url: a token (a user name alone in the URL) and user, password or credentials_file: use one")
-	}
-	return c, nil
-}
-
 func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	n := s.NATS
-	conn, err := natsConn(n, log)
-	if err != nil {
-		return Source{}, err
-	}
-	var subjects []string
-	if n.Subject != "" {
-		subjects = []string{n.Subject}
-	}
-	if n.Mode == config.NATSStream {
-		cfg := nats.StreamConfig{Conn: conn, Stream: n.Stream, Subjects: subjects}
-		if err := cfg.Validate(); err != nil {
+	n := *s.NATS // the adapter's own SourceConfig, read from the file
+	n.Logger = log
+	if n.Mode == nats.ModeStream {
+		cfg, err := n.StreamConfig()
+		if err != nil {
 			return Source{}, err
 		}
-		return lazyOpenStream("nats stream "+n.Stream, log, func(ctx context.Context) (*nats.Stream, error) {
+		return lazyOpenStream("nats stream "+cfg.Stream, log, func(ctx context.Context) (*nats.Stream, error) {
 			return nats.NewStream(ctx, cfg)
 		}), nil
 	}
-	cfg := nats.QueueConfig{Conn: conn, Stream: n.Stream, Durable: n.Consumer, FilterSubjects: subjects,
-		AckWait: n.AckWait, MaxAckPending: n.MaxAckPending, Start: s.StartMode()}
-	if err := cfg.Validate(); err != nil {
+	// the source's start is where a consumer the adapter creates begins
+	cfg, err := n.QueueConfig(s.StartMode())
+	if err != nil {
 		return Source{}, err
 	}
-	return lazyOpenQueue("nats consumer "+n.Stream+"/"+cfg.Durable, log, func(ctx context.Context) (*nats.Queue, error) {
+	return lazyOpenQueue("nats consumer "+cfg.Stream+"/"+cfg.Durable, log, func(ctx context.Context) (*nats.Queue, error) {
 		return nats.NewQueue(ctx, cfg)
 	}), nil
 }
 
 func openPubSub(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {
-	p := s.PubSub
-	cfg := pubsub.Config{Project: p.Project, Subscription: p.Subscription, Endpoint: p.Endpoint,
-		CredentialsFile: p.CredentialsFile, MaxMessages: p.MaxOutstanding, Logger: log}
+	cfg := *s.PubSub // the adapter's own Config, read from the file
+	cfg.Logger = log
+	// A deliberate translation: the file has no insecure setting. An
+	// endpoint is an emulator, spoken to in plain text and without
+	// authentication unless a credentials_file is given; with no
+	// endpoint, PUBSUB_EMULATOR_HOST names one as the client library
+	// reads it, and the same rule applies to it.
 	if cfg.Endpoint == "" {
 		cfg.Endpoint = os.Getenv("PUBSUB_EMULATOR_HOST")
 	}
-	// an endpoint is an emulator: plain text, no credentials
 	cfg.Insecure = cfg.Endpoint != "" && cfg.CredentialsFile == ""
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenQueue("pubsub subscription "+p.Subscription, log, func(ctx context.Context) (*pubsub.Queue, error) {
+	return lazyOpenQueue("pubsub subscription "+cfg.Subscription, log, func(ctx context.Context) (*pubsub.Queue, error) {
 		return pubsub.NewQueue(ctx, cfg)
 	}), nil
 }

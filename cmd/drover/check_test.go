@@ -37,6 +37,27 @@ sources:
 	}
 }
 
+// Pub/Sub's rules are checked by check, not first when the node starts:
+// the file accepted a subscription ID the adapter refuses, and more
+// outstanding messages than one Pull may ask for.
+func TestCheckRefusesWhatThePubSubAdapterRefuses(t *testing.T) {
+	p := writeConfig(t, `node: {name: n1}
+sources:
+  - name: events
+    type: pubsub
+    pubsub: {project: p1, subscription: s1, max_outstanding: 5000}
+`)
+	code, _, errs := runCLI(t, "check", "--config", p)
+	if code != 2 {
+		t.Fatalf("exit %d, want 2: %s", code, errs)
+	}
+	for _, want := range []string{`sources[0].pubsub.subscription: "s1" must be an ID`, "sources[0].pubsub.max_outstanding: must be at most 1000, not 5000"} {
+		if !strings.Contains(errs, want) {
+			t.Errorf("stderr lacks %q:\n%s", want, errs)
+		}
+	}
+}
+
 func TestCheckAcceptsAGoodConfig(t *testing.T) {
 	t.Setenv("DROVER_TEST_STORE", "postgres://drover:s3cret@db:5432/d")
 	p := writeConfig(t, `node: {name: n1}
