@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -113,8 +114,16 @@ func (c SourceConfig) Validate() error {
 	if c.Consumer != "" && !nameRE.MatchString(c.Consumer) {
 		e.Add("consumer", "%q must not contain spaces, '.', '*', '>' or path separators", c.Consumer)
 	}
-	if c.AckWait < 0 {
+	if c.Subject != "" {
+		if err := validateSubject(c.Subject); err != nil {
+			e.Add("subject", "%q: %v", c.Subject, err)
+		}
+	}
+	switch {
+	case c.AckWait < 0:
 		e.Add("ack_wait", "must not be negative, not %v", c.AckWait)
+	case c.AckWait > 0 && c.AckWait < time.Millisecond:
+		e.Add("ack_wait", "must be at least 1ms (or 0 for the default %v), not %v", DefaultAckWait, c.AckWait)
 	}
 	if c.MaxAckPending < 0 {
 		e.Add("max_ack_pending", "must not be negative, not %d", c.MaxAckPending)
@@ -126,6 +135,11 @@ func (c SourceConfig) Validate() error {
 		e.Add("password", "required with user")
 	case c.User == "" && c.Password != "":
 		e.Add("user", "required with password")
+	}
+	if !slices.ContainsFunc(e, func(fe brokers.FieldError) bool { return fe.Path == "url" }) {
+		if _, err := c.Conn(); err != nil {
+			e.Add("url", "%s", strings.TrimPrefix(err.Error(), "nats.url: "))
+		}
 	}
 	return e.Err("nats")
 }

@@ -37,6 +37,13 @@ func TestSourceConfigValidate(t *testing.T) {
 		{"password", SourceConfig{URL: "nats://h:1", Stream: "S", Mode: ModeQueue, Password: "p"}, []string{"user: required with password"}},
 		{"both", SourceConfig{URL: "nats://h:1", Stream: "S", Mode: ModeQueue, User: "u", Password: "p", CredentialsFile: "/c"}, []string{
 			"credentials_file: use credentials_file or user and password, not both"}},
+		// what the adapter refuses when the node starts is refused here, so
+		// that a config drover check accepts starts
+		{"subject", SourceConfig{URL: "nats://h:1", Stream: "S", Mode: ModeStream, Subject: "a..b"}, []string{`subject: "a..b": empty token`}},
+		{"ack_wait below 1ms", SourceConfig{URL: "nats://h:1", Stream: "S", Mode: ModeQueue, AckWait: time.Microsecond}, []string{
+			"ack_wait: must be at least 1ms (or 0 for the default 30s), not 1µs"}},
+		{"token and user", SourceConfig{URL: "nats://tok-hidden@h:1", Stream: "S", Mode: ModeQueue, User: "u", Password: "p"}, []string{
+			"url: a token (a user name alone in the URL) and user, password or credentials_file: use one"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,7 +61,7 @@ func TestSourceConfigValidate(t *testing.T) {
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("problems\n got %q\nwant %q", got, tt.want)
 			}
-			if err != nil && strings.Contains(err.Error(), "pw-hidden") {
+			if err != nil && (strings.Contains(err.Error(), "pw-hidden") || strings.Contains(err.Error(), "tok-hidden")) {
 				t.Errorf("the password shows: %v", err)
 			}
 		})

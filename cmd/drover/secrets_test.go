@@ -42,7 +42,10 @@ func TestSecretsNeverPrintCLI(t *testing.T) {
 		{"postgres password with @", "postgres://drover:pg-secret-15a@pg-secret-15b@127.0.0.1:1/d", "store: {url: '${env:DROVER_T_VALUE}'}\n" + memSource, "pg-secret-15", 2, ""},
 		{"NATS password with @", "nats://u:nats-secret-16a@nats-secret-16b@127.0.0.1:1", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-16", 2, ""},
 		{"NATS token", "nats://nats-secret-7@127.0.0.1:1", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-7", 0, ""},
-		{"NATS list", "nats://127.0.0.1:1,nats://u:nats-secret-8@127.0.0.1:2,nats://nats-secret-8@127.0.0.1:3", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8", 0, ""},
+		{"NATS list", "nats://127.0.0.1:1,nats://u:nats-secret-8@127.0.0.1:2,nats://u:nats-secret-8@127.0.0.1:3", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8", 0, ""},
+		// a token in one entry and a user in another: the node would refuse
+		// it, so check does (exit 2), without printing either
+		{"NATS list, token and user", "nats://u:nats-secret-8c@127.0.0.1:2,nats://nats-secret-8d@127.0.0.1:3", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8", 2, ""},
 		{"NATS list, one bad", "nats://127.0.0.1:1,http://nats-secret-8b@127.0.0.1:2", natsSource("${env:DROVER_T_VALUE}"), "nats-secret-8b", 2, ""},
 		{"file in a table name", "", "sources: [{name: m, type: memory, memory: {}, records: {table: '${file:" + secretFile + "}'}}]\n", "file-secret-9", 2, ""},
 		{"env in a topic", "env-secret-10 x", "sources: [{name: k, type: kafka, kafka: {brokers: ['h:1'], topic: '${env:DROVER_T_VALUE}'}}]\n", "env-secret-10", 2, ""},
