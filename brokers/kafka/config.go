@@ -120,6 +120,13 @@ func (c Config) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, fmt.FormatString(f, verb), view(c))
 }
 
+// Format prints the settings whatever the verb with the password masked
+// (see Config.Format).
+func (s SASL) Format(f fmt.State, verb rune) {
+	type view SASL
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(s))
+}
+
 var topicRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,249}$`)
 
 // Validate reports every problem of c, each at the path of its field in

@@ -360,3 +360,23 @@ func (c *Config) String() string {
 	}
 	return string(b)
 }
+
+// Format prints the section whatever the verb with its secrets masked: fmt
+// would print a *Node, *Cluster or *Store nested in another value with %s
+// or %q through a path that skips the methods of the Secret fields inside.
+func (n Node) Format(f fmt.State, verb rune) {
+	type view Node
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(n))
+}
+
+// Format: see Node.Format.
+func (c Cluster) Format(f fmt.State, verb rune) {
+	type view Cluster
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(c))
+}
+
+// Format: see Node.Format.
+func (s Store) Format(f fmt.State, verb rune) {
+	type view Store
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(s))
+}
