@@ -35,6 +35,17 @@ var layerRules = []layerRule{
 		why: "what ships in a node never links the testkit"},
 }
 
+// thirdParty are the client libraries only some packages may import
+// (architecture §15): no package outside these sees a franz-go type or a
+// pgx error.
+var thirdParty = []struct {
+	prefix string
+	only   []string
+}{
+	{"github.com/twmb/franz-go", []string{"brokers/kafka", "cluster/demo", "cluster/bench"}},
+	{"github.com/jackc/pgx", []string{"persistence/postgres/", "persistence/stores", "cluster/bench"}},
+}
+
 // matches says whether the module-relative package path p is matched by
 // pattern: "x/" is x and everything under it, anything else is exact.
 func matches(p, pattern string) bool {
@@ -72,6 +83,11 @@ func TestLayers(t *testing.T) {
 		}
 		checked++
 		for _, imp := range fields[1:] {
+			for _, tp := range thirdParty {
+				if strings.HasPrefix(imp, tp.prefix) && !matchesAny(pkg, tp.only) {
+					t.Errorf("%s imports %s: only %v may (architecture §15)", pkg, imp, tp.only)
+				}
+			}
 			dep, ok := strings.CutPrefix(imp, module)
 			if !ok {
 				continue

@@ -124,7 +124,7 @@ func (o Options) Validate() error {
 	}
 	switch {
 	case o.Store == "" || o.Store == "postgres":
-	case strings.HasPrefix(o.Store, "postgres://") || strings.HasPrefix(o.Store, "postgresql://"):
+	case postgresURL(o.Store):
 		if _, err := stores.Parse(o.Store); err != nil {
 			errs = append(errs, fmt.Errorf("--store: %w", err))
 		}
@@ -301,4 +301,11 @@ func loadAverage() string {
 		return f[0]
 	}
 	return "unknown"
+}
+
+// postgresURL says whether store has the postgres:// or postgresql://
+// scheme, in any case, as the store opener reads it.
+func postgresURL(store string) bool {
+	scheme, _, ok := strings.Cut(store, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
 }

@@ -105,4 +105,10 @@ func TestValidate(t *testing.T) {
 	if err := (bench.Options{}).Validate(); err != nil {
 		t.Errorf("defaults: %v", err)
 	}
+	// the scheme in any case, as the store opener reads it
+	for _, url := range []string{"postgres://u@h/d", "POSTGRES://u@h/d", "PostgreSQL://u@h/d"} {
+		if err := (bench.Options{Store: url}).Validate(); err != nil {
+			t.Errorf("--store %s: %v", url, err)
+		}
+	}
 }

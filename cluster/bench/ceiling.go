@@ -79,22 +79,21 @@ func (e *env) checkCount(ctx context.Context, table string, w *workload) error {
 func writeAll(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, n)
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error // the first failure; the others' cancellation follows from it
+	)
 	for i := range n {
 		wg.Go(func() {
-			if errs[i] = fn(ctx, i); errs[i] != nil {
+			if err := fn(ctx, i); err != nil {
+				once.Do(func() { first = err })
 				cancel()
 			}
 		})
 	}
 	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
-		}
-	}
-	return nil
+	return first
 }
 
 func partitionOf(unit string) int {

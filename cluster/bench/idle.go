@@ -3,8 +3,10 @@ package bench
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -70,7 +72,15 @@ func runIdle(ctx context.Context, o Options, out io.Writer) (*IdleResult, error)
 // has opened (its start is recorded as a checkpoint), then measures its
 // CPU over window and its RSS at the end.
 func idleNode(ctx context.Context, o Options, units int, window time.Duration) (rss int64, cpu float64, err error) {
-	storeURL := "sqlite:" + filepath.Join(o.Dir, fmt.Sprintf("idle-%d.db", units))
+	dbPath := filepath.Join(o.Dir, fmt.Sprintf("idle-%d.db", units))
+	for _, f := range []string{dbPath, dbPath + "-wal", dbPath + "-shm"} {
+		// a fresh store: units whose start an earlier run recorded would
+		// count as open at once, and the window would measure start-up
+		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return 0, 0, fmt.Errorf("idle store: %w", err)
+		}
+	}
+	storeURL := "sqlite:" + dbPath
 	st, err := stores.Open(ctx, storeURL, stores.Options{})
 	if err != nil {
 		return 0, 0, fmt.Errorf("idle store: %w", err)

@@ -66,7 +66,15 @@ func (e *env) runLatency(ctx context.Context, addr string, w *workload, source s
 	total := make(chan int, 1) // how many were published, once done
 	result := make(chan measured, 1)
 	pctx, pcancel := context.WithCancel(ctx)
-	defer pcancel()
+	polled := false // result was read
+	defer func() {
+		// on every return the poller is done before the nodes and the
+		// store it queries are closed
+		pcancel()
+		if !polled {
+			<-result
+		}
+	}()
 	go func() {
 		var m measured
 		m.err = e.pollLatencies(pctx, source, pub, total, nodes, &m.lats)
@@ -114,6 +122,7 @@ func (e *env) runLatency(ctx context.Context, addr string, w *workload, source s
 	}
 	total <- produced
 	m := <-result
+	polled = true
 	if m.err != nil {
 		return nil, m.err
 	}

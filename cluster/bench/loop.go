@@ -50,14 +50,25 @@ func (e *env) runLoop(ctx context.Context, addr string, w *workload, out io.Writ
 	}
 	errc := make(chan error, 1)
 	go func() {
-		errc <- writeAll(ctx, n, func(ctx context.Context, i int) error {
-			for b := range work[i] {
-				if err := e.db.write(ctx, table, table, b); err != nil {
-					return err
+		err := writeAll(ctx, n, func(ctx context.Context, i int) error {
+			for {
+				select {
+				case b, ok := <-work[i]:
+					if !ok {
+						return nil
+					}
+					if err := e.db.write(ctx, table, table, b); err != nil {
+						return err
+					}
+				case <-ctx.Done():
+					return ctx.Err()
 				}
 			}
-			return nil
 		})
+		if err != nil {
+			cancel() // the reader stops sending at once, not at the time limit
+		}
+		errc <- err
 	}()
 
 	type pending struct {
@@ -133,7 +144,9 @@ func (e *env) runLoop(ctx context.Context, addr string, w *workload, out io.Writ
 	}
 	if loopErr != nil {
 		cancel()
-		<-errc
+		if werr := <-errc; werr != nil {
+			loopErr = werr // a writer's failure is why the loop stopped
+		}
 		return 0, fmt.Errorf("loop: %w", loopErr)
 	}
 	if err := <-errc; err != nil {

@@ -26,8 +26,10 @@ type db interface {
 	// create makes an empty records table.
 	create(ctx context.Context, table string) error
 	// write upserts one folded batch into table (a document equal to the
-	// stored one is left alone, as drover does) and writes the unit's
-	// checkpoint, in one transaction.
+	// stored one is left alone: drover's stores skip it too, SQLite's by
+	// reading the stored documents first, which the ceiling, as the issue
+	// defines it, does in the upsert's WHERE instead) and writes the
+	// unit's checkpoint, in one transaction.
 	write(ctx context.Context, table, source string, b *sqlBatch) error
 	count(ctx context.Context, table string) (int, error)
 	close()
