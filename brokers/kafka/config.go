@@ -201,7 +201,7 @@ func checkBroker(e *brokers.FieldErrors, path, b string) {
 	switch {
 	case host == "":
 		e.Add(path, "%q: host is missing", b)
-	case strings.ContainsAny(host, " /@?#"):
+	case strings.ContainsAny(host, " \t/@?#"):
 		e.Add(path, "%q: %q is not a host name or IP address", b, host)
 	}
 }

@@ -39,6 +39,7 @@ func TestConfigValidate(t *testing.T) {
 		{"empty host", func(c *kafka.Config) { c.Brokers[2] = ":9092" }, `brokers[2]: ":9092": host is missing`},
 		{"path", func(c *kafka.Config) { c.Brokers[0] = "h:9092/x" }, `brokers[0]: "h:9092/x": port "9092/x" must be a number`},
 		{"credentials", func(c *kafka.Config) { c.Brokers[0] = "u:p@h:9092" }, `brokers[0]`},
+		{"tab in host", func(c *kafka.Config) { c.Brokers[0] = "ho\tst:9092" }, `brokers[0]: "ho\tst:9092": "ho\tst" is not a host name or IP address`},
 		{"no topic", func(c *kafka.Config) { c.Topic = " " }, "topic: required"},
 		{"mechanism", func(c *kafka.Config) { c.SASL = kafka.SASL{Mechanism: "gssapi", User: "u"} }, `sasl.mechanism: must be one of plain, scram-sha-256, scram-sha-512, not "gssapi"`},
 		{"no user", func(c *kafka.Config) { c.SASL = kafka.SASL{Mechanism: "plain"} }, "sasl.username: required"},

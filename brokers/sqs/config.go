@@ -102,7 +102,7 @@ func (c Config) Format(f fmt.State, verb rune) {
 func (c Config) Validate() error {
 	var e brokers.FieldErrors
 	switch {
-	case c.QueueURL == "" && c.QueueName == "":
+	case strings.TrimSpace(c.QueueURL) == "" && c.QueueName == "":
 		e.Add("queue_url", "required")
 	case c.QueueURL != "":
 		checkURL(&e, "queue_url", c.QueueURL)

@@ -381,6 +381,7 @@ func TestErrors(t *testing.T) {
 		{"memory both", "sources: [{name: a, type: memory, memory: {queue: true, partitions: 3}}]\n", []string{"sources[0].memory.partitions: not allowed with queue: true (a memory source is a stream of partitions or a queue)"}},
 		{"memory partitions", "sources: [{name: a, type: memory, memory: {partitions: 0}}]\n", []string{"sources[0].memory.partitions: must be between 1 and 1024, not 0"}},
 		{"sqs required", "sources: [{name: a, type: sqs, sqs: {}}]\n", []string{"sources[0].sqs.region: required", "sources[0].sqs.queue_url: required"}},
+		{"sqs blank queue_url", "sources: [{name: a, type: sqs, sqs: {queue_url: '  ', region: r}}]\n", []string{"sources[0].sqs.queue_url: required"}},
 		{"sqs urls", "sources: [{name: a, type: sqs, sqs: {queue_url: 'sqs/q', region: r, endpoint: 'localhost:4566', wait: 21s, visibility_timeout: -1s, access_key_id: A}}]\n", []string{
 			`sources[0].sqs.queue_url: "sqs/q" must be an http:// or https:// URL with a host`,
 			`sources[0].sqs.endpoint: "localhost:4566" must be an http:// or https:// URL with a host`,

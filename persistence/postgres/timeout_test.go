@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -200,11 +199,12 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	if since := time.Since(orphanedAt); since < timeout {
 		t.Errorf("the takeover succeeded %s after the orphan went silent, before its idle timeout (%s): the orphan still held the fence", since, timeout)
 	}
-	for deadline := time.Now().Add(5 * time.Second); o.alive(t, s); {
+	poll := time.NewTicker(5 * time.Millisecond)
+	defer poll.Stop()
+	for deadline := time.Now().Add(5 * time.Second); o.alive(t, s); <-poll.C {
 		if time.Now().After(deadline) {
 			t.Fatal("the takeover succeeded while the orphan still lives (its backend stayed 5 s after)")
 		}
-		runtime.Gosched()
 	}
 	if _, err := o.conn.Exec(context.Background(), "SELECT 1"); err == nil {
 		t.Error("the orphan's connection still works: the server did not cut it off")
