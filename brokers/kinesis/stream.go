@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
@@ -350,14 +351,9 @@ func (s *Stream) openError(ctx context.Context, op, partition, seq string, err e
 // and return brokers.ErrClosed; Close waits for them and closes idle
 // connections. Closing twice is harmless.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
+	if lifetime.Shut(&s.mu, &s.closed) {
+		s.shutdown()
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.shutdown()
 	return nil
 }
 

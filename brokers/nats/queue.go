@@ -285,35 +285,21 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return nil, lifetime.ClosedErr("open")
-	}
-	r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
-	q.receivers[r] = struct{}{}
-	return r, nil
+	return lifetime.Add(ctx, &q.mu, &q.closed, "open", func() *Receiver {
+		r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
+		q.receivers[r] = struct{}{}
+		return r
+	})
 }
 
 // Close closes every receiver and the connection. Receives in flight
 // return brokers.ErrClosed; messages not acked come back after AckWait.
 // Closing twice is harmless.
 func (q *Queue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	rs, first := lifetime.ShutAll(&q.mu, &q.closed, q.receivers)
+	if !first {
 		return nil
 	}
-	q.closed = true
-	rs := make([]*Receiver, 0, len(q.receivers))
-	for r := range q.receivers {
-		rs = append(rs, r)
-	}
-	clear(q.receivers)
-	q.mu.Unlock()
 	q.c.life.Close()
 	for _, r := range rs {
 		r.stop()

@@ -236,18 +236,10 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 // connection is up) and the connection. Fetches in flight return
 // brokers.ErrClosed. Closing twice is harmless.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	rs, first := lifetime.ShutAll(&s.mu, &s.closed, s.readers)
+	if !first {
 		return nil
 	}
-	s.closed = true
-	rs := make([]*Reader, 0, len(s.readers))
-	for r := range s.readers {
-		rs = append(rs, r)
-	}
-	clear(s.readers)
-	s.mu.Unlock()
 	for _, r := range rs {
 		r.life.Close()
 	}

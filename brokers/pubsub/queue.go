@@ -143,28 +143,18 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return nil, lifetime.ClosedErr("open")
-	}
-	return &Receiver{q: q, slot: slot, life: q.life.Child()}, nil
+	return lifetime.Add(ctx, &q.mu, &q.closed, "open", func() *Receiver {
+		return &Receiver{q: q, slot: slot, life: q.life.Child()}
+	})
 }
 
 // Close closes every receiver and the client. Receives in flight return
 // brokers.ErrClosed; messages not acked come back after their deadline.
 // Closing twice is harmless.
 func (q *Queue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if !lifetime.Shut(&q.mu, &q.closed) {
 		return nil
 	}
-	q.closed = true
-	q.mu.Unlock()
 	q.life.Close()
 	if err := q.cl.Close(); err != nil {
 		q.cfg.Logger.Debug("pubsub: close client", "err", err)

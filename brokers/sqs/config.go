@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // Defaults and limits of Config.
@@ -105,10 +106,10 @@ func (c Config) Validate() error {
 	case c.QueueURL == "" && c.QueueName == "":
 		e.Add("queue_url", "required")
 	case c.QueueURL != "":
-		checkURL(&e, "queue_url", c.QueueURL)
+		awsutil.CheckURL(&e, "queue_url", c.QueueURL)
 	}
 	if c.Endpoint != "" {
-		checkURL(&e, "endpoint", c.Endpoint)
+		awsutil.CheckURL(&e, "endpoint", c.Endpoint)
 	}
 	if c.WaitTime < 0 || c.WaitTime > DefaultWaitTime {
 		e.Add("wait", "must be between 0s and 20s, not %v", c.WaitTime)
@@ -116,15 +117,7 @@ func (c Config) Validate() error {
 	if c.VisibilityTimeout < 0 || c.VisibilityTimeout > MaxVisibilityTimeout {
 		e.Add("visibility_timeout", "must be between 0s and %v, not %v", MaxVisibilityTimeout, c.VisibilityTimeout)
 	}
-	switch {
-	case c.AccessKeyID != "" && c.SecretAccessKey == "":
-		e.Add("secret_access_key", "required with access_key_id")
-	case c.AccessKeyID == "" && c.SecretAccessKey != "":
-		e.Add("access_key_id", "required with secret_access_key")
-	}
-	if c.SessionToken != "" && c.AccessKeyID == "" {
-		e.Add("session_token", "needs access_key_id and secret_access_key")
-	}
+	awsutil.CheckCredentials(&e, c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
 	if c.MaxMessages < 0 || c.MaxMessages > DefaultMaxMessages {
 		e.Add("max_messages", "must be between 0 and %d, not %d", DefaultMaxMessages, c.MaxMessages)
 	}
@@ -132,14 +125,6 @@ func (c Config) Validate() error {
 		e.Add("key_attribute", "%q has surrounding spaces", c.KeyAttribute)
 	}
 	return e.Err("sqs")
-}
-
-// checkURL accepts an http(s) URL with a host.
-func checkURL(e *brokers.FieldErrors, path, s string) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		e.Add(path, "%q must be an http:// or https:// URL with a host", s)
-	}
 }
 
 func (c Config) withDefaults() Config {

@@ -13,6 +13,7 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -330,8 +331,8 @@ func asBrokersError(err error, target **brokers.Error) bool {
 }
 
 func codeOf(err error) string {
-	if ae, ok := err.(*apiError); ok && ae.code != "" {
-		return ae.code
+	if ae, ok := err.(*awsutil.APIError); ok && ae.Code != "" {
+		return ae.Code
 	}
 	return "RequestFailed"
 }

@@ -1,7 +1,8 @@
 // Package lifetime is the lifetime of an adapter's connection, queue,
 // receiver or reader: a context cancelled when it closes, under which each
 // call runs, and the mapping of a call's error that tells a close apart
-// from the caller's cancellation. The NATS and Pub/Sub adapters use it.
+// from the caller's cancellation. The NATS and Pub/Sub adapters use it;
+// every adapter closes its stream or queue once through Shut or ShutAll.
 package lifetime
 
 import (
