@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
 )
 
@@ -15,7 +16,7 @@ import (
 // deadline passes, and returns the values read in order.
 func readValues(t *testing.T, r *kinesis.Reader, want []brokers.Message) []string {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	missing := map[string]bool{}
 	for _, m := range want {
 		missing[string(m.Value)] = true
@@ -56,7 +57,7 @@ func checkRead(t *testing.T, got []string, want []brokers.Message, before func(s
 // waitServer waits until the emulator's clock reads at least t.
 func waitServer(t *testing.T, f *fixture, t0 time.Time) {
 	t.Helper()
-	ctx := ctxT(t, 15*time.Second)
+	ctx := brokertest.Context(t, 15*time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -84,7 +85,7 @@ func waitServer(t *testing.T, f *fixture, t0 time.Time) {
 func TestResolve(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := brokertest.Context(t, 60*time.Second)
 	ps, err := s.Partitions(ctx)
 	if err != nil || len(ps) != 1 {
 		t.Fatalf("partitions %+v, %v", ps, err)
@@ -141,7 +142,7 @@ func TestResolve(t *testing.T) {
 func TestStartAt(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := brokertest.Context(t, 60*time.Second)
 	ps, err := s.Partitions(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -202,7 +203,7 @@ func TestStartAt(t *testing.T) {
 func TestStreamRecreated(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := brokertest.Context(t, 60*time.Second)
 	ps, err := s.Partitions(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +273,7 @@ func TestStreamRecreated(t *testing.T) {
 func TestPositionBeforeShard(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	sh, err := f.shards(ctx)
 	if err != nil {
 		t.Fatal(err)
