@@ -333,10 +333,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	octx, done := r.life.Op(ctx)
@@ -415,10 +412,7 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 // handle is skipped: only its latest delivery counts, as the dedupe table
 // makes a late ack harmless.
 func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, confirmed bool, each func(context.Context, jetstream.Msg) error) error {
-	if r.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return err
 	}
 	for _, m := range msgs {

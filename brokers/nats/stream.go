@@ -140,10 +140,7 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 }
 
 func (s *Stream) check(ctx context.Context, op string) error {
-	if s.c.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	return ctx.Err()
+	return s.c.life.Check(ctx, op)
 }
 
 // checkedInfo is info on a stream that is open, for a caller whose ctx has
@@ -391,10 +388,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	r.mu.Lock()

@@ -186,10 +186,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, &brokers.Error{Op: op, Err: fmt.Errorf("max %d must be positive", max)}
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	octx, done := r.life.Op(ctx)
@@ -266,10 +263,7 @@ func ackIDs(op string, msgs []brokers.Message) ([]string, error) {
 
 // each runs call on the ack ids of msgs in chunks of at most ackChunk.
 func (r *Receiver) each(ctx context.Context, op string, msgs []brokers.Message, call func(ctx context.Context, ids []string) error) error {
-	if r.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return err
 	}
 	ids, err := ackIDs(op, msgs)

@@ -40,6 +40,15 @@ func (l Life) Close() { l.cancel() }
 // Closed reports whether the lifetime has ended.
 func (l Life) Closed() bool { return l.ctx.Err() != nil }
 
+// Check is what a call checks before it starts: ErrClosed under op when
+// the lifetime has ended, else ctx's error (nil while ctx lives).
+func (l Life) Check(ctx context.Context, op string) error {
+	if l.Closed() {
+		return ClosedErr(op)
+	}
+	return ctx.Err()
+}
+
 // Op returns a context for one call: it ends when ctx ends or l closes.
 func (l Life) Op(ctx context.Context) (context.Context, context.CancelFunc) {
 	octx, cancel := context.WithCancel(ctx)

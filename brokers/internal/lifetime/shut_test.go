@@ -53,3 +53,20 @@ func TestAdd(t *testing.T) {
 		t.Fatalf("closed parent: %v, %v", p, err)
 	}
 }
+
+func TestCheck(t *testing.T) {
+	l := New(context.Background(), nil)
+	if err := l.Check(context.Background(), "fetch"); err != nil {
+		t.Fatalf("open lifetime, live ctx: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := l.Check(ctx, "fetch"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("open lifetime, ended ctx: %v", err)
+	}
+	l.Close()
+	var be *brokers.Error
+	if err := l.Check(ctx, "fetch"); !errors.As(err, &be) || be.Op != "fetch" || !errors.Is(err, brokers.ErrClosed) {
+		t.Fatalf("closed lifetime (ctx ended too): %v, want ErrClosed first", err)
+	}
+}
