@@ -42,3 +42,16 @@ func PollN(t testing.TB, ctx context.Context, name string, p Poll, n int) ([]bro
 	}
 	return got, last
 }
+
+// Open calls open with Context(t, d), fails t when it fails (as "WHAT:
+// err") and closes what it opened when t ends: a receiver, reader, queue
+// or stream of an adapter's own tests.
+func Open[C interface{ Close() error }](t testing.TB, d time.Duration, what string, open func(ctx context.Context) (C, error)) C {
+	t.Helper()
+	c, err := open(Context(t, d))
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}

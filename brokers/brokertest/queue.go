@@ -198,6 +198,11 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 		failure  error
 	)
 	ctx := Context(t, readTimeout)
+	fail := func(err error) {
+		mu.Lock()
+		failure = err
+		mu.Unlock()
+	}
 	work := func(i int, r brokers.Receiver) {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -209,9 +214,7 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 			res, err := r.Receive(ctx, 7, 500*time.Millisecond)
 			if err != nil {
 				if ctx.Err() == nil {
-					mu.Lock()
-					failure = fmt.Errorf("receiver %d: receive: %w", i, err)
-					mu.Unlock()
+					fail(fmt.Errorf("receiver %d: receive: %w", i, err))
 				}
 				return
 			}
@@ -229,9 +232,7 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 			}
 			// The hold lasts until the ack has returned.
 			if err := r.Ack(ctx, res.Messages); err != nil && ctx.Err() == nil {
-				mu.Lock()
-				failure = fmt.Errorf("receiver %d: ack: %w", i, err)
-				mu.Unlock()
+				fail(fmt.Errorf("receiver %d: ack: %w", i, err))
 				return
 			}
 			mu.Lock()

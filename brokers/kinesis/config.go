@@ -1,6 +1,7 @@
 package kinesis
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -107,18 +108,10 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.ThrottleBackoff == 0 {
-		c.ThrottleBackoff = DefaultThrottleBackoff
-	}
-	if c.MaxRecords == 0 {
-		c.MaxRecords = DefaultMaxRecords
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.ThrottleBackoff = cmp.Or(c.ThrottleBackoff, DefaultThrottleBackoff)
+	c.MaxRecords = cmp.Or(c.MaxRecords, DefaultMaxRecords)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

@@ -1,6 +1,7 @@
 package kinesis_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/big"
@@ -22,12 +23,9 @@ func values(prefix string, from, n int) []brokers.Message {
 
 func open(t *testing.T, s *kinesis.Stream, shard string, start brokers.Start) *kinesis.Reader {
 	t.Helper()
-	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), shard, start)
-	if err != nil {
-		t.Fatalf("open %s: %v", shard, err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+shard, func(ctx context.Context) (*kinesis.Reader, error) {
+		return s.OpenReader(ctx, shard, start)
+	})
 }
 
 // fetchN fetches until it has n records.

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,9 +34,7 @@ func (c StreamConfig) Validate() error {
 }
 
 func (c StreamConfig) withDefaults() StreamConfig {
-	if c.Partitions == 0 {
-		c.Partitions = 1
-	}
+	c.Partitions = cmp.Or(c.Partitions, 1)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}

@@ -42,12 +42,9 @@ func (e *queueEnv) config() QueueConfig {
 
 func (e *queueEnv) open(t *testing.T, cfg QueueConfig) *Queue {
 	t.Helper()
-	q, err := NewQueue(brokertest.Context(t, 10*time.Second), cfg)
-	if err != nil {
-		t.Fatalf("NewQueue: %v", err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
-	return q
+	return brokertest.Open(t, 10*time.Second, "NewQueue", func(ctx context.Context) (*Queue, error) {
+		return NewQueue(ctx, cfg)
+	})
 }
 
 func (e *queueEnv) publish(t *testing.T, subject string, value string, hdr map[string]string) uint64 {
@@ -66,12 +63,9 @@ func (e *queueEnv) publish(t *testing.T, subject string, value string, hdr map[s
 
 func openRecv(t *testing.T, q *Queue, slot string) *Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(brokertest.Context(t, 5*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 5*time.Second, "open "+slot, func(ctx context.Context) (*Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 // receiveN receives until n messages came or 20 s passed.

@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -38,24 +39,18 @@ func (e *streamEnv) config() StreamConfig {
 
 func (e *streamEnv) openStream(t *testing.T, cfg StreamConfig) *Stream {
 	t.Helper()
-	s, err := NewStream(brokertest.Context(t, 10*time.Second), cfg)
-	if err != nil {
-		t.Fatalf("NewStream: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return brokertest.Open(t, 10*time.Second, "NewStream", func(ctx context.Context) (*Stream, error) {
+		return NewStream(ctx, cfg)
+	})
 }
 
 func (e *streamEnv) subject(s string) string { return e.stream + "." + s }
 
 func openReader(t *testing.T, s *Stream, partition string, start brokers.Start) *Reader {
 	t.Helper()
-	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), partition, start)
-	if err != nil {
-		t.Fatalf("open %s: %v", partition, err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+partition, func(ctx context.Context) (*Reader, error) {
+		return s.OpenReader(ctx, partition, start)
+	})
 }
 
 func fetchN(t *testing.T, r *Reader, n int) ([]brokers.Message, brokers.Result) {

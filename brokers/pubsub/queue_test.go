@@ -23,12 +23,9 @@ import (
 
 func openRecv(t *testing.T, q *Queue, slot string) *Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(brokertest.Context(t, 5*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 5*time.Second, "open "+slot, func(ctx context.Context) (*Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 func receiveN(t *testing.T, r *Receiver, n int) []brokers.Message {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/awstest"
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 // BenchmarkReceiveAck compares, in the same run, receiving and deleting
@@ -47,16 +48,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 	adapter := func() time.Duration {
 		send()
 		start := time.Now()
-		for got := 0; got < n; {
-			res, err := r.Receive(ctx, 10, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Ack(ctx, res.Messages); err != nil {
-				b.Fatal(err)
-			}
-			got += len(res.Messages)
-		}
+		brokertest.ReceiveAck(b, ctx, r, n, 10, 0)
 		return time.Since(start)
 	}
 	rawSide := func() time.Duration {

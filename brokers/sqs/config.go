@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -128,21 +129,11 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.WaitTime == 0 {
-		c.WaitTime = DefaultWaitTime
-	}
-	if c.MaxMessages == 0 {
-		c.MaxMessages = DefaultMaxMessages
-	}
-	if c.VisibilityTimeout == 0 {
-		c.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if c.KeyAttribute == "" {
-		c.KeyAttribute = DefaultKeyAttribute
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.WaitTime = cmp.Or(c.WaitTime, DefaultWaitTime)
+	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
+	c.KeyAttribute = cmp.Or(c.KeyAttribute, DefaultKeyAttribute)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

@@ -28,12 +28,9 @@ import (
 
 func receiver(t *testing.T, q *sqs.Queue, slot string) *sqs.Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(brokertest.Context(t, 10*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+slot, func(ctx context.Context) (*sqs.Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 // receiveN receives until it has n messages or the deadline passes.
@@ -250,6 +247,11 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 		failure error
 	)
 	ctx := brokertest.Context(t, 60*time.Second)
+	fail := func(err error) {
+		mu.Lock()
+		failure = err
+		mu.Unlock()
+	}
 	work := func(id int, r *sqs.Receiver) {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -261,9 +263,7 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 			res, err := r.Receive(ctx, 4, 500*time.Millisecond)
 			if err != nil {
 				if ctx.Err() == nil {
-					mu.Lock()
-					failure = fmt.Errorf("receiver %d: %w", id, err)
-					mu.Unlock()
+					fail(fmt.Errorf("receiver %d: %w", id, err))
 				}
 				return
 			}
@@ -288,9 +288,7 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 			}
 			mu.Unlock()
 			if err := r.Ack(ctx, res.Messages); err != nil {
-				mu.Lock()
-				failure = fmt.Errorf("receiver %d: ack: %w", id, err)
-				mu.Unlock()
+				fail(fmt.Errorf("receiver %d: ack: %w", id, err))
 				return
 			}
 			mu.Lock()
