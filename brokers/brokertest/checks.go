@@ -84,3 +84,26 @@ func checkRedelivery(t *testing.T, first, again brokers.Message) {
 		t.Fatalf("redelivery has Deliveries %d after %d", again.Deliveries, first.Deliveries)
 	}
 }
+
+// readingStream is a stream of one partition p holding m-0 … m-(produced-1)
+// and a reader r from Earliest that has read the first read of them.
+func readingStream(t *testing.T, h StreamHarness, produced, read int, needs ...Capability) (f StreamFixture, s brokers.Stream, p string, r brokers.Reader) {
+	t.Helper()
+	f, s, ids := newStream(t, h, 1, needs...)
+	p = ids[0]
+	produce(t, f, p, numbered("m", 0, produced)...)
+	r = openReader(t, s, p, earliest)
+	fetchN(t, r, read, readTimeout, false)
+	return f, s, p, r
+}
+
+// receivingQueue is a queue and its receiver r on slot-0 that has
+// received and acked m-0.
+func receivingQueue(t *testing.T, h QueueHarness, needs ...Capability) (f QueueFixture, q brokers.Queue, r brokers.Receiver) {
+	t.Helper()
+	f, q = newQueue(t, h, needs...)
+	send(t, f, numbered("m", 0, 1)...)
+	r = openRecv(t, q, "slot-0")
+	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	return f, q, r
+}

@@ -314,10 +314,7 @@ func queueCancel(t *testing.T, h QueueHarness) {
 func queueClose(t *testing.T, h QueueHarness) {
 	// A first instance receives once so that the harness's goroutines exist
 	// before the snapshot.
-	f, first := newQueue(t, h)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, first, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	f, first, _ := receivingQueue(t, h)
 	if err := first.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -345,10 +342,7 @@ func queueClose(t *testing.T, h QueueHarness) {
 }
 
 func queueServerRestart(t *testing.T, h QueueHarness) {
-	f, q := newQueue(t, h, CanRestartServer)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, q, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	f, _, r := receivingQueue(t, h, CanRestartServer)
 	startServer := stopServer(t, f)
 	checkServerDown(t, "receive", r.Receive)
 	startServer()
@@ -361,10 +355,7 @@ func queueServerRestart(t *testing.T, h QueueHarness) {
 }
 
 func queueConnectionLoss(t *testing.T, h QueueHarness) {
-	f, q := newQueue(t, h, CanCutConnections)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, q, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	f, _, r := receivingQueue(t, h, CanCutConnections)
 	f.(ConnectionCutter).CutConnections(t)
 	send(t, f, numbered("m", 1, 2)...)
 	got := receiveN(t, r, 2, readTimeout, true)

@@ -339,11 +339,7 @@ func streamPositionGone(t *testing.T, h StreamHarness) {
 }
 
 func streamReshardEnd(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanReshard)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 4)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 1, readTimeout, false)
+	f, s, p, r := readingStream(t, h, 4, 1, CanReshard)
 	kids, err := f.(Resharder).Split(Context(t, opTimeout), p)
 	if err != nil {
 		t.Fatalf("split: %v", err)
@@ -382,11 +378,7 @@ func streamReshardEnd(t *testing.T, h StreamHarness) {
 }
 
 func streamServerRestart(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanRestartServer)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 3)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 3, readTimeout, false)
+	f, s, p, r := readingStream(t, h, 3, 3, CanRestartServer)
 	startServer := stopServer(t, f)
 
 	ctx := Context(t, opTimeout)
@@ -410,11 +402,7 @@ func streamServerRestart(t *testing.T, h StreamHarness) {
 }
 
 func streamConnectionLoss(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanCutConnections)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 3)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 3, readTimeout, false)
+	f, s, p, r := readingStream(t, h, 3, 3, CanCutConnections)
 	f.(ConnectionCutter).CutConnections(t)
 	produce(t, f, p, numbered("m", 3, 3)...)
 	if got := fetchN(t, r, 3, readTimeout, true); !slices.Equal(values(got), wantValues("m", 3, 3)) {

@@ -120,18 +120,12 @@ func (s *Stream) begin(ctx context.Context, op string, r *Reader) (context.Conte
 	if s.closed || (r != nil && r.closed) {
 		return nil, nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
-	s.calls.Add(1)
 	closing := s.ctx
 	if r != nil {
 		closing = r.ctx
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(closing, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		s.calls.Done()
-	}, nil
+	cctx, end := awsutil.Begin(ctx, closing, &s.calls)
+	return cctx, end, nil
 }
 
 // Partitions lists every shard the stream still holds, closed ones

@@ -146,14 +146,8 @@ func (r *Receiver) begin(ctx context.Context, op string) (context.Context, func(
 	if q.closed || r.closed {
 		return nil, nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
-	q.calls.Add(1)
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(r.ctx, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		q.calls.Done()
-	}, nil
+	cctx, end := awsutil.Begin(ctx, r.ctx, &q.calls)
+	return cctx, end, nil
 }
 
 // newAttemptID returns a ReceiveRequestAttemptId for a FIFO receive.
