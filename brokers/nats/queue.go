@@ -516,9 +516,7 @@ func (r *Receiver) forget(msgs []brokers.Message) {
 // its unacknowledged messages come back after AckWait. Closing twice is
 // harmless.
 func (r *Receiver) Close() error {
-	r.q.mu.Lock()
-	delete(r.q.receivers, r)
-	r.q.mu.Unlock()
+	lifetime.Leave(&r.q.mu, r.q.receivers, r)
 	r.stop()
 	return nil
 }

@@ -449,9 +449,7 @@ func (r *Reader) checkGap(ctx context.Context, op string) error {
 // returns brokers.ErrClosed. Closing twice is harmless.
 func (r *Reader) Close() error {
 	r.life.Close()
-	r.s.mu.Lock()
-	delete(r.s.readers, r)
-	r.s.mu.Unlock()
+	lifetime.Leave(&r.s.mu, r.s.readers, r)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drop()

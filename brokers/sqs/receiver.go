@@ -14,6 +14,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -311,9 +312,7 @@ func (r *Receiver) batch(ctx context.Context, op string, ts []target,
 // unacknowledged messages come back after their visibility timeout.
 // Closing twice is harmless.
 func (r *Receiver) Close() error {
-	r.q.mu.Lock()
-	r.closed = true
-	r.q.mu.Unlock()
+	lifetime.Shut(&r.q.mu, &r.closed)
 	r.cancel()
 	return nil
 }

@@ -2,7 +2,8 @@
 // receiver or reader: a context cancelled when it closes, under which each
 // call runs, and the mapping of a call's error that tells a close apart
 // from the caller's cancellation. The NATS and Pub/Sub adapters use it;
-// every adapter closes its stream or queue once through Shut or ShutAll.
+// every adapter closes its stream or queue once through Shut or ShutAll,
+// and a reader or receiver closed on its own leaves the set through Leave.
 package lifetime
 
 import (

@@ -37,6 +37,14 @@ func ShutAll[T comparable](mu *sync.Mutex, closed *bool, children map[T]struct{}
 	return taken, true
 }
 
+// Leave takes a child that closes on its own out of its parent's set,
+// under mu.
+func Leave[T comparable](mu *sync.Mutex, children map[T]struct{}, child T) {
+	mu.Lock()
+	defer mu.Unlock()
+	delete(children, child)
+}
+
 // Add makes a child of an open parent: mk runs under mu, unless ctx has
 // ended (its error) or the parent is closed (ErrClosed under op).
 func Add[T any](ctx context.Context, mu *sync.Mutex, closed *bool, op string, mk func() *T) (*T, error) {

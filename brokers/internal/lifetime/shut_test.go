@@ -34,6 +34,16 @@ func TestShutAllTakesTheChildrenOnce(t *testing.T) {
 	}
 }
 
+func TestLeave(t *testing.T) {
+	var mu sync.Mutex
+	set := map[int]struct{}{1: {}, 2: {}}
+	Leave(&mu, set, 1)
+	Leave(&mu, set, 1)
+	if _, ok := set[1]; ok || len(set) != 1 {
+		t.Fatalf("set after Leave(1) twice: %v", set)
+	}
+}
+
 func TestAdd(t *testing.T) {
 	var mu sync.Mutex
 	closed := false
