@@ -52,6 +52,14 @@
 // for an endpoint is skipped with the reason; under CI=true it fails. A
 // server that should start but does not fails the test.
 //
+// # Fixtures
+//
+// Name, CallContext, CleanupDelete, StartProxy (with Faults, a fixture's
+// server-restart and connection-cut methods) and Open are the parts the
+// SQS and Kinesis test fixtures share; CheckValidate, CheckSecretsHidden
+// and CheckTranslated their config and error tests; Compare their
+// benchmarks against the raw SDK client.
+//
 // # Goroutines
 //
 // A Server starts the emulator process and the goroutines os/exec uses to

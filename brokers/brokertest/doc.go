@@ -29,6 +29,14 @@
 // asserts that the call has not returned within a short window; the outcome
 // it checks does not depend on how goroutines interleave.
 //
+// # Helpers for adapters' own tests
+//
+// Context, PollN, Open, ReceiveAck and ReportRates are what the adapters'
+// focused tests and benchmarks share (a bounded context, reading n
+// messages, opening with cleanup, draining with acks, reporting raw and
+// adapter rates). They assert nothing about an adapter beyond what their
+// callers ask.
+//
 // # Goroutines
 //
 // Definitions start goroutines only to run one blocking call while the test

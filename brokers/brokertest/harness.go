@@ -108,23 +108,23 @@ const (
 	CanExtend         Capability = "brokers.Extender"
 )
 
+// fixtureHas tells for each capability of a fixture whether it has it.
+var fixtureHas = map[Capability]func(fixture any) bool{
+	CanAddPartitions:  is[PartitionAdder],
+	CanTrim:           is[Trimmer],
+	CanReshard:        is[Resharder],
+	CanRestartServer:  is[ServerRestarter],
+	CanCutConnections: is[ConnectionCutter],
+}
+
+func is[I any](fixture any) bool {
+	_, ok := fixture.(I)
+	return ok
+}
+
 func has(fixture any, c Capability) bool {
-	switch c {
-	case CanAddPartitions:
-		_, ok := fixture.(PartitionAdder)
-		return ok
-	case CanTrim:
-		_, ok := fixture.(Trimmer)
-		return ok
-	case CanReshard:
-		_, ok := fixture.(Resharder)
-		return ok
-	case CanRestartServer:
-		_, ok := fixture.(ServerRestarter)
-		return ok
-	case CanCutConnections:
-		_, ok := fixture.(ConnectionCutter)
-		return ok
+	if is, ok := fixtureHas[c]; ok {
+		return is(fixture)
 	}
 	return true // checked by the definition itself
 }

@@ -1,7 +1,6 @@
 package brokertest
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -25,13 +24,6 @@ const (
 	// prompt bounds how long a cancelled or closed call may take to return.
 	prompt = 5 * time.Second
 )
-
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func requireCaps(t *testing.T, fixture any, needs []Capability) {
 	t.Helper()
@@ -62,11 +54,6 @@ func wantValues(prefix string, from, n int) []string {
 	return values(numbered(prefix, from, n))
 }
 
-// poll is a Reader's Fetch or a Receiver's Receive: the stream and queue
-// definitions check both calls the same way. Its name in failure messages
-// is "fetch" or "receive".
-type poll func(ctx context.Context, max int, wait time.Duration) (brokers.Result, error)
-
 // fetchN fetches until it has n messages or timeout passes; see collect.
 func fetchN(t *testing.T, r brokers.Reader, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
 	t.Helper()
@@ -76,9 +63,9 @@ func fetchN(t *testing.T, r brokers.Reader, n int, timeout time.Duration, tolera
 // collect calls p until it has n messages or timeout passes. With
 // tolerateRetryable, retryable errors are logged and calling goes on (a
 // server coming back); any other error fails t.
-func collect(t *testing.T, name string, p poll, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
+func collect(t *testing.T, name string, p Poll, n int, timeout time.Duration, tolerateRetryable bool) []brokers.Message {
 	t.Helper()
-	ctx := testCtx(t, timeout)
+	ctx := Context(t, timeout)
 	var got []brokers.Message
 	for len(got) < n {
 		res, err := p(ctx, n-len(got), time.Second)
@@ -101,11 +88,11 @@ func collect(t *testing.T, name string, p poll, n int, timeout time.Duration, to
 
 // checkMaxWait checks that p on an empty partition or queue waits about
 // its wait and no longer, for a wait of 1 s and of 0.
-func checkMaxWait(t *testing.T, name string, p poll) {
+func checkMaxWait(t *testing.T, name string, p Poll) {
 	t.Helper()
 	for _, wait := range []time.Duration{time.Second, 0} {
 		start := time.Now()
-		res, err := p(testCtx(t, wait+opTimeout), 10, wait)
+		res, err := p(Context(t, wait+opTimeout), 10, wait)
 		el := time.Since(start)
 		if err != nil || len(res.Messages) != 0 {
 			t.Fatalf("empty %s = %+v, %v", name, res, err)
@@ -121,10 +108,10 @@ func checkMaxWait(t *testing.T, name string, p poll) {
 
 // checkServerDown checks that p, with the server stopped, returns in time
 // with nothing or a retryable error.
-func checkServerDown(t *testing.T, name string, p poll) {
+func checkServerDown(t *testing.T, name string, p Poll) {
 	t.Helper()
 	start := time.Now()
-	res, err := p(testCtx(t, opTimeout), 10, time.Second)
+	res, err := p(Context(t, opTimeout), 10, time.Second)
 	if el := time.Since(start); el > time.Second+prompt {
 		t.Fatalf("%s with the server down took %v", name, el)
 	}
@@ -140,7 +127,7 @@ func checkServerDown(t *testing.T, name string, p poll) {
 // expectNothing fetches once with wait and fails when a message comes.
 func expectNothing(t *testing.T, r brokers.Reader, wait time.Duration) {
 	t.Helper()
-	res, err := r.Fetch(testCtx(t, wait+opTimeout), 10, wait)
+	res, err := r.Fetch(Context(t, wait+opTimeout), 10, wait)
 	if err != nil {
 		t.Fatalf("fetch: %v", err)
 	}

@@ -59,14 +59,14 @@ func newQueue(t *testing.T, h QueueHarness, needs ...Capability) (QueueFixture, 
 
 func send(t *testing.T, f QueueFixture, msgs ...brokers.Message) {
 	t.Helper()
-	if err := f.Send(testCtx(t, opTimeout), msgs...); err != nil {
+	if err := f.Send(Context(t, opTimeout), msgs...); err != nil {
 		t.Fatalf("send: %v", err)
 	}
 }
 
 func openRecv(t *testing.T, q brokers.Queue, slot string) brokers.Receiver {
 	t.Helper()
-	r, err := q.Open(testCtx(t, opTimeout), slot)
+	r, err := q.Open(Context(t, opTimeout), slot)
 	if err != nil {
 		t.Fatalf("open %s: %v", slot, err)
 	}
@@ -89,7 +89,7 @@ func receiveNone(t *testing.T, r brokers.Receiver, d time.Duration) {
 		if left <= 0 {
 			return
 		}
-		res, err := r.Receive(testCtx(t, left+opTimeout), 10, left)
+		res, err := r.Receive(Context(t, left+opTimeout), 10, left)
 		if err != nil {
 			t.Fatalf("receive: %v", err)
 		}
@@ -101,7 +101,7 @@ func receiveNone(t *testing.T, r brokers.Receiver, d time.Duration) {
 
 func ack(t *testing.T, r brokers.Receiver, msgs []brokers.Message) {
 	t.Helper()
-	if err := r.Ack(testCtx(t, opTimeout), msgs); err != nil {
+	if err := r.Ack(Context(t, opTimeout), msgs); err != nil {
 		t.Fatalf("ack: %v", err)
 	}
 }
@@ -158,19 +158,17 @@ func queueNack(t *testing.T, h QueueHarness) {
 	first := receiveN(t, r, 1, readTimeout, false)
 	const delay = time.Second
 	nacked := time.Now()
-	if err := r.Nack(testCtx(t, opTimeout), first, delay); err != nil {
+	if err := r.Nack(Context(t, opTimeout), first, delay); err != nil {
 		t.Fatalf("nack: %v", err)
 	}
 	again := receiveN(t, r, 1, f.AckDeadline()+readTimeout, false)
 	if el := time.Since(nacked); el < delay*8/10 {
 		t.Fatalf("nacked message came back after %v, before its delay %v", el, delay)
 	}
-	if string(again[0].Value) != "m-0" || again[0].ID != first[0].ID {
+	if string(again[0].Value) != "m-0" {
 		t.Fatalf("redelivered %+v, want %+v", again[0], first[0])
 	}
-	if again[0].Deliveries != 0 && again[0].Deliveries <= first[0].Deliveries {
-		t.Fatalf("redelivery has Deliveries %d after %d", again[0].Deliveries, first[0].Deliveries)
-	}
+	checkRedelivery(t, first[0], again[0])
 	ack(t, r, again)
 }
 
@@ -185,12 +183,7 @@ func queueDeadline(t *testing.T, h QueueHarness) {
 	if el := time.Since(received); el < f.AckDeadline()*8/10 {
 		t.Fatalf("unacked message came back after %v, before its deadline %v", el, f.AckDeadline())
 	}
-	if again[0].ID != first[0].ID {
-		t.Fatalf("redelivered %+v, want %+v", again[0], first[0])
-	}
-	if again[0].Deliveries != 0 && again[0].Deliveries <= first[0].Deliveries {
-		t.Fatalf("redelivery has Deliveries %d after %d", again[0].Deliveries, first[0].Deliveries)
-	}
+	checkRedelivery(t, first[0], again[0])
 	ack(t, other, again)
 }
 
@@ -204,7 +197,12 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 		received []brokers.Message
 		failure  error
 	)
-	ctx := testCtx(t, readTimeout)
+	ctx := Context(t, readTimeout)
+	fail := func(err error) {
+		mu.Lock()
+		failure = err
+		mu.Unlock()
+	}
 	work := func(i int, r brokers.Receiver) {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -216,9 +214,7 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 			res, err := r.Receive(ctx, 7, 500*time.Millisecond)
 			if err != nil {
 				if ctx.Err() == nil {
-					mu.Lock()
-					failure = fmt.Errorf("receiver %d: receive: %w", i, err)
-					mu.Unlock()
+					fail(fmt.Errorf("receiver %d: receive: %w", i, err))
 				}
 				return
 			}
@@ -236,9 +232,7 @@ func queueExclusive(t *testing.T, h QueueHarness) {
 			}
 			// The hold lasts until the ack has returned.
 			if err := r.Ack(ctx, res.Messages); err != nil && ctx.Err() == nil {
-				mu.Lock()
-				failure = fmt.Errorf("receiver %d: ack: %w", i, err)
-				mu.Unlock()
+				fail(fmt.Errorf("receiver %d: ack: %w", i, err))
 				return
 			}
 			mu.Lock()
@@ -268,7 +262,7 @@ func queueExtend(t *testing.T, h QueueHarness) {
 		t.Fatalf("the plan runs this definition but %T is not a brokers.Extender", r)
 	}
 	got := receiveN(t, r, 1, readTimeout, false)
-	if err := ext.Extend(testCtx(t, opTimeout), got, 3*f.AckDeadline()); err != nil {
+	if err := ext.Extend(Context(t, opTimeout), got, 3*f.AckDeadline()); err != nil {
 		t.Fatalf("extend: %v", err)
 	}
 	other := openRecv(t, q, "slot-1")
@@ -288,7 +282,7 @@ func queueEarlyReturn(t *testing.T, h QueueHarness) {
 		res brokers.Result
 		err error
 	)
-	done := async(func() { res, err = r.Receive(testCtx(t, time.Minute+opTimeout), 10, time.Minute) })
+	done := async(func() { res, err = r.Receive(Context(t, time.Minute+opTimeout), 10, time.Minute) })
 	mustStillRun(t, done, "a receive on an empty queue")
 	send(t, f, numbered("m", 0, 1)...)
 	waitDone(t, done, 10*time.Second, "a receive after a message was sent")
@@ -320,10 +314,7 @@ func queueCancel(t *testing.T, h QueueHarness) {
 func queueClose(t *testing.T, h QueueHarness) {
 	// A first instance receives once so that the harness's goroutines exist
 	// before the snapshot.
-	f, first := newQueue(t, h)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, first, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	f, first, _ := receivingQueue(t, h)
 	if err := first.Close(); err != nil {
 		t.Fatalf("close: %v", err)
 	}
@@ -338,28 +329,12 @@ func queueClose(t *testing.T, h QueueHarness) {
 	if err := r1.Close(); err != nil {
 		t.Fatalf("receiver close: %v", err)
 	}
-	if _, err := r1.Receive(testCtx(t, opTimeout), 1, 0); !isClosedErr(err) {
-		t.Fatalf("receive on a closed receiver: %v, want ErrClosed", err)
-	}
-	var rerr error
-	done := async(func() { _, rerr = r0.Receive(testCtx(t, time.Minute+opTimeout), 10, time.Minute) })
-	mustStillRun(t, done, "a receive on an empty queue")
-	if err := q.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	waitDone(t, done, prompt, "a receive in flight during Close")
-	if !isClosedErr(rerr) {
-		t.Fatalf("receive in flight during Close: %v, want ErrClosed", rerr)
-	}
-	if _, err := r0.Receive(testCtx(t, opTimeout), 1, 0); !isClosedErr(err) {
-		t.Fatalf("receive after Close: %v, want ErrClosed", err)
-	}
-	if err := r0.Ack(testCtx(t, opTimeout), got); !isClosedErr(err) {
-		t.Fatalf("ack after Close: %v, want ErrClosed", err)
-	}
-	if _, err := q.Open(testCtx(t, opTimeout), "slot-2"); !isClosedErr(err) {
-		t.Fatalf("open after Close: %v, want ErrClosed", err)
-	}
+	pollClosed(t, "receive on a closed receiver", r1.Receive)
+	closeEndsPoll(t, "receive", "queue", r0.Receive, q.Close)
+	pollClosed(t, "receive after Close", r0.Receive)
+	wantClosed(t, "ack after Close", r0.Ack(Context(t, opTimeout), got))
+	_, err := q.Open(Context(t, opTimeout), "slot-2")
+	wantClosed(t, "open after Close", err)
 	if err := q.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
@@ -367,49 +342,23 @@ func queueClose(t *testing.T, h QueueHarness) {
 }
 
 func queueServerRestart(t *testing.T, h QueueHarness) {
-	f, q := newQueue(t, h, CanRestartServer)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, q, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
-	rs := f.(ServerRestarter)
-	rs.StopServer(t)
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			rs.StartServer(t)
-		}
-	})
+	f, _, r := receivingQueue(t, h, CanRestartServer)
+	startServer := stopServer(t, f)
 	checkServerDown(t, "receive", r.Receive)
-	rs.StartServer(t)
-	restarted = true
+	startServer()
 	eventually(t, readTimeout, "sending after the restart kept failing", func() bool {
-		return f.Send(testCtx(t, opTimeout), numbered("m", 1, 2)...) == nil
+		return f.Send(Context(t, opTimeout), numbered("m", 1, 2)...) == nil
 	})
 	got := receiveN(t, r, 2, readTimeout, true)
 	sameSet(t, got, wantValues("m", 1, 2))
-	eventually(t, readTimeout, "ack after the restart kept failing", func() bool {
-		err := r.Ack(testCtx(t, opTimeout), got)
-		if err != nil && !brokers.Retryable(err) {
-			t.Fatalf("ack after the restart: %v", err)
-		}
-		return err == nil
-	})
+	ackEventually(t, r, got, "restart")
 }
 
 func queueConnectionLoss(t *testing.T, h QueueHarness) {
-	f, q := newQueue(t, h, CanCutConnections)
-	send(t, f, numbered("m", 0, 1)...)
-	r := openRecv(t, q, "slot-0")
-	ack(t, r, receiveN(t, r, 1, readTimeout, false))
+	f, _, r := receivingQueue(t, h, CanCutConnections)
 	f.(ConnectionCutter).CutConnections(t)
 	send(t, f, numbered("m", 1, 2)...)
 	got := receiveN(t, r, 2, readTimeout, true)
 	sameSet(t, got, wantValues("m", 1, 2))
-	eventually(t, readTimeout, "ack after the connection loss kept failing", func() bool {
-		err := r.Ack(testCtx(t, opTimeout), got)
-		if err != nil && !brokers.Retryable(err) {
-			t.Fatalf("ack after the connection loss: %v", err)
-		}
-		return err == nil
-	})
+	ackEventually(t, r, got, "connection loss")
 }

@@ -56,7 +56,7 @@ func newStream(t *testing.T, h StreamHarness, partitions int, needs ...Capabilit
 	requireCaps(t, f, needs)
 	s := f.Open(t)
 	t.Cleanup(func() { _ = s.Close() })
-	ps, err := s.Partitions(testCtx(t, opTimeout))
+	ps, err := s.Partitions(Context(t, opTimeout))
 	if err != nil {
 		t.Fatalf("partitions: %v", err)
 	}
@@ -72,7 +72,7 @@ func newStream(t *testing.T, h StreamHarness, partitions int, needs ...Capabilit
 
 func produce(t *testing.T, f StreamFixture, partition string, msgs ...brokers.Message) []string {
 	t.Helper()
-	pos, err := f.Produce(testCtx(t, opTimeout), partition, msgs...)
+	pos, err := f.Produce(Context(t, opTimeout), partition, msgs...)
 	if err != nil {
 		t.Fatalf("produce to %s: %v", partition, err)
 	}
@@ -84,7 +84,7 @@ func produce(t *testing.T, f StreamFixture, partition string, msgs ...brokers.Me
 
 func openReader(t *testing.T, s brokers.Stream, partition string, start brokers.Start) brokers.Reader {
 	t.Helper()
-	r, err := s.Open(testCtx(t, opTimeout), partition, start)
+	r, err := s.Open(Context(t, opTimeout), partition, start)
 	if err != nil {
 		t.Fatalf("open %s %+v: %v", partition, start, err)
 	}
@@ -188,7 +188,7 @@ func streamStart(t *testing.T, h StreamHarness) {
 
 func streamUnknownPartition(t *testing.T, h StreamHarness) {
 	_, s, _ := newStream(t, h, 1)
-	r, err := s.Open(testCtx(t, opTimeout), "977", earliest)
+	r, err := s.Open(Context(t, opTimeout), "977", earliest)
 	if err == nil {
 		_ = r.Close()
 		t.Fatal("open of a partition the stream lacks succeeded")
@@ -212,7 +212,7 @@ func streamEarlyReturn(t *testing.T, h StreamHarness) {
 		err error
 	)
 	start := time.Now()
-	done := async(func() { res, err = r.Fetch(testCtx(t, time.Minute+opTimeout), 10, time.Minute) })
+	done := async(func() { res, err = r.Fetch(Context(t, time.Minute+opTimeout), 10, time.Minute) })
 	mustStillRun(t, done, "a fetch on an empty partition")
 	produce(t, f, ids[0], numbered("m", 0, 1)...)
 	waitDone(t, done, 10*time.Second, "a fetch after a message was produced")
@@ -251,7 +251,7 @@ func streamClose(t *testing.T, h StreamHarness) {
 	ignore := goleak.IgnoreCurrent()
 
 	s := f.Open(t)
-	ps, err := s.Partitions(testCtx(t, opTimeout))
+	ps, err := s.Partitions(Context(t, opTimeout))
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("partitions = %+v, %v", ps, err)
 	}
@@ -264,29 +264,14 @@ func streamClose(t *testing.T, h StreamHarness) {
 	if err := r2.Close(); err != nil {
 		t.Fatalf("reader close: %v", err)
 	}
-	if _, err := r2.Fetch(testCtx(t, opTimeout), 1, 0); !isClosedErr(err) {
-		t.Fatalf("fetch on a closed reader: %v, want ErrClosed", err)
-	}
+	pollClosed(t, "fetch on a closed reader", r2.Fetch)
 	// Closing the stream ends a fetch in flight and every later call.
-	var ferr error
-	done := async(func() { _, ferr = r1.Fetch(testCtx(t, time.Minute+opTimeout), 10, time.Minute) })
-	mustStillRun(t, done, "a fetch on an empty partition")
-	if err := s.Close(); err != nil {
-		t.Fatalf("close: %v", err)
-	}
-	waitDone(t, done, prompt, "a fetch in flight during Close")
-	if !isClosedErr(ferr) {
-		t.Fatalf("fetch in flight during Close: %v, want ErrClosed", ferr)
-	}
-	if _, err := r0.Fetch(testCtx(t, opTimeout), 1, 0); !isClosedErr(err) {
-		t.Fatalf("fetch after Close: %v, want ErrClosed", err)
-	}
-	if _, err := s.Partitions(testCtx(t, opTimeout)); !isClosedErr(err) {
-		t.Fatalf("partitions after Close: %v, want ErrClosed", err)
-	}
-	if _, err := s.Open(testCtx(t, opTimeout), ps[0].ID, earliest); !isClosedErr(err) {
-		t.Fatalf("open after Close: %v, want ErrClosed", err)
-	}
+	closeEndsPoll(t, "fetch", "partition", r1.Fetch, s.Close)
+	pollClosed(t, "fetch after Close", r0.Fetch)
+	_, err = s.Partitions(Context(t, opTimeout))
+	wantClosed(t, "partitions after Close", err)
+	_, err = s.Open(Context(t, opTimeout), ps[0].ID, earliest)
+	wantClosed(t, "open after Close", err)
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
 	}
@@ -295,12 +280,12 @@ func streamClose(t *testing.T, h StreamHarness) {
 
 func streamDiscovery(t *testing.T, h StreamHarness) {
 	f, s, ids := newStream(t, h, 2, CanAddPartitions)
-	if err := f.(PartitionAdder).AddPartitions(testCtx(t, opTimeout), 1); err != nil {
+	if err := f.(PartitionAdder).AddPartitions(Context(t, opTimeout), 1); err != nil {
 		t.Fatalf("add partition: %v", err)
 	}
 	var added string
 	eventually(t, readTimeout, "Partitions did not list the added partition", func() bool {
-		ps, err := s.Partitions(testCtx(t, opTimeout))
+		ps, err := s.Partitions(Context(t, opTimeout))
 		if err != nil {
 			t.Fatalf("partitions: %v", err)
 		}
@@ -324,7 +309,7 @@ func streamPositionGone(t *testing.T, h StreamHarness) {
 	pos := produce(t, f, p, numbered("m", 0, 10)...)
 	// A reader already past the trimmed part is not affected.
 	ahead := openReader(t, s, p, brokers.Start{After: pos[6]})
-	if err := f.(Trimmer).Trim(testCtx(t, opTimeout), p, pos[5]); err != nil {
+	if err := f.(Trimmer).Trim(Context(t, opTimeout), p, pos[5]); err != nil {
 		t.Fatalf("trim: %v", err)
 	}
 	if got := fetchN(t, ahead, 3, readTimeout, false); !slices.Equal(values(got), wantValues("m", 7, 3)) {
@@ -336,11 +321,11 @@ func streamPositionGone(t *testing.T, h StreamHarness) {
 	}
 	// After pos[2] the next message, pos[3], is gone: at Open or at the
 	// first Fetch.
-	r, err := s.Open(testCtx(t, opTimeout), p, brokers.Start{After: pos[2]})
+	r, err := s.Open(Context(t, opTimeout), p, brokers.Start{After: pos[2]})
 	if err == nil {
 		defer r.Close()
 		var res brokers.Result
-		res, err = r.Fetch(testCtx(t, opTimeout), 10, time.Second)
+		res, err = r.Fetch(Context(t, opTimeout), 10, time.Second)
 		if err == nil {
 			t.Fatalf("reading after a deleted position returned %v", values(res.Messages))
 		}
@@ -354,16 +339,12 @@ func streamPositionGone(t *testing.T, h StreamHarness) {
 }
 
 func streamReshardEnd(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanReshard)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 4)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 1, readTimeout, false)
-	kids, err := f.(Resharder).Split(testCtx(t, opTimeout), p)
+	f, s, p, r := readingStream(t, h, 4, 1, CanReshard)
+	kids, err := f.(Resharder).Split(Context(t, opTimeout), p)
 	if err != nil {
 		t.Fatalf("split: %v", err)
 	}
-	ctx := testCtx(t, readTimeout)
+	ctx := Context(t, readTimeout)
 	var got []brokers.Message
 	for {
 		res, err := r.Fetch(ctx, 10, time.Second)
@@ -378,10 +359,10 @@ func streamReshardEnd(t *testing.T, h StreamHarness) {
 	if !slices.Equal(values(got), wantValues("m", 1, 3)) {
 		t.Fatalf("parent's remaining messages: %v", values(got))
 	}
-	if res, err := r.Fetch(testCtx(t, opTimeout), 10, time.Second); err != nil || !res.End || len(res.Messages) > 0 {
+	if res, err := r.Fetch(Context(t, opTimeout), 10, time.Second); err != nil || !res.End || len(res.Messages) > 0 {
 		t.Fatalf("fetch after End = %+v, %v", res, err)
 	}
-	ps, err := s.Partitions(testCtx(t, opTimeout))
+	ps, err := s.Partitions(Context(t, opTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -397,54 +378,38 @@ func streamReshardEnd(t *testing.T, h StreamHarness) {
 }
 
 func streamServerRestart(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanRestartServer)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 3)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 3, readTimeout, false)
-	rs := f.(ServerRestarter)
-	rs.StopServer(t)
-	restarted := false
-	t.Cleanup(func() {
-		if !restarted {
-			rs.StartServer(t)
-		}
-	})
+	f, s, p, r := readingStream(t, h, 3, 3, CanRestartServer)
+	startServer := stopServer(t, f)
 
-	ctx := testCtx(t, opTimeout)
+	ctx := Context(t, opTimeout)
 	if _, err := s.Partitions(ctx); err == nil || !brokers.Retryable(err) {
 		t.Fatalf("partitions with the server down: %v, want a retryable error", err)
 	}
 	checkServerDown(t, "fetch", r.Fetch)
 
-	rs.StartServer(t)
-	restarted = true
+	startServer()
 	eventually(t, readTimeout, "producing after the restart kept failing", func() bool {
-		_, err := f.Produce(testCtx(t, opTimeout), p, numbered("m", 3, 3)...)
+		_, err := f.Produce(Context(t, opTimeout), p, numbered("m", 3, 3)...)
 		return err == nil
 	})
 	if got := fetchN(t, r, 3, readTimeout, true); !slices.Equal(values(got), wantValues("m", 3, 3)) {
 		t.Fatalf("after the restart: %v", values(got))
 	}
 	expectNothing(t, r, 300*time.Millisecond)
-	if _, err := s.Partitions(testCtx(t, opTimeout)); err != nil {
+	if _, err := s.Partitions(Context(t, opTimeout)); err != nil {
 		t.Fatalf("partitions after the restart: %v", err)
 	}
 }
 
 func streamConnectionLoss(t *testing.T, h StreamHarness) {
-	f, s, ids := newStream(t, h, 1, CanCutConnections)
-	p := ids[0]
-	produce(t, f, p, numbered("m", 0, 3)...)
-	r := openReader(t, s, p, earliest)
-	fetchN(t, r, 3, readTimeout, false)
+	f, s, p, r := readingStream(t, h, 3, 3, CanCutConnections)
 	f.(ConnectionCutter).CutConnections(t)
 	produce(t, f, p, numbered("m", 3, 3)...)
 	if got := fetchN(t, r, 3, readTimeout, true); !slices.Equal(values(got), wantValues("m", 3, 3)) {
 		t.Fatalf("after the connection loss: %v", values(got))
 	}
 	expectNothing(t, r, 300*time.Millisecond)
-	if _, err := s.Partitions(testCtx(t, opTimeout)); err != nil {
+	if _, err := s.Partitions(Context(t, opTimeout)); err != nil {
 		t.Fatalf("partitions after the connection loss: %v", err)
 	}
 }

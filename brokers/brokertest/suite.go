@@ -27,29 +27,26 @@ type Plan struct {
 	LeaveOut map[string]string
 }
 
-type streamDef struct {
+// def is a definition with its body, for a harness of type H.
+type def[H any] struct {
 	Definition
-	run func(t *testing.T, h StreamHarness)
+	run func(t *testing.T, h H)
 }
 
-type queueDef struct {
-	Definition
-	run func(t *testing.T, h QueueHarness)
-}
+type (
+	streamDef = def[StreamHarness]
+	queueDef  = def[QueueHarness]
+)
 
 // StreamDefinitions lists the stream definitions in the order they run.
-func StreamDefinitions() []Definition {
-	out := make([]Definition, 0, len(streamDefs))
-	for _, d := range streamDefs {
-		out = append(out, d.Definition)
-	}
-	return out
-}
+func StreamDefinitions() []Definition { return definitions(streamDefs) }
 
 // QueueDefinitions lists the queue definitions in the order they run.
-func QueueDefinitions() []Definition {
-	out := make([]Definition, 0, len(queueDefs))
-	for _, d := range queueDefs {
+func QueueDefinitions() []Definition { return definitions(queueDefs) }
+
+func definitions[H any](defs []def[H]) []Definition {
+	out := make([]Definition, 0, len(defs))
+	for _, d := range defs {
 		out = append(out, d.Definition)
 	}
 	return out
@@ -59,22 +56,21 @@ func QueueDefinitions() []Definition {
 // a fresh fixture from h.
 func RunStream(t *testing.T, h StreamHarness, plan Plan) {
 	t.Helper()
-	run := checkPlan(t, StreamDefinitions(), plan)
-	for _, d := range streamDefs {
-		if !run[d.Name] {
-			continue
-		}
-		t.Run(d.Name, func(t *testing.T) { d.run(t, h) })
-	}
+	run(t, streamDefs, h, plan)
 }
 
 // RunQueue runs the queue definitions plan names, each as a subtest with a
 // fresh fixture from h.
 func RunQueue(t *testing.T, h QueueHarness, plan Plan) {
 	t.Helper()
-	run := checkPlan(t, QueueDefinitions(), plan)
-	for _, d := range queueDefs {
-		if !run[d.Name] {
+	run(t, queueDefs, h, plan)
+}
+
+func run[H any](t *testing.T, defs []def[H], h H, plan Plan) {
+	t.Helper()
+	selected := checkPlan(t, definitions(defs), plan)
+	for _, d := range defs {
+		if !selected[d.Name] {
 			continue
 		}
 		t.Run(d.Name, func(t *testing.T) { d.run(t, h) })

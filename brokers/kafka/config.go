@@ -1,6 +1,7 @@
 package kafka
 
 import (
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"fmt"
@@ -207,24 +208,12 @@ func checkBroker(e *brokers.FieldErrors, path, b string) {
 }
 
 func (c Config) withDefaults() Config {
-	if c.ClientID == "" {
-		c.ClientID = DefaultClientID
-	}
-	if c.FetchMaxBytes == 0 {
-		c.FetchMaxBytes = DefaultFetchMaxBytes
-	}
-	if c.FetchMaxPartitionBytes == 0 {
-		c.FetchMaxPartitionBytes = DefaultFetchMaxPartitionBytes
-	}
-	if c.RequestTimeout == 0 {
-		c.RequestTimeout = DefaultRequestTimeout
-	}
-	if c.Isolation == "" {
-		c.Isolation = ReadCommitted
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.ClientID = cmp.Or(c.ClientID, DefaultClientID)
+	c.FetchMaxBytes = cmp.Or(c.FetchMaxBytes, DefaultFetchMaxBytes)
+	c.FetchMaxPartitionBytes = cmp.Or(c.FetchMaxPartitionBytes, DefaultFetchMaxPartitionBytes)
+	c.RequestTimeout = cmp.Or(c.RequestTimeout, DefaultRequestTimeout)
+	c.Isolation = cmp.Or(c.Isolation, ReadCommitted)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	c.SASL.Mechanism = strings.ToLower(c.SASL.Mechanism)
 	return c
 }

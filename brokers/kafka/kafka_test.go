@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/internal/syncbuf"
 )
@@ -202,7 +203,7 @@ func newStreamOf(t *testing.T, fc *fakeCluster, cfg kafka.Config) *kafka.Stream 
 // openEarliest opens partition 0 of s at its oldest message.
 func openEarliest(t *testing.T, s brokers.Stream) brokers.Reader {
 	t.Helper()
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
+	r, err := s.Open(brokertest.Context(t, 10*time.Second), "0", brokers.Start{Mode: brokers.Earliest})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // Reader reads one partition with a client of its own. It implements
@@ -341,9 +342,7 @@ func fill(m *brokers.Message, rec *kgo.Record) {
 
 // Close closes the reader's client. Closing twice is harmless.
 func (r *Reader) Close() error {
-	r.s.mu.Lock()
-	delete(r.s.readers, r)
-	r.s.mu.Unlock()
+	lifetime.Leave(&r.s.mu, r.s.readers, r)
 	r.close()
 	return nil
 }

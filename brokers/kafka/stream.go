@@ -16,6 +16,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
 // Stream reads one Kafka topic as a brokers.Stream. Safe for concurrent
@@ -373,18 +374,10 @@ func (s *Stream) nextAfter(p int32, off int64) int64 {
 // flight return brokers.ErrClosed. It waits for the clients' goroutines.
 // Closing twice is harmless.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	readers, first := lifetime.ShutAll(&s.mu, &s.closed, s.readers)
+	if !first {
 		return nil
 	}
-	s.closed = true
-	readers := make([]*Reader, 0, len(s.readers))
-	for r := range s.readers {
-		readers = append(readers, r)
-	}
-	clear(s.readers)
-	s.mu.Unlock()
 	for _, r := range readers {
 		r.close()
 	}

@@ -15,16 +15,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kversion"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kafka"
 )
-
-// testCtx is a context that ends with the test or after d.
-func testCtx(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 // producers are a plain and a transactional producer of one cluster.
 type producers struct {
@@ -55,7 +48,7 @@ func newProducers(t *testing.T, fc *fakeCluster) producers {
 func produceValues(t *testing.T, cl *kgo.Client, values ...string) {
 	t.Helper()
 	for _, v := range values {
-		if err := cl.ProduceSync(testCtx(t, 10*time.Second), kgo.StringRecord(v)).FirstErr(); err != nil {
+		if err := cl.ProduceSync(brokertest.Context(t, 10*time.Second), kgo.StringRecord(v)).FirstErr(); err != nil {
 			t.Fatalf("produce %s: %v", v, err)
 		}
 	}
@@ -68,7 +61,7 @@ func (p producers) inTxn(t *testing.T, commit kgo.TransactionEndTry, values ...s
 		t.Fatal(err)
 	}
 	produceValues(t, p.txn, values...)
-	if err := p.txn.EndTransaction(testCtx(t, 10*time.Second), commit); err != nil {
+	if err := p.txn.EndTransaction(brokertest.Context(t, 10*time.Second), commit); err != nil {
 		t.Fatalf("end transaction: %v", err)
 	}
 }
@@ -90,7 +83,7 @@ func writeTxnLog(t *testing.T, fc *fakeCluster) {
 	produceValues(t, p.txn, "aborted-0")
 	produceValues(t, p.plain, "plain-1")
 	produceValues(t, p.txn, "aborted-1")
-	if err := p.txn.EndTransaction(testCtx(t, 10*time.Second), kgo.TryAbort); err != nil {
+	if err := p.txn.EndTransaction(brokertest.Context(t, 10*time.Second), kgo.TryAbort); err != nil {
 		t.Fatalf("abort: %v", err)
 	}
 	produceValues(t, p.plain, "plain-2")
@@ -105,7 +98,7 @@ func offsets(t *testing.T, fc *fakeCluster) (lo, hi int64) {
 	t.Helper()
 	adm := newAdmin(t, fc)
 	for i, list := range []func(context.Context, ...string) (kadm.ListedOffsets, error){adm.ListStartOffsets, adm.ListEndOffsets} {
-		l, err := list(testCtx(t, 10*time.Second), testTopic)
+		l, err := list(brokertest.Context(t, 10*time.Second), testTopic)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -136,7 +129,7 @@ func newAdmin(t *testing.T, fc *fakeCluster) *kadm.Client {
 // with the Result of the fetch that returned the last of them.
 func readAll(t *testing.T, r brokers.Reader, n, max int) ([]brokers.Message, brokers.Result) {
 	t.Helper()
-	ctx := testCtx(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	var (
 		got  []brokers.Message
 		last brokers.Result
@@ -176,7 +169,7 @@ func positionsOf(msgs []brokers.Message) []string {
 // expectNothing fails if r returns a message within d.
 func expectNothing(t *testing.T, r brokers.Reader, d time.Duration) {
 	t.Helper()
-	res, err := r.Fetch(testCtx(t, d+10*time.Second), 100, d)
+	res, err := r.Fetch(brokertest.Context(t, d+10*time.Second), 100, d)
 	if err != nil || len(res.Messages) > 0 {
 		t.Fatalf("fetch = %v, %v, want nothing", valuesOf(res.Messages), err)
 	}
@@ -187,7 +180,7 @@ func expectNothing(t *testing.T, r brokers.Reader, d time.Duration) {
 func groupLag(t *testing.T, fc *fakeCluster, group string) int64 {
 	t.Helper()
 	adm := newAdmin(t, fc)
-	lags, err := adm.Lag(testCtx(t, 10*time.Second), group)
+	lags, err := adm.Lag(brokertest.Context(t, 10*time.Second), group)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +215,7 @@ func TestReadCommitted(t *testing.T) {
 				t.Fatalf("lag after the last committed record = %d, want 0 (the commit marker is not a message)", last.Lag)
 			}
 			expectNothing(t, r, 200*time.Millisecond)
-			if err := s.Committed(testCtx(t, 10*time.Second), "0", got[len(got)-1].Position); err != nil {
+			if err := s.Committed(brokertest.Context(t, 10*time.Second), "0", got[len(got)-1].Position); err != nil {
 				t.Fatal(err)
 			}
 			if lag := groupLag(t, fc, group); lag != 0 {
@@ -230,7 +223,7 @@ func TestReadCommitted(t *testing.T) {
 			}
 			// A position that is not the last one returned commits its
 			// successor, whatever follows it.
-			if err := s.Committed(testCtx(t, 10*time.Second), "0", "2"); err != nil {
+			if err := s.Committed(brokertest.Context(t, 10*time.Second), "0", "2"); err != nil {
 				t.Fatal(err)
 			}
 			if lag := groupLag(t, fc, group); lag != 6 {
@@ -271,7 +264,7 @@ func TestReadCommittedOpenTransaction(t *testing.T) {
 		t.Fatalf("high watermark %d, want 4", hi)
 	}
 	s := newTestStream(t, fc, "")
-	ctx := testCtx(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 
 	start, err := s.Resolve(ctx, "0", brokers.Latest)
 	if err != nil {
@@ -323,7 +316,7 @@ func TestReadCommittedOpenTransaction(t *testing.T) {
 func TestResolve(t *testing.T) {
 	fc := startCluster(t, 2)
 	s := newTestStream(t, fc, "")
-	ctx := testCtx(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	resolve := func(mode brokers.StartMode) brokers.Start {
 		t.Helper()
 		start, err := s.Resolve(ctx, "0", mode)
@@ -392,12 +385,12 @@ func TestOpenAtTime(t *testing.T) {
 	for i := range 4 {
 		rec := kgo.StringRecord("m-" + strconv.Itoa(i))
 		rec.Timestamp = base.Add(time.Duration(i) * time.Second)
-		if err := p.plain.ProduceSync(testCtx(t, 10*time.Second), rec).FirstErr(); err != nil {
+		if err := p.plain.ProduceSync(brokertest.Context(t, 10*time.Second), rec).FirstErr(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	s := newTestStream(t, fc, "")
-	ctx := testCtx(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	for _, tt := range []struct {
 		at   time.Time
 		want string
@@ -461,10 +454,10 @@ func TestOpenBeyondTheEnd(t *testing.T) {
 	p = newProducers(t, fc)
 	produceValues(t, p.plain, "new-0", "new-1")
 	s := newTestStream(t, fc, "")
-	_, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{After: "4"})
+	_, err := s.Open(brokertest.Context(t, 10*time.Second), "0", brokers.Start{After: "4"})
 	wantUnknown(t, err, "partition 0", "offset 4", "end 2")
 	// The last record of the new log is a position of it.
-	r, err := s.Open(testCtx(t, 10*time.Second), "0", brokers.Start{After: "1"})
+	r, err := s.Open(brokertest.Context(t, 10*time.Second), "0", brokers.Start{After: "1"})
 	if err != nil {
 		t.Fatalf("open after the last record: %v", err)
 	}
@@ -474,7 +467,7 @@ func TestOpenBeyondTheEnd(t *testing.T) {
 // fetchUntilError fetches until r fails, and returns what it read before.
 func fetchUntilError(t *testing.T, r brokers.Reader) ([]brokers.Message, error) {
 	t.Helper()
-	ctx := testCtx(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	var (
 		got       []brokers.Message
 		retryable error
@@ -520,7 +513,7 @@ func TestRecreatedUnderReader(t *testing.T) {
 		t.Fatalf("read %v from the recreated topic", valuesOf(got))
 	}
 	wantUnknown(t, err, "partition 0", "deleted and created again")
-	_, again := r.Fetch(testCtx(t, 10*time.Second), 100, 100*time.Millisecond)
+	_, again := r.Fetch(brokertest.Context(t, 10*time.Second), 100, 100*time.Millisecond)
 	wantUnknown(t, again)
 }
 

@@ -36,8 +36,7 @@ func BenchmarkRead(b *testing.B) {
 	cfg.Endpoint = ep // no proxy: the same path as the raw client
 	s := f.open(b, cfg)
 	raw := awstest.KinesisClient(ep, true)
-	var adapterTime, rawTime time.Duration
-	adapter := func() {
+	adapter := func() time.Duration {
 		start := time.Now()
 		r, err := s.OpenReader(ctx, shard, brokers.Start{Mode: brokers.Earliest})
 		if err != nil {
@@ -51,9 +50,9 @@ func BenchmarkRead(b *testing.B) {
 			got += len(res.Messages)
 		}
 		_ = r.Close()
-		adapterTime += time.Since(start)
+		return time.Since(start)
 	}
-	rawSide := func() {
+	rawSide := func() time.Duration {
 		start := time.Now()
 		it, err := raw.GetShardIterator(ctx, &awskinesis.GetShardIteratorInput{
 			StreamName: aws.String(f.name), ShardId: aws.String(shard), ShardIteratorType: kintypes.ShardIteratorTypeTrimHorizon,
@@ -70,24 +69,7 @@ func BenchmarkRead(b *testing.B) {
 			got += len(out.Records)
 			iter = out.NextShardIterator
 		}
-		rawTime += time.Since(start)
+		return time.Since(start)
 	}
-	b.ResetTimer()
-	for i := range b.N {
-		// Alternate which side goes first, so that neither always meets
-		// the emulator in the state the other left.
-		if i%2 == 0 {
-			adapter()
-			rawSide()
-		} else {
-			rawSide()
-			adapter()
-		}
-	}
-	b.StopTimer()
-	adapterRate := float64(n*b.N) / adapterTime.Seconds()
-	rawRate := float64(n*b.N) / rawTime.Seconds()
-	b.ReportMetric(adapterRate, "adapter-rec/s")
-	b.ReportMetric(rawRate, "raw-rec/s")
-	b.ReportMetric(100*adapterRate/rawRate, "adapter/raw-%")
+	awstest.Compare(b, n, "rec", adapter, rawSide)
 }

@@ -1,13 +1,14 @@
 package kinesis
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // Defaults and limits of Config.
@@ -91,19 +92,9 @@ func (c Config) Validate() error {
 		e.Add("stream_arn", "%q is not a Kinesis stream ARN (arn:PARTITION:kinesis:REGION:ACCOUNT:stream/NAME)", c.StreamARN)
 	}
 	if c.Endpoint != "" {
-		if u, err := url.Parse(c.Endpoint); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			e.Add("endpoint", "%q must be an http:// or https:// URL with a host", c.Endpoint)
-		}
+		awsutil.CheckURL(&e, "endpoint", c.Endpoint)
 	}
-	switch {
-	case c.AccessKeyID != "" && c.SecretAccessKey == "":
-		e.Add("secret_access_key", "required with access_key_id")
-	case c.AccessKeyID == "" && c.SecretAccessKey != "":
-		e.Add("access_key_id", "required with secret_access_key")
-	}
-	if c.SessionToken != "" && c.AccessKeyID == "" {
-		e.Add("session_token", "needs access_key_id and secret_access_key")
-	}
+	awsutil.CheckCredentials(&e, c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
 	if c.PollInterval < 0 {
 		e.Add("poll_interval", "must not be negative, not %v", c.PollInterval)
 	}
@@ -117,18 +108,10 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	if c.PollInterval == 0 {
-		c.PollInterval = DefaultPollInterval
-	}
-	if c.ThrottleBackoff == 0 {
-		c.ThrottleBackoff = DefaultThrottleBackoff
-	}
-	if c.MaxRecords == 0 {
-		c.MaxRecords = DefaultMaxRecords
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.PollInterval = cmp.Or(c.PollInterval, DefaultPollInterval)
+	c.ThrottleBackoff = cmp.Or(c.ThrottleBackoff, DefaultThrottleBackoff)
+	c.MaxRecords = cmp.Or(c.MaxRecords, DefaultMaxRecords)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

@@ -1,24 +1,20 @@
 package kinesis
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"log/slog"
-	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
 
-	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/awstest"
 )
 
 func TestConfigValidate(t *testing.T) {
 	ok := Config{StreamName: "events"}
-	for _, tc := range []struct {
-		name  string
-		edit  func(*Config)
-		field string
+	awstest.CheckValidate(t, "kinesis", ok, []struct {
+		Name  string
+		Edit  func(*Config)
+		Field string // "" = valid
 	}{
 		{"name", func(*Config) {}, ""},
 		{"arn", func(c *Config) {
@@ -33,22 +29,7 @@ func TestConfigValidate(t *testing.T) {
 		{"poll", func(c *Config) { c.PollInterval = -1 }, "poll_interval"},
 		{"backoff", func(c *Config) { c.ThrottleBackoff = MaxThrottleBackoff + 1 }, "throttle_backoff"},
 		{"max records", func(c *Config) { c.MaxRecords = 10001 }, "max_records"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := ok
-			tc.edit(&c)
-			err := c.Validate()
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("valid config: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "kinesis: "+tc.field+":") {
-				t.Fatalf("error %v, want one naming %s", err, tc.field)
-			}
-		})
-	}
+	})
 	d := ok.withDefaults()
 	if d.PollInterval != DefaultPollInterval || d.ThrottleBackoff != DefaultThrottleBackoff || d.MaxRecords != 10000 || d.Logger == nil {
 		t.Fatalf("defaults %+v", d)
@@ -60,13 +41,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigNeverShowsSecret(t *testing.T) {
 	c := Config{StreamName: "s", AccessKeyID: "AKIDVISIBLE", SecretAccessKey: "s3cr3t-value", SessionToken: "tok3n-value"}
-	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", c)
-	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), logged.String()} {
-		if strings.Contains(out, "s3cr3t") || strings.Contains(out, "tok3n") || !strings.Contains(out, "AKIDVISIBLE") {
-			t.Fatalf("secret shown or key id missing: %s", out)
-		}
-	}
+	awstest.CheckSecretsHidden(t, c)
 }
 
 func TestTranslate(t *testing.T) {
@@ -81,14 +56,6 @@ func TestTranslate(t *testing.T) {
 		{&smithy.GenericAPIError{Code: "InternalFailure", Fault: smithy.FaultServer}, true},
 		{errors.New("dial tcp: connection refused"), true},
 	} {
-		err := translate(OpFetch, tc.err)
-		var be *brokers.Error
-		if !errors.As(err, &be) || be.Op != OpFetch || be.Retryable != tc.retryable {
-			t.Errorf("%v: got %#v, want retryable %v", tc.err, err, tc.retryable)
-		}
-		var ae smithy.APIError
-		if errors.As(err, &ae) {
-			t.Errorf("%v: an SDK type leaks through", tc.err)
-		}
+		awstest.CheckTranslated(t, tc.err, translate(OpFetch, tc.err), OpFetch, tc.retryable)
 	}
 }

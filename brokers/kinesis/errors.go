@@ -6,7 +6,7 @@ import (
 
 	"github.com/aws/smithy-go"
 
-	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // ErrStreamNotFound is returned (inside a *brokers.Error) when the stream
@@ -23,17 +23,6 @@ const (
 	codeAccess      = "AccessDeniedException"
 	codeKMSThrottle = "KMSThrottlingException"
 )
-
-// apiError is a client error flattened to its text and code, so that no
-// SDK type escapes the package.
-type apiError struct {
-	code string
-	msg  string
-	is   error // a sentinel it matches, or nil
-}
-
-func (e *apiError) Error() string { return e.msg }
-func (e *apiError) Unwrap() error { return e.is }
 
 // nonRetryable lists client-fault codes that the same call will meet again.
 var nonRetryable = map[string]bool{
@@ -78,26 +67,12 @@ func apiMessage(err error) string {
 
 // translate turns an SDK error into a *brokers.Error.
 func translate(op string, err error) error {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		// A connection refused or reset, a timeout: the next call may work.
-		return &brokers.Error{Op: op, Retryable: true, Err: &apiError{msg: err.Error()}}
-	}
-	code := ae.ErrorCode()
-	e := &apiError{code: code, msg: err.Error()}
-	retry := ae.ErrorFault() == smithy.FaultServer || !nonRetryable[code]
-	return &brokers.Error{Op: op, Retryable: retry, Err: e}
+	return awsutil.Translate(op, err, nonRetryable, nil)
 }
 
 // callError returns what a failed call reports: ctx.Err() when the
 // caller's ctx ended, brokers.ErrClosed when the stream or reader was
 // closed during the call, else the translated error.
 func callError(ctx, closing context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	if closing.Err() != nil {
-		return &brokers.Error{Op: op, Err: brokers.ErrClosed}
-	}
-	return translate(op, err)
+	return awsutil.CallError(ctx, closing, op, err, translate)
 }

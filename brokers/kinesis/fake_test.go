@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
 )
 
@@ -92,7 +93,7 @@ func fakeStream(t *testing.T, endpoint string, cfg kinesis.Config) *kinesis.Stre
 	cfg.Region = "us-east-1"
 	cfg.Endpoint = endpoint
 	cfg.AccessKeyID, cfg.SecretAccessKey = "AKID", "secret"
-	s, err := kinesis.NewStream(ctxT(t, 10*time.Second), cfg)
+	s, err := kinesis.NewStream(brokertest.Context(t, 10*time.Second), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,16 +140,16 @@ func TestThrottleAndExpiredIterator(t *testing.T) {
 	})
 	const backoff = 300 * time.Millisecond
 	s := fakeStream(t, ep, kinesis.Config{PollInterval: 50 * time.Millisecond, ThrottleBackoff: backoff})
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Earliest})
+	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Earliest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	res, err := r.Fetch(ctxT(t, 10*time.Second), 10, time.Second)
+	res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, time.Second)
 	if err != nil || len(res.Messages) != 2 {
 		t.Fatalf("first fetch %+v, %v", res, err)
 	}
-	res, err = r.Fetch(ctxT(t, 10*time.Second), 10, 5*time.Second)
+	res, err = r.Fetch(brokertest.Context(t, 10*time.Second), 10, 5*time.Second)
 	if err != nil || len(res.Messages) != 1 || res.Messages[0].Position != "3" {
 		t.Fatalf("fetch through throttling and expiry = %+v, %v; want the record after 2", res, err)
 	}
@@ -177,17 +178,17 @@ func TestThrottledFetchReturnsRetryable(t *testing.T) {
 	})
 	const backoff = 500 * time.Millisecond
 	s := fakeStream(t, ep, kinesis.Config{ThrottleBackoff: backoff})
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Earliest})
+	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Earliest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	_, err = r.Fetch(ctxT(t, 10*time.Second), 10, 100*time.Millisecond)
+	_, err = r.Fetch(brokertest.Context(t, 10*time.Second), 10, 100*time.Millisecond)
 	var be *brokers.Error
 	if !errors.As(err, &be) || !be.Retryable || !strings.Contains(err.Error(), "ProvisionedThroughputExceeded") {
 		t.Fatalf("throttled fetch: %v, want a retryable error", err)
 	}
-	res, err := r.Fetch(ctxT(t, 10*time.Second), 10, 2*time.Second)
+	res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, 2*time.Second)
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("fetch after the pause = %+v, %v", res, err)
 	}
@@ -204,13 +205,13 @@ func TestFetchPacing(t *testing.T) {
 		return 200, recordsBody("it-next")
 	})
 	s := fakeStream(t, ep, kinesis.Config{})
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Latest})
+	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Latest})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer r.Close()
 	for range 2 {
-		res, err := r.Fetch(ctxT(t, 10*time.Second), 10, time.Second)
+		res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, time.Second)
 		if err != nil || len(res.Messages) != 0 {
 			t.Fatalf("empty fetch = %+v, %v", res, err)
 		}
@@ -252,11 +253,11 @@ func TestResolveTimes(t *testing.T) {
 	date, d := serverDate()
 	fake, ep := newFakeWith(t, &fakeKinesis{date: date})
 	s := fakeStream(t, ep, kinesis.Config{})
-	start, err := s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
+	start, err := s.Resolve(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
 	if want := d.Add(-kinesis.ServerClockMargin); err != nil || start.After != "" || !start.At.Equal(want) {
 		t.Fatalf("resolve latest = %+v, %v; want At %v (Date %s less the margin)", start, err, want, date)
 	}
-	start, err = s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Earliest)
+	start, err = s.Resolve(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Earliest)
 	if err != nil || start != (brokers.Start{Mode: brokers.Earliest}) {
 		t.Fatalf("resolve earliest = %+v, %v", start, err)
 	}
@@ -268,7 +269,7 @@ func TestResolveTimes(t *testing.T) {
 	_, ep = newFakeWith(t, &fakeKinesis{date: "none"})
 	s = fakeStream(t, ep, kinesis.Config{})
 	before := time.Now()
-	start, err = s.Resolve(ctxT(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
+	start, err = s.Resolve(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Latest)
 	after := time.Now()
 	if err != nil || start.At.Before(before.Add(-kinesis.LocalClockMargin)) || start.At.After(after.Add(-kinesis.LocalClockMargin)) {
 		t.Fatalf("resolve latest without a Date = %+v, %v; want the local time less %v (%v..%v)",
@@ -301,11 +302,11 @@ func TestStartAtLaterThanServer(t *testing.T) {
 			},
 		})
 		s := fakeStream(t, ep, kinesis.Config{PollInterval: 10 * time.Millisecond})
-		r, err := s.OpenReader(ctxT(t, 10*time.Second), "shardId-000000000000", start)
+		r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), "shardId-000000000000", start)
 		if err != nil {
 			t.Fatalf("open %+v: %v", start, err)
 		}
-		res, err := r.Fetch(ctxT(t, 10*time.Second), 10, 2*time.Second)
+		res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, 2*time.Second)
 		r.Close()
 		if err != nil || len(res.Messages) != 1 {
 			t.Fatalf("fetch from %+v through an expiry = %+v, %v", start, res, err)

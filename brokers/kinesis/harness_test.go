@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math/big"
 	"os"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,8 +25,6 @@ var server = awstest.Kinesis()
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m, server)) }
 
-var streamSeq atomic.Int64
-
 // harness makes fresh streams on the emulator for brokertest and the
 // focused tests. The adapter under test reaches the emulator through a
 // proxy of its own (to stop it or cut its connections); the fixture's
@@ -46,37 +43,29 @@ func (h harness) NewStream(t *testing.T, partitions int) brokertest.StreamFixtur
 }
 
 type fixture struct {
+	awstest.Faults
 	client *awskinesis.Client
-	proxy  *awstest.Proxy
 	name   string
 }
 
 func (h harness) newFixture(t testing.TB, shards int) *fixture {
 	t.Helper()
-	name := fmt.Sprintf("drover-%d-%d", os.Getpid(), streamSeq.Add(1))
+	name := awstest.Name()
 	c := awstest.KinesisClient(h.endpoint, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := awstest.CallContext()
 	defer cancel()
 	if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(int32(shards))}); err != nil {
 		t.Fatalf("create stream %s: %v", name, err)
 	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := c.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(name)}); err != nil {
-			t.Logf("delete stream %s: %v", name, err)
-		}
+	awstest.CleanupDelete(t, "stream "+name, func(ctx context.Context) error {
+		_, err := c.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(name)})
+		return err
 	})
 	f := &fixture{client: c, name: name}
 	if err := f.waitActive(ctx); err != nil {
 		t.Fatal(err)
 	}
-	p, err := awstest.NewProxy(h.endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	f.proxy = p
+	f.Faults = awstest.StartProxy(t, h.endpoint)
 	return f
 }
 
@@ -104,7 +93,7 @@ func (f *fixture) config() kinesis.Config {
 	return kinesis.Config{
 		StreamName:      f.name,
 		Region:          awstest.Region,
-		Endpoint:        f.proxy.Endpoint(),
+		Endpoint:        f.Proxy.Endpoint(),
 		AccessKeyID:     awstest.AccessKeyID,
 		SecretAccessKey: awstest.SecretAccessKey,
 	}
@@ -114,14 +103,9 @@ func (f *fixture) Open(t *testing.T) brokers.Stream { return f.open(t, f.config(
 
 func (f *fixture) open(t testing.TB, cfg kinesis.Config) *kinesis.Stream {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	s, err := kinesis.NewStream(ctx, cfg)
-	if err != nil {
-		t.Fatalf("kinesis.NewStream: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return awstest.Open(t, "kinesis.NewStream", func(ctx context.Context) (*kinesis.Stream, error) {
+		return kinesis.NewStream(ctx, cfg)
+	})
 }
 
 // recreate deletes the stream and creates it again with the same name and
@@ -305,16 +289,6 @@ func (f *fixture) children(ctx context.Context, parent string) ([]string, error)
 	}
 	return kids, nil
 }
-
-func (f *fixture) StopServer(t *testing.T) { f.proxy.Stop() }
-
-func (f *fixture) StartServer(t *testing.T) {
-	if err := f.proxy.Start(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (f *fixture) CutConnections(t *testing.T) { f.proxy.Cut() }
 
 var (
 	_ brokertest.StreamHarness    = harness{}

@@ -9,15 +9,9 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
 )
-
-func ctxT(t testing.TB, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
 
 func values(prefix string, from, n int) []brokers.Message {
 	out := make([]brokers.Message, n)
@@ -29,18 +23,15 @@ func values(prefix string, from, n int) []brokers.Message {
 
 func open(t *testing.T, s *kinesis.Stream, shard string, start brokers.Start) *kinesis.Reader {
 	t.Helper()
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), shard, start)
-	if err != nil {
-		t.Fatalf("open %s: %v", shard, err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+shard, func(ctx context.Context) (*kinesis.Reader, error) {
+		return s.OpenReader(ctx, shard, start)
+	})
 }
 
 // fetchN fetches until it has n records.
 func fetchN(t *testing.T, r *kinesis.Reader, n int) []brokers.Message {
 	t.Helper()
-	ctx := ctxT(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	var got []brokers.Message
 	for len(got) < n {
 		res, err := r.Fetch(ctx, n-len(got), time.Second)
@@ -61,17 +52,17 @@ func fetchN(t *testing.T, r *kinesis.Reader, n int) []brokers.Message {
 func TestFields(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ps, err := s.Partitions(ctxT(t, 10*time.Second))
+	ps, err := s.Partitions(brokertest.Context(t, 10*time.Second))
 	if err != nil || len(ps) != 1 || len(ps[0].Parents) != 0 {
 		t.Fatalf("partitions %+v, %v", ps, err)
 	}
 	before := time.Now().Add(-2 * time.Second)
-	seqs, err := f.Produce(ctxT(t, 10*time.Second), ps[0].ID, brokers.Message{Key: []byte("key-1"), Value: []byte(`{"id":1}`)})
+	seqs, err := f.Produce(brokertest.Context(t, 10*time.Second), ps[0].ID, brokers.Message{Key: []byte("key-1"), Value: []byte(`{"id":1}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := open(t, s, ps[0].ID, brokers.Start{Mode: brokers.Earliest})
-	res, err := r.Fetch(ctxT(t, 10*time.Second), 10, 5*time.Second)
+	res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, 5*time.Second)
 	if err != nil || len(res.Messages) != 1 {
 		t.Fatalf("fetch %+v, %v", res, err)
 	}
@@ -98,11 +89,11 @@ func TestFields(t *testing.T) {
 func TestPositionGone(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ps, err := s.Partitions(ctxT(t, 10*time.Second))
+	ps, err := s.Partitions(brokertest.Context(t, 10*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
-	seqs, err := f.Produce(ctxT(t, 10*time.Second), ps[0].ID, values("m", 0, 3)...)
+	seqs, err := f.Produce(brokertest.Context(t, 10*time.Second), ps[0].ID, values("m", 0, 3)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +103,11 @@ func TestPositionGone(t *testing.T) {
 		t.Fatalf("made-up position %s is not between %s and %s", missing, seqs[0], seqs[1])
 	}
 
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), ps[0].ID, brokers.Start{After: missing})
+	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), ps[0].ID, brokers.Start{After: missing})
 	if err == nil {
 		defer r.Close()
 		var res brokers.Result
-		res, err = r.Fetch(ctxT(t, 10*time.Second), 10, time.Second)
+		res, err = r.Fetch(brokertest.Context(t, 10*time.Second), 10, time.Second)
 		if err == nil {
 			t.Fatalf("reading after a position with no record returned %d records", len(res.Messages))
 		}
@@ -126,7 +117,7 @@ func TestPositionGone(t *testing.T) {
 	}
 	// The same reader keeps failing; a reader after a held position reads on.
 	if r != nil {
-		if _, err := r.Fetch(ctxT(t, 10*time.Second), 10, 0); !errors.Is(err, brokers.ErrPositionGone) {
+		if _, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, 0); !errors.Is(err, brokers.ErrPositionGone) {
 			t.Fatalf("second fetch: %v, want ErrPositionGone again", err)
 		}
 	}
@@ -144,7 +135,7 @@ func TestPositionGone(t *testing.T) {
 func TestSplitMergeMidStream(t *testing.T) {
 	f := newHarness(t).newFixture(t, 2)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
+	ctx := brokertest.Context(t, 60*time.Second)
 	ps, err := s.Partitions(ctx)
 	if err != nil || len(ps) != 2 {
 		t.Fatalf("partitions %+v, %v", ps, err)

@@ -11,6 +11,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -292,9 +293,7 @@ func (r *Reader) positionLost(ctx, callerCtx context.Context, oldest string) err
 // Close releases the reader and cancels its fetch in flight. Closing twice
 // is harmless.
 func (r *Reader) Close() error {
-	r.s.mu.Lock()
-	r.closed = true
-	r.s.mu.Unlock()
+	lifetime.Shut(&r.s.mu, &r.closed)
 	r.cancel()
 	return nil
 }

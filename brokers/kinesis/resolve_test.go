@@ -1,6 +1,7 @@
 package kinesis_test
 
 import (
+	"context"
 	"errors"
 	"math/big"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
 )
 
@@ -15,7 +17,7 @@ import (
 // deadline passes, and returns the values read in order.
 func readValues(t *testing.T, r *kinesis.Reader, want []brokers.Message) []string {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	missing := map[string]bool{}
 	for _, m := range want {
 		missing[string(m.Value)] = true
@@ -56,7 +58,7 @@ func checkRead(t *testing.T, got []string, want []brokers.Message, before func(s
 // waitServer waits until the emulator's clock reads at least t.
 func waitServer(t *testing.T, f *fixture, t0 time.Time) {
 	t.Helper()
-	ctx := ctxT(t, 15*time.Second)
+	ctx := brokertest.Context(t, 15*time.Second)
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	for {
@@ -82,14 +84,8 @@ func waitServer(t *testing.T, f *fixture, t0 time.Time) {
 // Resolve(Earliest) reads everything. An unknown shard is
 // ErrUnknownPartition.
 func TestResolve(t *testing.T) {
-	f := newHarness(t).newFixture(t, 1)
-	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
-	ps, err := s.Partitions(ctx)
-	if err != nil || len(ps) != 1 {
-		t.Fatalf("partitions %+v, %v", ps, err)
-	}
-	shard := ps[0].ID
+	ctx := brokertest.Context(t, 60*time.Second)
+	f, s, shard := oneShard(t, ctx)
 	old := values("old", 0, 5)
 	if _, err := f.Produce(ctx, shard, old...); err != nil {
 		t.Fatal(err)
@@ -139,14 +135,8 @@ func TestResolve(t *testing.T) {
 // record when it is older than them all, and, when it is later than the
 // server's clock, every record written after Open.
 func TestStartAt(t *testing.T) {
-	f := newHarness(t).newFixture(t, 1)
-	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
-	ps, err := s.Partitions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := ps[0].ID
+	ctx := brokertest.Context(t, 60*time.Second)
+	f, s, shard := oneShard(t, ctx)
 
 	// Nothing stamped at or after a recent time yet: the reader waits at
 	// the tip and reads what comes.
@@ -200,14 +190,8 @@ func TestStartAt(t *testing.T) {
 // new stream's resolved starts returns what was written after the
 // recreation.
 func TestStreamRecreated(t *testing.T) {
-	f := newHarness(t).newFixture(t, 1)
-	s := f.open(t, f.config())
-	ctx := ctxT(t, 60*time.Second)
-	ps, err := s.Partitions(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	shard := ps[0].ID
+	ctx := brokertest.Context(t, 60*time.Second)
+	f, s, shard := oneShard(t, ctx)
 	seqs, err := f.Produce(ctx, shard, values("old", 0, 3)...)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +256,7 @@ func TestStreamRecreated(t *testing.T) {
 func TestPositionBeforeShard(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
-	ctx := ctxT(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	sh, err := f.shards(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -300,4 +284,17 @@ func subSecond(t *testing.T, seq string) string {
 		t.Fatalf("sequence number %q", seq)
 	}
 	return n.Sub(n, new(big.Int).Lsh(big.NewInt(1), 4*9)).String()
+}
+
+// oneShard opens a stream of one shard on a fresh fixture and returns the
+// shard the adapter lists.
+func oneShard(t *testing.T, ctx context.Context) (*fixture, *kinesis.Stream, string) {
+	t.Helper()
+	f := newHarness(t).newFixture(t, 1)
+	s := f.open(t, f.config())
+	ps, err := s.Partitions(ctx)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("partitions %+v, %v", ps, err)
+	}
+	return f, s, ps[0].ID
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
@@ -119,18 +120,12 @@ func (s *Stream) begin(ctx context.Context, op string, r *Reader) (context.Conte
 	if s.closed || (r != nil && r.closed) {
 		return nil, nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
-	s.calls.Add(1)
 	closing := s.ctx
 	if r != nil {
 		closing = r.ctx
 	}
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(closing, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		s.calls.Done()
-	}, nil
+	cctx, end := awsutil.Begin(ctx, closing, &s.calls)
+	return cctx, end, nil
 }
 
 // Partitions lists every shard the stream still holds, closed ones
@@ -350,14 +345,9 @@ func (s *Stream) openError(ctx context.Context, op, partition, seq string, err e
 // and return brokers.ErrClosed; Close waits for them and closes idle
 // connections. Closing twice is harmless.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		return nil
+	if lifetime.Shut(&s.mu, &s.closed) {
+		s.shutdown()
 	}
-	s.closed = true
-	s.mu.Unlock()
-	s.shutdown()
 	return nil
 }
 

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -36,9 +37,7 @@ func (c QueueConfig) Validate() error {
 }
 
 func (c QueueConfig) withDefaults() QueueConfig {
-	if c.AckDeadline == 0 {
-		c.AckDeadline = DefaultAckDeadline
-	}
+	c.AckDeadline = cmp.Or(c.AckDeadline, DefaultAckDeadline)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}

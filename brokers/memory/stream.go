@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -33,9 +34,7 @@ func (c StreamConfig) Validate() error {
 }
 
 func (c StreamConfig) withDefaults() StreamConfig {
-	if c.Partitions == 0 {
-		c.Partitions = 1
-	}
+	c.Partitions = cmp.Or(c.Partitions, 1)
 	if c.Clock == nil {
 		c.Clock = clock.Real{}
 	}
@@ -229,12 +228,9 @@ func (s *Stream) closeLocked(p *partition) {
 func (s *Stream) Forget(partition string) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return &brokers.Error{Op: "forget", Err: brokers.ErrClosed}
-	}
-	p, ok := s.byID[partition]
-	if !ok {
-		return &brokers.Error{Op: "forget", Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
+	p, err := s.partitionLocked("forget", partition)
+	if err != nil {
+		return err
 	}
 	if !p.closed {
 		return fmt.Errorf("memory stream: forget: partition %s is open; only a closed partition (split or merged) can be forgotten", partition)
@@ -286,13 +282,40 @@ func (s *Stream) Recreate() error {
 	return nil
 }
 
-func (s *Stream) openPartitionLocked(op, id string) (*partition, error) {
-	if s.closed {
-		return nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
-	}
+// knownLocked returns partition id, or ErrUnknownPartition under op.
+func (s *Stream) knownLocked(op, id string) (*partition, error) {
 	p, ok := s.byID[id]
 	if !ok {
 		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %q: %w", id, brokers.ErrUnknownPartition)}
+	}
+	return p, nil
+}
+
+// partitionLocked returns partition id of a stream that is not closed.
+func (s *Stream) partitionLocked(op, id string) (*partition, error) {
+	if s.closed {
+		return nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+	return s.knownLocked(op, id)
+}
+
+// clientPartitionLocked returns partition id for a call of op through
+// owner (nil: the stream itself): the owner must be open and the call
+// pass checkLocked.
+func (s *Stream) clientPartitionLocked(op string, owner *StreamClient, id string) (*partition, error) {
+	if owner != nil && owner.closed {
+		return nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
+	}
+	if err := s.checkLocked(op); err != nil {
+		return nil, err
+	}
+	return s.knownLocked(op, id)
+}
+
+func (s *Stream) openPartitionLocked(op, id string) (*partition, error) {
+	p, err := s.partitionLocked(op, id)
+	if err != nil {
+		return nil, err
 	}
 	if p.closed {
 		return nil, fmt.Errorf("memory stream: %s: partition %s is closed", op, id)
@@ -349,12 +372,9 @@ func (s *Stream) Trim(partition, before string) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed {
-		return &brokers.Error{Op: "trim", Err: brokers.ErrClosed}
-	}
-	p, ok := s.byID[partition]
-	if !ok {
-		return &brokers.Error{Op: "trim", Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
+	p, err := s.partitionLocked("trim", partition)
+	if err != nil {
+		return err
 	}
 	s.trimLocked(p, min(off, p.lso()))
 	return nil
@@ -447,15 +467,9 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if owner != nil && owner.closed {
-		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
-	}
-	if err := s.checkLocked(OpOpen); err != nil {
+	p, err := s.clientPartitionLocked(OpOpen, owner, partition)
+	if err != nil {
 		return nil, err
-	}
-	p, ok := s.byID[partition]
-	if !ok {
-		return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
 	}
 	p.openedAt = s.clock.Now()
 	r := &Reader{s: s, p: p, owner: owner}
@@ -509,15 +523,9 @@ func (s *Stream) resolve(ctx context.Context, owner *StreamClient, partition str
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if owner != nil && owner.closed {
-		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: brokers.ErrClosed}
-	}
-	if err := s.checkLocked(OpResolve); err != nil {
+	p, err := s.clientPartitionLocked(OpResolve, owner, partition)
+	if err != nil {
 		return brokers.Start{}, err
-	}
-	p, ok := s.byID[partition]
-	if !ok {
-		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: fmt.Errorf("partition %q: %w", partition, brokers.ErrUnknownPartition)}
 	}
 	first := p.base // the first offset the start must not skip
 	if mode == brokers.Latest {

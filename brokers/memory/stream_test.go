@@ -38,6 +38,27 @@ func signalWaits(hook *func()) <-chan struct{} {
 	return waiting
 }
 
+// fetchWhileWaiting fetches (at most 10, waiting up to a minute) from
+// partition "0" of s under ctx, and runs act once the fetch waits. It
+// returns, once act has returned too, the fetch's result and error and how
+// long it took; an error of act fails t.
+func fetchWhileWaiting(t *testing.T, ctx context.Context, s *Stream, act func() error) (res brokers.Result, took time.Duration, err error) {
+	t.Helper()
+	waiting := signalWaits(&s.testHookWait)
+	r, _ := s.Open(context.Background(), "0", brokers.Start{})
+	done := make(chan error, 1)
+	go func() {
+		<-waiting
+		done <- act()
+	}()
+	start := time.Now()
+	res, err = r.Fetch(ctx, 10, time.Minute)
+	if aerr := <-done; aerr != nil {
+		t.Fatal(aerr)
+	}
+	return res, time.Since(start), err
+}
+
 func produceN(t *testing.T, s *Stream, partition string, n int) {
 	t.Helper()
 	for i := range n {
@@ -195,12 +216,7 @@ func TestFetchWaitIsRecordedUnderVirtualTime(t *testing.T) {
 func TestFetchReturnsEarlyOnWallClock(t *testing.T) {
 	s := mustStream(t, StreamConfig{Partitions: 2})
 	defer s.Close()
-	waiting := signalWaits(&s.testHookWait)
-	r, _ := s.Open(context.Background(), "0", brokers.Start{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		<-waiting
+	res, el, err := fetchWhileWaiting(t, context.Background(), s, func() error {
 		// A message on another partition must not end the wait.
 		if _, err := s.Produce("1", brokers.Message{Value: []byte("other")}); err != nil {
 			t.Error(err)
@@ -208,14 +224,12 @@ func TestFetchReturnsEarlyOnWallClock(t *testing.T) {
 		if _, err := s.Produce("0", brokers.Message{Value: []byte("x")}); err != nil {
 			t.Error(err)
 		}
-	}()
-	start := time.Now()
-	res, err := r.Fetch(context.Background(), 10, time.Minute)
-	<-done
+		return nil
+	})
 	if err != nil || len(res.Messages) != 1 || string(res.Messages[0].Value) != "x" {
 		t.Fatalf("fetch = %+v, %v", res, err)
 	}
-	if el := time.Since(start); el > 10*time.Second {
+	if el > 10*time.Second {
 		t.Fatalf("fetch took %v, want an early return", el)
 	}
 }
@@ -223,26 +237,19 @@ func TestFetchReturnsEarlyOnWallClock(t *testing.T) {
 func TestFetchCancelled(t *testing.T) {
 	s := mustStream(t, StreamConfig{})
 	defer s.Close()
-	waiting := signalWaits(&s.testHookWait)
-	r, _ := s.Open(context.Background(), "0", brokers.Start{})
 	ctx, cancel := context.WithCancel(context.Background())
-	go func() { <-waiting; cancel() }()
-	start := time.Now()
-	_, err := r.Fetch(ctx, 10, time.Minute)
+	_, el, err := fetchWhileWaiting(t, ctx, s, func() error { cancel(); return nil })
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
 	}
-	if el := time.Since(start); el > 10*time.Second {
+	if el > 10*time.Second {
 		t.Fatalf("cancelled fetch took %v", el)
 	}
 }
 
 func TestCloseWakesFetch(t *testing.T) {
 	s := mustStream(t, StreamConfig{})
-	waiting := signalWaits(&s.testHookWait)
-	r, _ := s.Open(context.Background(), "0", brokers.Start{})
-	go func() { <-waiting; _ = s.Close() }()
-	_, err := r.Fetch(context.Background(), 10, time.Minute)
+	_, _, err := fetchWhileWaiting(t, context.Background(), s, func() error { _ = s.Close(); return nil })
 	if !errors.Is(err, brokers.ErrClosed) || brokers.Retryable(err) {
 		t.Fatalf("err = %v, want non-retryable ErrClosed", err)
 	}

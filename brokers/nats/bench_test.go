@@ -10,6 +10,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 // The benchmarks compare records/s fetched through the adapter with the raw
@@ -24,14 +25,7 @@ const (
 
 type benchClock struct{ raw, adapter time.Duration }
 
-func (c benchClock) report(b *testing.B, n int) {
-	rawRate := float64(n) / c.raw.Seconds()
-	adRate := float64(n) / c.adapter.Seconds()
-	b.ReportMetric(rawRate, "raw_rec/s")
-	b.ReportMetric(adRate, "adapter_rec/s")
-	b.ReportMetric(100*adRate/rawRate, "adapter_%")
-	b.ReportMetric(0, "ns/op")
-}
+func (c benchClock) report(b *testing.B, n int) { brokertest.ReportRates(b, n, c.raw, c.adapter) }
 
 // publishN publishes n small JSON messages asynchronously and waits for the
 // acks.
@@ -127,16 +121,7 @@ func BenchmarkQueueReceiveAck(b *testing.B) {
 		clk.raw += time.Since(start)
 
 		start = time.Now()
-		for got := 0; got < n; {
-			res, err := r.Receive(ctx, benchBatch, time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Ack(ctx, res.Messages); err != nil {
-				b.Fatal(err)
-			}
-			got += len(res.Messages)
-		}
+		brokertest.ReceiveAck(b, ctx, r, n, benchBatch, time.Second)
 		clk.adapter += time.Since(start)
 		total += n
 	}

@@ -285,35 +285,21 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return nil, lifetime.ClosedErr("open")
-	}
-	r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
-	q.receivers[r] = struct{}{}
-	return r, nil
+	return lifetime.Add(ctx, &q.mu, &q.closed, "open", func() *Receiver {
+		r := &Receiver{q: q, slot: slot, life: q.c.life.Child()}
+		q.receivers[r] = struct{}{}
+		return r
+	})
 }
 
 // Close closes every receiver and the connection. Receives in flight
 // return brokers.ErrClosed; messages not acked come back after AckWait.
 // Closing twice is harmless.
 func (q *Queue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	rs, first := lifetime.ShutAll(&q.mu, &q.closed, q.receivers)
+	if !first {
 		return nil
 	}
-	q.closed = true
-	rs := make([]*Receiver, 0, len(q.receivers))
-	for r := range q.receivers {
-		rs = append(rs, r)
-	}
-	clear(q.receivers)
-	q.mu.Unlock()
 	q.c.life.Close()
 	for _, r := range rs {
 		r.stop()
@@ -347,10 +333,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	octx, done := r.life.Op(ctx)
@@ -429,10 +412,7 @@ func (r *Receiver) lag(ctx context.Context) int64 {
 // handle is skipped: only its latest delivery counts, as the dedupe table
 // makes a late ack harmless.
 func (r *Receiver) settle(ctx context.Context, op string, msgs []brokers.Message, confirmed bool, each func(context.Context, jetstream.Msg) error) error {
-	if r.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return err
 	}
 	for _, m := range msgs {
@@ -536,9 +516,7 @@ func (r *Receiver) forget(msgs []brokers.Message) {
 // its unacknowledged messages come back after AckWait. Closing twice is
 // harmless.
 func (r *Receiver) Close() error {
-	r.q.mu.Lock()
-	delete(r.q.receivers, r)
-	r.q.mu.Unlock()
+	lifetime.Leave(&r.q.mu, r.q.receivers, r)
 	r.stop()
 	return nil
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 // queueEnv is a server with one work-queue stream and a producer.
@@ -41,12 +42,9 @@ func (e *queueEnv) config() QueueConfig {
 
 func (e *queueEnv) open(t *testing.T, cfg QueueConfig) *Queue {
 	t.Helper()
-	q, err := NewQueue(ctxT(t, 10*time.Second), cfg)
-	if err != nil {
-		t.Fatalf("NewQueue: %v", err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
-	return q
+	return brokertest.Open(t, 10*time.Second, "NewQueue", func(ctx context.Context) (*Queue, error) {
+		return NewQueue(ctx, cfg)
+	})
 }
 
 func (e *queueEnv) publish(t *testing.T, subject string, value string, hdr map[string]string) uint64 {
@@ -56,45 +54,24 @@ func (e *queueEnv) publish(t *testing.T, subject string, value string, hdr map[s
 	for k, v := range hdr {
 		m.Header.Set(k, v)
 	}
-	ack, err := e.js.PublishMsg(ctxT(t, 10*time.Second), m)
+	ack, err := e.js.PublishMsg(brokertest.Context(t, 10*time.Second), m)
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
 	return ack.Sequence
 }
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func openRecv(t *testing.T, q *Queue, slot string) *Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(ctxT(t, 5*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 5*time.Second, "open "+slot, func(ctx context.Context) (*Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 // receiveN receives until n messages came or 20 s passed.
 func receiveN(t *testing.T, r *Receiver, n int) ([]brokers.Message, brokers.Result) {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
-	var got []brokers.Message
-	var last brokers.Result
-	for len(got) < n {
-		res, err := r.Receive(ctx, n-len(got), time.Second)
-		if err != nil {
-			t.Fatalf("receive after %d of %d: %v", len(got), n, err)
-		}
-		got = append(got, res.Messages...)
-		last = res
-	}
-	return got, last
+	return brokertest.PollN(t, brokertest.Context(t, 20*time.Second), "receive", r.Receive, n)
 }
 
 func TestQueueMessageFields(t *testing.T) {
@@ -106,7 +83,7 @@ func TestQueueMessageFields(t *testing.T) {
 	r := openRecv(t, e.open(t, cfg), "slot-0")
 	got, _ := receiveN(t, r, 2)
 	m := got[0]
-	st, err := e.js.Stream(ctxT(t, 5*time.Second), e.stream)
+	st, err := e.js.Stream(brokertest.Context(t, 5*time.Second), e.stream)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +107,7 @@ func TestQueueMessageFields(t *testing.T) {
 	if _, ok := got[0].Handle.(jetstream.Msg); !ok {
 		t.Fatalf("handle is %T", got[0].Handle)
 	}
-	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
 
@@ -174,10 +151,10 @@ func TestQueueLag(t *testing.T) {
 		t.Fatalf("lag after 3 of 10 = %d, want 7", res.Lag)
 	}
 	rest, _ := receiveN(t, r, 7)
-	if err := r.Ack(ctxT(t, 5*time.Second), append(got, rest...)); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), append(got, rest...)); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Receive(ctxT(t, 5*time.Second), 10, 0)
+	res, err := r.Receive(brokertest.Context(t, 5*time.Second), 10, 0)
 	if err != nil || len(res.Messages) != 0 || res.Lag != 0 {
 		t.Fatalf("empty receive = %+v, %v; want lag 0", res, err)
 	}
@@ -191,10 +168,10 @@ func TestQueueDoubleAck(t *testing.T) {
 	q := e.open(t, cfg)
 	r := openRecv(t, q, "slot-0")
 	got, _ := receiveN(t, r, 1)
-	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
-	info, err := q.consumer().Info(ctxT(t, 5*time.Second))
+	info, err := q.consumer().Info(brokertest.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +183,7 @@ func TestQueueDoubleAck(t *testing.T) {
 func TestQueueAckForeignMessage(t *testing.T) {
 	e := newQueueEnv(t)
 	r := openRecv(t, e.open(t, e.config()), "slot-0")
-	err := r.Ack(ctxT(t, 5*time.Second), []brokers.Message{{ID: "m-1", Handle: "receipt"}})
+	err := r.Ack(brokertest.Context(t, 5*time.Second), []brokers.Message{{ID: "m-1", Handle: "receipt"}})
 	if err == nil || brokers.Retryable(err) {
 		t.Fatalf("ack of a foreign message: %v, want a non-retryable error", err)
 	}
@@ -214,7 +191,7 @@ func TestQueueAckForeignMessage(t *testing.T) {
 
 func TestQueueConsumerSetup(t *testing.T) {
 	e := newQueueEnv(t)
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 
 	t.Run("missing stream", func(t *testing.T) {
 		cfg := e.config()
@@ -300,11 +277,11 @@ func TestQueueExtendBeyondAckWait(t *testing.T) {
 	r := openRecv(t, q, "slot-0")
 	got, _ := receiveN(t, r, 1)
 	start := time.Now()
-	if err := r.Extend(ctxT(t, 5*time.Second), got, 3*time.Second); err != nil {
+	if err := r.Extend(brokertest.Context(t, 5*time.Second), got, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	other := openRecv(t, q, "slot-1")
-	ctx := ctxT(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	for {
 		res, err := other.Receive(ctx, 1, time.Second)
 		if err != nil {
@@ -333,7 +310,7 @@ func TestQueueAckStopsKeeping(t *testing.T) {
 	cfg.AckWait = 300 * time.Millisecond
 	r := openRecv(t, e.open(t, cfg), "slot-0")
 	got, _ := receiveN(t, r, 1)
-	if err := r.Extend(ctxT(t, 5*time.Second), got, time.Minute); err != nil {
+	if err := r.Extend(brokertest.Context(t, 5*time.Second), got, time.Minute); err != nil {
 		t.Fatal(err)
 	}
 	r.keepMu.Lock()
@@ -342,7 +319,7 @@ func TestQueueAckStopsKeeping(t *testing.T) {
 	if k == nil || len(k.until) != 1 {
 		t.Fatal("Extend beyond AckWait did not keep the message")
 	}
-	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
 	k.mu.Lock()
@@ -380,7 +357,7 @@ func TestQueueAuthAndSecrets(t *testing.T) {
 	}
 	defer nc.Close()
 	js, _ := jetstream.New(nc)
-	if _, err := js.CreateStream(ctxT(t, 5*time.Second), jetstream.StreamConfig{Name: "AUTH", Subjects: []string{"auth.>"}}); err != nil {
+	if _, err := js.CreateStream(brokertest.Context(t, 5*time.Second), jetstream.StreamConfig{Name: "AUTH", Subjects: []string{"auth.>"}}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -388,7 +365,7 @@ func TestQueueAuthAndSecrets(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	cfg := QueueConfig{Conn: ConnConfig{URLs: []string{s.ClientURL()}, User: "drover", Password: "wrong-" + password, Logger: logger},
 		Stream: "AUTH", Durable: "d"}
-	_, authErr := NewQueue(ctxT(t, 10*time.Second), cfg)
+	_, authErr := NewQueue(brokertest.Context(t, 10*time.Second), cfg)
 	if authErr == nil {
 		t.Fatal("NewQueue with a wrong password succeeded")
 	}
@@ -396,7 +373,7 @@ func TestQueueAuthAndSecrets(t *testing.T) {
 		t.Fatalf("an authorization failure is retryable: %v", authErr)
 	}
 	cfg.Conn.Password = password
-	q, err := NewQueue(ctxT(t, 10*time.Second), cfg)
+	q, err := NewQueue(brokertest.Context(t, 10*time.Second), cfg)
 	if err != nil {
 		t.Fatalf("NewQueue with the password: %v", err)
 	}
@@ -420,7 +397,7 @@ func TestQueueConnectionDownIsRetryableAndFast(t *testing.T) {
 	r := openRecv(t, e.open(t, e.config()), "slot-0")
 	e.ts.StopServer(t)
 	t.Cleanup(func() { e.ts.StartServer(t) })
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 	// Wait until the client has noticed, then every call fails at once.
 	deadline := time.Now().Add(5 * time.Second)
 	for r.q.c.nc.Status() == natsgo.CONNECTED {
@@ -484,7 +461,7 @@ func TestQueueMaxAckPendingReached(t *testing.T) {
 	held, _ := receiveN(t, r, 2)
 	for _, wait := range []time.Duration{0, 500 * time.Millisecond} {
 		start := time.Now()
-		res, err := r.Receive(ctxT(t, 10*time.Second), 10, wait)
+		res, err := r.Receive(brokertest.Context(t, 10*time.Second), 10, wait)
 		if err != nil || len(res.Messages) != 0 {
 			t.Fatalf("receive (wait %v) at MaxAckPending = %d messages, %v; want none and no error", wait, len(res.Messages), err)
 		}
@@ -492,7 +469,7 @@ func TestQueueMaxAckPendingReached(t *testing.T) {
 			t.Fatalf("receive with wait %v took %v", wait, el)
 		}
 	}
-	if err := r.Ack(ctxT(t, 5*time.Second), held[:1]); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), held[:1]); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := receiveN(t, r, 1); string(got[0].Value) != "2" {
@@ -505,7 +482,7 @@ func TestQueueMaxAckPendingReached(t *testing.T) {
 // creation time in Unix nanoseconds.
 func (e *queueEnv) recreateStream(t *testing.T) int64 {
 	t.Helper()
-	if err := e.js.DeleteStream(ctxT(t, 5*time.Second), e.stream); err != nil {
+	if err := e.js.DeleteStream(brokertest.Context(t, 5*time.Second), e.stream); err != nil {
 		t.Fatalf("delete stream: %v", err)
 	}
 	st := e.ts.createStream(t, e.js, jetstream.StreamConfig{Name: e.stream, Subjects: []string{e.stream + ".>"}})
@@ -516,7 +493,7 @@ func (e *queueEnv) recreateStream(t *testing.T) int64 {
 // that is not there yet) as a reason to try again.
 func receiveThrough(t *testing.T, r *Receiver, n int) []brokers.Message {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	var got []brokers.Message
 	var lastErr error
 	for len(got) < n {
@@ -565,14 +542,14 @@ func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
 		}
 	}
 
-	st, err := e.js.Stream(ctxT(t, 5*time.Second), e.stream)
+	st, err := e.js.Stream(brokertest.Context(t, 5*time.Second), e.stream)
 	if err != nil {
 		t.Fatal(err)
 	}
 	publish3("first")
 	first, _ := receiveN(t, r, 3)
 	take("first life", first, st.CachedInfo().Created.UnixNano())
-	if err := r.Ack(ctxT(t, 5*time.Second), first); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), first); err != nil {
 		t.Fatal(err)
 	}
 
@@ -585,7 +562,7 @@ func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
 	take("second life", second, created)
 
 	// Redelivered and read by a restarted process: the same IDs.
-	if err := r.Nack(ctxT(t, 5*time.Second), second, 0); err != nil {
+	if err := r.Nack(brokertest.Context(t, 5*time.Second), second, 0); err != nil {
 		t.Fatal(err)
 	}
 	r2 := openRecv(t, e.open(t, e.config()), "slot-1")
@@ -605,7 +582,7 @@ func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
 			t.Fatalf("%s: deliveries %d, want a redelivery", m.ID, m.Deliveries)
 		}
 	}
-	if err := r2.Ack(ctxT(t, 5*time.Second), again); err != nil {
+	if err := r2.Ack(brokertest.Context(t, 5*time.Second), again); err != nil {
 		t.Fatal(err)
 	}
 
@@ -615,7 +592,7 @@ func TestQueueIDsUniqueAcrossStreamRecreation(t *testing.T) {
 	publish3("third")
 	third := receiveThrough(t, r, 3)
 	take("third life", third, created)
-	if err := r.Ack(ctxT(t, 5*time.Second), third); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), third); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -633,7 +610,7 @@ func TestQueueExtendOnATimerKeepsMessage(t *testing.T) {
 	r := openRecv(t, q, "slot-0")
 	other := openRecv(t, q, "slot-1")
 	got, _ := receiveN(t, r, 1)
-	ctx := ctxT(t, 30*time.Second)
+	ctx := brokertest.Context(t, 30*time.Second)
 	// The other receiver's waits pace the loop.
 	for end := time.Now().Add(3 * cfg.AckWait); time.Now().Before(end); {
 		if err := r.Extend(ctx, got, cfg.AckWait); err != nil {

@@ -140,10 +140,7 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 }
 
 func (s *Stream) check(ctx context.Context, op string) error {
-	if s.c.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	return ctx.Err()
+	return s.c.life.Check(ctx, op)
 }
 
 // checkedInfo is info on a stream that is open, for a caller whose ctx has
@@ -236,18 +233,10 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 // connection is up) and the connection. Fetches in flight return
 // brokers.ErrClosed. Closing twice is harmless.
 func (s *Stream) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	rs, first := lifetime.ShutAll(&s.mu, &s.closed, s.readers)
+	if !first {
 		return nil
 	}
-	s.closed = true
-	rs := make([]*Reader, 0, len(s.readers))
-	for r := range s.readers {
-		rs = append(rs, r)
-	}
-	clear(s.readers)
-	s.mu.Unlock()
 	for _, r := range rs {
 		r.life.Close()
 	}
@@ -399,10 +388,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	if max <= 0 {
 		return brokers.Result{}, maxErr(op, max)
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	r.mu.Lock()
@@ -463,9 +449,7 @@ func (r *Reader) checkGap(ctx context.Context, op string) error {
 // returns brokers.ErrClosed. Closing twice is harmless.
 func (r *Reader) Close() error {
 	r.life.Close()
-	r.s.mu.Lock()
-	delete(r.s.readers, r)
-	r.s.mu.Unlock()
+	lifetime.Leave(&r.s.mu, r.s.readers, r)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.drop()

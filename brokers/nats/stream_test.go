@@ -1,6 +1,7 @@
 package nats
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 type streamEnv struct {
@@ -37,40 +39,23 @@ func (e *streamEnv) config() StreamConfig {
 
 func (e *streamEnv) openStream(t *testing.T, cfg StreamConfig) *Stream {
 	t.Helper()
-	s, err := NewStream(ctxT(t, 10*time.Second), cfg)
-	if err != nil {
-		t.Fatalf("NewStream: %v", err)
-	}
-	t.Cleanup(func() { _ = s.Close() })
-	return s
+	return brokertest.Open(t, 10*time.Second, "NewStream", func(ctx context.Context) (*Stream, error) {
+		return NewStream(ctx, cfg)
+	})
 }
 
 func (e *streamEnv) subject(s string) string { return e.stream + "." + s }
 
 func openReader(t *testing.T, s *Stream, partition string, start brokers.Start) *Reader {
 	t.Helper()
-	r, err := s.OpenReader(ctxT(t, 10*time.Second), partition, start)
-	if err != nil {
-		t.Fatalf("open %s: %v", partition, err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+partition, func(ctx context.Context) (*Reader, error) {
+		return s.OpenReader(ctx, partition, start)
+	})
 }
 
 func fetchN(t *testing.T, r *Reader, n int) ([]brokers.Message, brokers.Result) {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
-	var got []brokers.Message
-	var last brokers.Result
-	for len(got) < n {
-		res, err := r.Fetch(ctx, n-len(got), time.Second)
-		if err != nil {
-			t.Fatalf("fetch after %d of %d: %v", len(got), n, err)
-		}
-		got = append(got, res.Messages...)
-		last = res
-	}
-	return got, last
+	return brokertest.PollN(t, brokertest.Context(t, 20*time.Second), "fetch", r.Fetch, n)
 }
 
 func vals(msgs []brokers.Message) string {
@@ -107,7 +92,7 @@ func TestStreamPartitionsAndLag(t *testing.T) {
 		e.publish(t, e.subject("us"), fmt.Sprint("us-", i), nil)
 	}
 	s := e.openStream(t, e.config())
-	ps, err := s.Partitions(ctxT(t, 5*time.Second))
+	ps, err := s.Partitions(brokertest.Context(t, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -133,10 +118,10 @@ func TestStreamPartitionsAndLag(t *testing.T) {
 	cfg := e.config()
 	cfg.Subjects = []string{e.subject("us")}
 	s2 := e.openStream(t, cfg)
-	if ps, err = s2.Partitions(ctxT(t, 5*time.Second)); err != nil || len(ps) != 1 || ps[0].ID != e.subject("us") {
+	if ps, err = s2.Partitions(brokertest.Context(t, 5*time.Second)); err != nil || len(ps) != 1 || ps[0].ID != e.subject("us") {
 		t.Fatalf("configured partitions = %v, %v", ps, err)
 	}
-	if _, err := s2.Open(ctxT(t, 5*time.Second), e.subject("eu"), brokers.Start{}); !errors.Is(err, brokers.ErrUnknownPartition) {
+	if _, err := s2.Open(brokertest.Context(t, 5*time.Second), e.subject("eu"), brokers.Start{}); !errors.Is(err, brokers.ErrUnknownPartition) {
 		t.Fatalf("open of a subject not configured: %v", err)
 	}
 }
@@ -156,7 +141,7 @@ func TestStreamGoneInFetch(t *testing.T) {
 		t.Fatalf("got %s", vals(got))
 	}
 	// An interior delete (sequence 3) is not a loss the reader reports.
-	if err := e.st.DeleteMsg(ctxT(t, 5*time.Second), 3); err != nil {
+	if err := e.st.DeleteMsg(brokertest.Context(t, 5*time.Second), 3); err != nil {
 		t.Fatal(err)
 	}
 	got, _ = fetchN(t, r, 2)
@@ -164,10 +149,10 @@ func TestStreamGoneInFetch(t *testing.T) {
 		t.Fatalf("after an interior delete got %s at %s", vals(got), got[0].Position)
 	}
 	// Retention takes 5..7 before the reader's live consumer delivered them.
-	if err := e.st.Purge(ctxT(t, 5*time.Second), jetstream.WithPurgeSequence(8)); err != nil {
+	if err := e.st.Purge(brokertest.Context(t, 5*time.Second), jetstream.WithPurgeSequence(8)); err != nil {
 		t.Fatal(err)
 	}
-	_, err := r.Fetch(ctxT(t, 5*time.Second), 10, time.Second)
+	_, err := r.Fetch(brokertest.Context(t, 5*time.Second), 10, time.Second)
 	if !errors.Is(err, brokers.ErrPositionGone) || brokers.Retryable(err) {
 		t.Fatalf("fetch after its next messages were purged: %v", err)
 	}
@@ -185,10 +170,10 @@ func TestStreamSubjectPartitionNoFalseGone(t *testing.T) {
 	}
 	s := e.openStream(t, e.config())
 	r := openReader(t, s, e.subject("a"), brokers.Start{After: "1"})
-	if err := e.st.Purge(ctxT(t, 5*time.Second), jetstream.WithPurgeSubject(e.subject("b"))); err != nil {
+	if err := e.st.Purge(brokertest.Context(t, 5*time.Second), jetstream.WithPurgeSubject(e.subject("b"))); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.st.Purge(ctxT(t, 5*time.Second), jetstream.WithPurgeSubject(e.subject("a"))); err != nil {
+	if err := e.st.Purge(brokertest.Context(t, 5*time.Second), jetstream.WithPurgeSubject(e.subject("a"))); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(t, e.subject("a"), "a-1", nil)
@@ -220,11 +205,11 @@ func TestStreamReaderSurvivesLostConsumer(t *testing.T) {
 	r.mu.Lock()
 	name := r.cons.CachedInfo().Name
 	r.mu.Unlock()
-	if err := e.js.DeleteConsumer(ctxT(t, 5*time.Second), e.stream, name); err != nil {
+	if err := e.js.DeleteConsumer(brokertest.Context(t, 5*time.Second), e.stream, name); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(t, e.subject("x"), "3", nil)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	var got []brokers.Message
 	for len(got) < 2 {
 		res, err := r.Fetch(ctx, 10, time.Second)
@@ -250,7 +235,7 @@ func TestStreamCloseDeletesConsumers(t *testing.T) {
 	openReader(t, s, e.subject("x"), brokers.Start{Mode: brokers.Latest})
 	count := func() int {
 		n := 0
-		for range e.st.ListConsumers(ctxT(t, 5*time.Second)).Info() {
+		for range e.st.ListConsumers(brokertest.Context(t, 5*time.Second)).Info() {
 			n++
 		}
 		return n
@@ -271,12 +256,12 @@ func TestStreamCloseDeletesConsumers(t *testing.T) {
 func TestStreamOpenErrors(t *testing.T) {
 	e := newStreamEnv(t, "x")
 	s := e.openStream(t, e.config())
-	if _, err := s.Open(ctxT(t, 5*time.Second), e.subject("x"), brokers.Start{After: "abc"}); err == nil || brokers.Retryable(err) {
+	if _, err := s.Open(brokertest.Context(t, 5*time.Second), e.subject("x"), brokers.Start{After: "abc"}); err == nil || brokers.Retryable(err) {
 		t.Fatalf("open after a non-sequence: %v", err)
 	}
 	cfg := e.config()
 	cfg.Stream = "MISSING"
-	if _, err := NewStream(ctxT(t, 5*time.Second), cfg); err == nil || brokers.Retryable(err) {
+	if _, err := NewStream(brokertest.Context(t, 5*time.Second), cfg); err == nil || brokers.Retryable(err) {
 		t.Fatalf("NewStream of a missing stream: %v", err)
 	}
 }
@@ -288,7 +273,7 @@ func TestStreamOpenErrors(t *testing.T) {
 func TestStreamResolve(t *testing.T) {
 	e := newStreamEnv(t, "a", "b")
 	s := e.openStream(t, e.config())
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 	resolve := func(p string, mode brokers.StartMode) brokers.Start {
 		t.Helper()
 		st, err := s.Resolve(ctx, p, mode)
@@ -355,7 +340,7 @@ func TestStreamResolve(t *testing.T) {
 // first fetch.
 func TestStreamStartAt(t *testing.T) {
 	e := newStreamEnv(t, "x")
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 	e.publish(t, e.subject("x"), "old", nil)
 	seq := e.publish(t, e.subject("x"), "at", nil)
 	e.publish(t, e.subject("x"), "later", nil)
@@ -393,7 +378,7 @@ func TestStreamStartAt(t *testing.T) {
 // publishes n messages to subject x (sequences 1..n again).
 func (e *streamEnv) recreate(t *testing.T, n int) {
 	t.Helper()
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 	info, err := e.st.Info(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -418,7 +403,7 @@ func TestStreamPositionUnknownBeyondEnd(t *testing.T) {
 		e.publish(t, e.subject("x"), fmt.Sprint("old-", i), nil)
 	}
 	s := e.openStream(t, e.config())
-	ctx := ctxT(t, 10*time.Second)
+	ctx := brokertest.Context(t, 10*time.Second)
 	openReader(t, s, e.subject("x"), brokers.Start{After: "5"}) // the end is fine
 	e.recreate(t, 2)
 	_, err := s.Open(ctx, e.subject("x"), brokers.Start{After: "5"})
@@ -459,7 +444,7 @@ func TestStreamPositionUnknownAfterRecreationWhileReading(t *testing.T) {
 		t.Fatalf("got %s", vals(got))
 	}
 	e.recreate(t, 5)
-	ctx := ctxT(t, 20*time.Second)
+	ctx := brokertest.Context(t, 20*time.Second)
 	for {
 		res, err := r.Fetch(ctx, 10, 200*time.Millisecond)
 		if len(res.Messages) > 0 {

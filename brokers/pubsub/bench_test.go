@@ -12,6 +12,8 @@ import (
 	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 // BenchmarkReceiveAck compares records/s received and acked through the
@@ -94,22 +96,9 @@ func BenchmarkReceiveAck(b *testing.B) {
 		rawT += time.Since(start)
 
 		start = time.Now()
-		for got := 0; got < n; {
-			res, err := r.Receive(ctx, batch, time.Second)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Ack(ctx, res.Messages); err != nil {
-				b.Fatal(err)
-			}
-			got += len(res.Messages)
-		}
+		brokertest.ReceiveAck(b, ctx, r, n, batch, time.Second)
 		adT += time.Since(start)
 		done += n
 	}
-	rawRate, adRate := float64(b.N)/rawT.Seconds(), float64(b.N)/adT.Seconds()
-	b.ReportMetric(rawRate, "raw_rec/s")
-	b.ReportMetric(adRate, "adapter_rec/s")
-	b.ReportMetric(100*adRate/rawRate, "adapter_%")
-	b.ReportMetric(0, "ns/op")
+	brokertest.ReportRates(b, b.N, rawT, adT)
 }

@@ -143,28 +143,18 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return nil, lifetime.ClosedErr("open")
-	}
-	return &Receiver{q: q, slot: slot, life: q.life.Child()}, nil
+	return lifetime.Add(ctx, &q.mu, &q.closed, "open", func() *Receiver {
+		return &Receiver{q: q, slot: slot, life: q.life.Child()}
+	})
 }
 
 // Close closes every receiver and the client. Receives in flight return
 // brokers.ErrClosed; messages not acked come back after their deadline.
 // Closing twice is harmless.
 func (q *Queue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
+	if !lifetime.Shut(&q.mu, &q.closed) {
 		return nil
 	}
-	q.closed = true
-	q.mu.Unlock()
 	q.life.Close()
 	if err := q.cl.Close(); err != nil {
 		q.cfg.Logger.Debug("pubsub: close client", "err", err)
@@ -196,10 +186,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if max <= 0 {
 		return brokers.Result{}, &brokers.Error{Op: op, Err: fmt.Errorf("max %d must be positive", max)}
 	}
-	if r.life.Closed() {
-		return brokers.Result{}, lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return brokers.Result{}, err
 	}
 	octx, done := r.life.Op(ctx)
@@ -276,10 +263,7 @@ func ackIDs(op string, msgs []brokers.Message) ([]string, error) {
 
 // each runs call on the ack ids of msgs in chunks of at most ackChunk.
 func (r *Receiver) each(ctx context.Context, op string, msgs []brokers.Message, call func(ctx context.Context, ids []string) error) error {
-	if r.life.Closed() {
-		return lifetime.ClosedErr(op)
-	}
-	if err := ctx.Err(); err != nil {
+	if err := r.life.Check(ctx, op); err != nil {
 		return err
 	}
 	ids, err := ackIDs(op, msgs)

@@ -17,37 +17,20 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func openRecv(t *testing.T, q *Queue, slot string) *Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(ctxT(t, 5*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 5*time.Second, "open "+slot, func(ctx context.Context) (*Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 func receiveN(t *testing.T, r *Receiver, n int) []brokers.Message {
 	t.Helper()
-	ctx := ctxT(t, 20*time.Second)
-	var got []brokers.Message
-	for len(got) < n {
-		res, err := r.Receive(ctx, n-len(got), time.Second)
-		if err != nil {
-			t.Fatalf("receive after %d of %d: %v", len(got), n, err)
-		}
-		got = append(got, res.Messages...)
-	}
+	got, _ := brokertest.PollN(t, brokertest.Context(t, 20*time.Second), "receive", r.Receive, n)
 	return got
 }
 
@@ -80,7 +63,7 @@ func TestMessageFields(t *testing.T) {
 	if got[1].Key != nil || got[1].Headers != nil {
 		t.Fatalf("a message without attributes = %+v", got[1])
 	}
-	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -105,7 +88,7 @@ func TestMessageIDsUniquePerPublish(t *testing.T) {
 			t.Fatalf("received %q with id %q, published ids %v", m.Value, m.ID, sent)
 		}
 	}
-	if err := r.Ack(ctxT(t, 5*time.Second), got); err != nil {
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), got); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -123,7 +106,7 @@ func TestOrderingKeyIsKeyAndOrderHolds(t *testing.T) {
 	var order []string
 	for len(order) < 3 {
 		for _, r := range []*Receiver{r0, r1} {
-			res, err := r.Receive(ctxT(t, 5*time.Second), 10, 200*time.Millisecond)
+			res, err := r.Receive(brokertest.Context(t, 5*time.Second), 10, 200*time.Millisecond)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -138,7 +121,7 @@ func TestOrderingKeyIsKeyAndOrderHolds(t *testing.T) {
 				}
 				order = append(order, string(m.Value))
 			}
-			if err := r.Ack(ctxT(t, 5*time.Second), res.Messages); err != nil {
+			if err := r.Ack(brokertest.Context(t, 5*time.Second), res.Messages); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -156,7 +139,7 @@ func TestMaxMessagesCapsAReceive(t *testing.T) {
 	cfg := f.config()
 	cfg.MaxMessages = 5
 	r := openRecv(t, f.open(t, cfg), "slot-0")
-	res, err := r.Receive(ctxT(t, 5*time.Second), 100, time.Second)
+	res, err := r.Receive(brokertest.Context(t, 5*time.Second), 100, time.Second)
 	if err != nil || len(res.Messages) != 5 || res.Lag != -1 {
 		t.Fatalf("receive = %d messages, lag %d, %v; want 5 and lag -1", len(res.Messages), res.Lag, err)
 	}
@@ -178,7 +161,7 @@ func TestErrors(t *testing.T) {
 		f := newFixture(t, 10*time.Second, false)
 		cfg := f.config()
 		cfg.Subscription = "nope-nope"
-		_, err := NewQueue(ctxT(t, 5*time.Second), cfg)
+		_, err := NewQueue(brokertest.Context(t, 5*time.Second), cfg)
 		if err == nil || brokers.Retryable(err) || !strings.Contains(err.Error(), "NotFound") {
 			t.Fatalf("NewQueue of a missing subscription: %v", err)
 		}
@@ -199,7 +182,7 @@ func TestErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := openRecv(t, f.open(t, f.config()), "slot-0")
-			_, err := r.Receive(ctxT(t, 5*time.Second), 1, 0)
+			_, err := r.Receive(brokertest.Context(t, 5*time.Second), 1, 0)
 			var be *brokers.Error
 			if !errors.As(err, &be) || be.Retryable != tt.retry || be.Op != "receive" || !strings.Contains(err.Error(), "injected") {
 				t.Fatalf("receive with %v injected: %#v, want Retryable %v", tt.code, err, tt.retry)
@@ -209,7 +192,7 @@ func TestErrors(t *testing.T) {
 	t.Run("foreign message", func(t *testing.T) {
 		f := newFixture(t, 10*time.Second, false)
 		r := openRecv(t, f.open(t, f.config()), "slot-0")
-		err := r.Ack(ctxT(t, 5*time.Second), []brokers.Message{{ID: "x", Handle: "not-an-ack-id"}})
+		err := r.Ack(brokertest.Context(t, 5*time.Second), []brokers.Message{{ID: "x", Handle: "not-an-ack-id"}})
 		if err == nil || brokers.Retryable(err) {
 			t.Fatalf("ack of a foreign message: %v", err)
 		}
@@ -241,7 +224,7 @@ func TestCredentialsFileNeverQuoted(t *testing.T) {
 	for _, path := range []string{bad, notJSON, filepath.Join(dir, "missing.json")} {
 		cfg := Config{Project: testProject, Subscription: "sub-x", CredentialsFile: path,
 			Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
-		_, err := NewQueue(ctxT(t, 5*time.Second), cfg)
+		_, err := NewQueue(brokertest.Context(t, 5*time.Second), cfg)
 		if err == nil || brokers.Retryable(err) || !strings.Contains(err.Error(), "CredentialsFile") {
 			t.Fatalf("NewQueue with %s: %v", filepath.Base(path), err)
 		}
@@ -282,7 +265,7 @@ func TestWaitUnderControlledTime(t *testing.T) {
 	f := newFixture(t, 10*time.Second, false)
 	r := openRecv(t, f.open(t, f.config()), "slot-0")
 	p := &pauser{}
-	ctx := exec.WithPauser(ctxT(t, 10*time.Second), p)
+	ctx := exec.WithPauser(brokertest.Context(t, 10*time.Second), p)
 	start := time.Now()
 	res, err := r.Receive(ctx, 10, time.Hour)
 	if err != nil || len(res.Messages) != 0 {
@@ -301,10 +284,10 @@ func TestQueueClosedCalls(t *testing.T) {
 	q := f.open(t, f.config())
 	r := openRecv(t, q, "slot-0")
 	q.Close()
-	if _, err := r.Receive(ctxT(t, time.Second), 1, 0); !errors.Is(err, brokers.ErrClosed) || brokers.Retryable(err) {
+	if _, err := r.Receive(brokertest.Context(t, time.Second), 1, 0); !errors.Is(err, brokers.ErrClosed) || brokers.Retryable(err) {
 		t.Fatalf("receive after close: %v", err)
 	}
-	if err := r.Nack(ctxT(t, time.Second), nil, 0); !errors.Is(err, brokers.ErrClosed) {
+	if err := r.Nack(brokertest.Context(t, time.Second), nil, 0); !errors.Is(err, brokers.ErrClosed) {
 		t.Fatalf("nack after close: %v", err)
 	}
 }

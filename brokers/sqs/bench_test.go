@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/awstest"
+	"github.com/drover-dev/drover/brokers/brokertest"
 )
 
 // BenchmarkReceiveAck compares, in the same run, receiving and deleting
@@ -37,7 +38,6 @@ func BenchmarkReceiveAck(b *testing.B) {
 	for i := range body {
 		body[i] = brokers.Message{Value: []byte(`{"id":` + strconv.Itoa(i) + `,"name":"benchmark message"}`)}
 	}
-	var adapterTime, rawTime time.Duration
 	send := func() {
 		b.StopTimer()
 		if err := f.Send(ctx, body...); err != nil {
@@ -45,22 +45,13 @@ func BenchmarkReceiveAck(b *testing.B) {
 		}
 		b.StartTimer()
 	}
-	adapter := func() {
+	adapter := func() time.Duration {
 		send()
 		start := time.Now()
-		for got := 0; got < n; {
-			res, err := r.Receive(ctx, 10, 0)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := r.Ack(ctx, res.Messages); err != nil {
-				b.Fatal(err)
-			}
-			got += len(res.Messages)
-		}
-		adapterTime += time.Since(start)
+		brokertest.ReceiveAck(b, ctx, r, n, 10, 0)
+		return time.Since(start)
 	}
-	rawSide := func() {
+	rawSide := func() time.Duration {
 		send()
 		start := time.Now()
 		for got := 0; got < n; {
@@ -83,24 +74,7 @@ func BenchmarkReceiveAck(b *testing.B) {
 			}
 			got += len(out.Messages)
 		}
-		rawTime += time.Since(start)
+		return time.Since(start)
 	}
-	b.ResetTimer()
-	for i := range b.N {
-		// Alternate which side goes first, so that neither always meets
-		// the emulator in the state the other left.
-		if i%2 == 0 {
-			adapter()
-			rawSide()
-		} else {
-			rawSide()
-			adapter()
-		}
-	}
-	b.StopTimer()
-	adapterRate := float64(n*b.N) / adapterTime.Seconds()
-	rawRate := float64(n*b.N) / rawTime.Seconds()
-	b.ReportMetric(adapterRate, "adapter-msg/s")
-	b.ReportMetric(rawRate, "raw-msg/s")
-	b.ReportMetric(100*adapterRate/rawRate, "adapter/raw-%")
+	awstest.Compare(b, n, "msg", adapter, rawSide)
 }

@@ -1,6 +1,7 @@
 package sqs
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // Defaults and limits of Config.
@@ -105,10 +107,10 @@ func (c Config) Validate() error {
 	case strings.TrimSpace(c.QueueURL) == "" && c.QueueName == "":
 		e.Add("queue_url", "required")
 	case c.QueueURL != "":
-		checkURL(&e, "queue_url", c.QueueURL)
+		awsutil.CheckURL(&e, "queue_url", c.QueueURL)
 	}
 	if c.Endpoint != "" {
-		checkURL(&e, "endpoint", c.Endpoint)
+		awsutil.CheckURL(&e, "endpoint", c.Endpoint)
 	}
 	if c.WaitTime < 0 || c.WaitTime > DefaultWaitTime {
 		e.Add("wait", "must be between 0s and 20s, not %v", c.WaitTime)
@@ -116,15 +118,7 @@ func (c Config) Validate() error {
 	if c.VisibilityTimeout < 0 || c.VisibilityTimeout > MaxVisibilityTimeout {
 		e.Add("visibility_timeout", "must be between 0s and %v, not %v", MaxVisibilityTimeout, c.VisibilityTimeout)
 	}
-	switch {
-	case c.AccessKeyID != "" && c.SecretAccessKey == "":
-		e.Add("secret_access_key", "required with access_key_id")
-	case c.AccessKeyID == "" && c.SecretAccessKey != "":
-		e.Add("access_key_id", "required with secret_access_key")
-	}
-	if c.SessionToken != "" && c.AccessKeyID == "" {
-		e.Add("session_token", "needs access_key_id and secret_access_key")
-	}
+	awsutil.CheckCredentials(&e, c.AccessKeyID, c.SecretAccessKey, c.SessionToken)
 	if c.MaxMessages < 0 || c.MaxMessages > DefaultMaxMessages {
 		e.Add("max_messages", "must be between 0 and %d, not %d", DefaultMaxMessages, c.MaxMessages)
 	}
@@ -134,30 +128,12 @@ func (c Config) Validate() error {
 	return e.Err("sqs")
 }
 
-// checkURL accepts an http(s) URL with a host.
-func checkURL(e *brokers.FieldErrors, path, s string) {
-	u, err := url.Parse(s)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		e.Add(path, "%q must be an http:// or https:// URL with a host", s)
-	}
-}
-
 func (c Config) withDefaults() Config {
-	if c.WaitTime == 0 {
-		c.WaitTime = DefaultWaitTime
-	}
-	if c.MaxMessages == 0 {
-		c.MaxMessages = DefaultMaxMessages
-	}
-	if c.VisibilityTimeout == 0 {
-		c.VisibilityTimeout = DefaultVisibilityTimeout
-	}
-	if c.KeyAttribute == "" {
-		c.KeyAttribute = DefaultKeyAttribute
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.WaitTime = cmp.Or(c.WaitTime, DefaultWaitTime)
+	c.MaxMessages = cmp.Or(c.MaxMessages, DefaultMaxMessages)
+	c.VisibilityTimeout = cmp.Or(c.VisibilityTimeout, DefaultVisibilityTimeout)
+	c.KeyAttribute = cmp.Or(c.KeyAttribute, DefaultKeyAttribute)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 

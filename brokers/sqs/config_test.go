@@ -1,24 +1,22 @@
 package sqs
 
 import (
-	"bytes"
 	"errors"
-	"fmt"
-	"log/slog"
 	"strings"
 	"testing"
 
 	"github.com/aws/smithy-go"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/awstest"
 )
 
 func TestConfigValidate(t *testing.T) {
 	ok := Config{QueueURL: "http://127.0.0.1:4566/000000000000/q"}
-	for _, tc := range []struct {
-		name  string
-		edit  func(*Config)
-		field string // "" = valid
+	awstest.CheckValidate(t, "sqs", ok, []struct {
+		Name  string
+		Edit  func(*Config)
+		Field string // "" = valid
 	}{
 		{"url", func(*Config) {}, ""},
 		{"name", func(c *Config) { c.QueueURL, c.QueueName = "", "jobs" }, ""},
@@ -32,22 +30,7 @@ func TestConfigValidate(t *testing.T) {
 		{"wait", func(c *Config) { c.WaitTime = 21e9 }, "wait"},
 		{"visibility", func(c *Config) { c.VisibilityTimeout = -1 }, "visibility_timeout"},
 		{"max", func(c *Config) { c.MaxMessages = 11 }, "max_messages"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			c := ok
-			tc.edit(&c)
-			err := c.Validate()
-			if tc.field == "" {
-				if err != nil {
-					t.Fatalf("valid config: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), "sqs: "+tc.field+":") {
-				t.Fatalf("error %v, want one naming %s", err, tc.field)
-			}
-		})
-	}
+	})
 	d := ok.withDefaults()
 	if d.WaitTime != DefaultWaitTime || d.MaxMessages != 10 || d.KeyAttribute != "key" || d.Logger == nil || d.VisibilityTimeout != DefaultVisibilityTimeout || DefaultVisibilityTimeout != 30e9 {
 		t.Fatalf("defaults %+v", d)
@@ -56,16 +39,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestConfigNeverShowsSecret(t *testing.T) {
 	c := Config{QueueURL: "http://h/q", AccessKeyID: "AKIDVISIBLE", SecretAccessKey: "s3cr3t-value", SessionToken: "tok3n-value"}
-	var logged bytes.Buffer
-	slog.New(slog.NewJSONHandler(&logged, nil)).Info("config", "cfg", c)
-	for _, out := range []string{fmt.Sprint(c), fmt.Sprintf("%+v", c), fmt.Sprintf("%#v", c), logged.String()} {
-		if strings.Contains(out, "s3cr3t") || strings.Contains(out, "tok3n") {
-			t.Fatalf("secret shown: %s", out)
-		}
-		if !strings.Contains(out, "AKIDVISIBLE") {
-			t.Fatalf("access key id missing: %s", out)
-		}
-	}
+	awstest.CheckSecretsHidden(t, c)
 }
 
 func TestRegionFromURL(t *testing.T) {
@@ -96,16 +70,15 @@ func TestTranslate(t *testing.T) {
 		{&smithy.OperationError{ServiceID: "SQS", OperationName: "ReceiveMessage", Err: errors.New("connection refused")}, true, false},
 	} {
 		err := translate(OpReceive, tc.err)
-		var be *brokers.Error
-		if !errors.As(err, &be) || be.Op != OpReceive || be.Retryable != tc.retryable || brokers.Retryable(err) != tc.retryable {
-			t.Errorf("%v: got %#v, want retryable %v", tc.err, err, tc.retryable)
+		awstest.CheckTranslated(t, tc.err, err, OpReceive, tc.retryable)
+		if brokers.Retryable(err) != tc.retryable {
+			t.Errorf("%v: brokers.Retryable = %v, want %v", tc.err, !tc.retryable, tc.retryable)
 		}
 		if errors.Is(err, ErrQueueNotFound) != tc.notFound {
 			t.Errorf("%v: errors.Is(ErrQueueNotFound) = %v", tc.err, !tc.notFound)
 		}
-		var ae smithy.APIError
 		var oe *smithy.OperationError
-		if errors.As(err, &ae) || errors.As(err, &oe) {
+		if errors.As(err, &oe) {
 			t.Errorf("%v: an SDK type leaks through %v", tc.err, err)
 		}
 		if !strings.Contains(err.Error(), tc.err.Error()) {

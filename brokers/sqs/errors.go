@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/aws/smithy-go"
-
-	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
 )
 
 // ErrQueueNotFound is returned (inside a *brokers.Error) when the queue
@@ -60,17 +58,6 @@ func (e *BatchError) retryable() bool {
 	return false
 }
 
-// apiError is a client error flattened to its text and code, so that no
-// SDK type escapes the package.
-type apiError struct {
-	code string
-	msg  string
-	is   error // a sentinel it matches, or nil
-}
-
-func (e *apiError) Error() string { return e.msg }
-func (e *apiError) Unwrap() error { return e.is }
-
 // nonRetryable lists client-fault codes that the same call will meet again.
 var nonRetryable = map[string]bool{
 	"AccessDenied":                                true,
@@ -105,34 +92,20 @@ var nonRetryable = map[string]bool{
 	"KmsNotFound":                                 true,
 }
 
+// notFound are the codes of a missing queue.
+var notFound = map[string]error{
+	"QueueDoesNotExist":                       ErrQueueNotFound,
+	"AWS.SimpleQueueService.NonExistentQueue": ErrQueueNotFound,
+}
+
 // translate turns an SDK error into a *brokers.Error.
 func translate(op string, err error) error {
-	var ae smithy.APIError
-	if !errors.As(err, &ae) {
-		// A connection refused or reset, a timeout: the next call may work.
-		return &brokers.Error{Op: op, Retryable: true, Err: &apiError{msg: err.Error()}}
-	}
-	code := ae.ErrorCode()
-	e := &apiError{code: code, msg: err.Error()}
-	if code == "QueueDoesNotExist" || code == "AWS.SimpleQueueService.NonExistentQueue" {
-		e.is = ErrQueueNotFound
-	}
-	retry := true
-	if ae.ErrorFault() != smithy.FaultServer && nonRetryable[code] {
-		retry = false
-	}
-	return &brokers.Error{Op: op, Retryable: retry, Err: e}
+	return awsutil.Translate(op, err, nonRetryable, notFound)
 }
 
 // callError returns what a failed call reports: ctx.Err() when the
 // caller's ctx ended, brokers.ErrClosed when the queue or receiver was
 // closed during the call, else the translated error.
 func callError(ctx, closing context.Context, op string, err error) error {
-	if cerr := ctx.Err(); cerr != nil {
-		return cerr
-	}
-	if closing.Err() != nil {
-		return &brokers.Error{Op: op, Err: brokers.ErrClosed}
-	}
-	return translate(op, err)
+	return awsutil.CallError(ctx, closing, op, err, translate)
 }

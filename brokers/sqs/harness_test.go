@@ -25,8 +25,6 @@ var server = awstest.SQS()
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m, server)) }
 
-var queueSeq atomic.Int64
-
 // harness makes fresh queues on the emulator for brokertest and the
 // focused tests. The adapter under test reaches the emulator through a
 // proxy of its own (to stop it or cut its connections); the fixture's
@@ -48,8 +46,8 @@ func (h harness) NewQueue(t *testing.T, opts brokertest.QueueOptions) brokertest
 }
 
 type fixture struct {
+	awstest.Faults
 	client *awssqs.Client
-	proxy  *awstest.Proxy
 	url    string
 	fifo   bool
 	vis    time.Duration
@@ -62,33 +60,25 @@ func (h harness) newFixture(t testing.TB, ackDeadline time.Duration) *fixture {
 	if ackDeadline > 0 {
 		vis = time.Duration(math.Ceil(ackDeadline.Seconds())) * time.Second
 	}
-	name := fmt.Sprintf("drover-%d-%d", os.Getpid(), queueSeq.Add(1))
+	name := awstest.Name()
 	attrs := map[string]string{"VisibilityTimeout": strconv.Itoa(int(vis / time.Second))}
 	if h.fifo {
 		name += ".fifo"
 		attrs["FifoQueue"] = "true"
 	}
 	c := awstest.SQSClient(h.endpoint, false)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := awstest.CallContext()
 	defer cancel()
 	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name), Attributes: attrs})
 	if err != nil {
 		t.Fatalf("create queue %s: %v", name, err)
 	}
 	url := aws.ToString(out.QueueUrl)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: aws.String(url)}); err != nil {
-			t.Logf("delete queue %s: %v", name, err)
-		}
+	awstest.CleanupDelete(t, "queue "+name, func(ctx context.Context) error {
+		_, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: aws.String(url)})
+		return err
 	})
-	p, err := awstest.NewProxy(h.endpoint)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = p.Close() })
-	return &fixture{client: c, proxy: p, url: url, fifo: h.fifo, vis: vis}
+	return &fixture{Faults: awstest.StartProxy(t, h.endpoint), client: c, url: url, fifo: h.fifo, vis: vis}
 }
 
 // config is the adapter's config for this queue, through the proxy, with
@@ -98,7 +88,7 @@ func (f *fixture) config() sqs.Config {
 	return sqs.Config{
 		QueueURL:          f.url,
 		Region:            awstest.Region,
-		Endpoint:          f.proxy.Endpoint(),
+		Endpoint:          f.Proxy.Endpoint(),
 		AccessKeyID:       awstest.AccessKeyID,
 		SecretAccessKey:   awstest.SecretAccessKey,
 		VisibilityTimeout: f.vis,
@@ -109,14 +99,9 @@ func (f *fixture) Open(t *testing.T) brokers.Queue { return f.open(t, f.config()
 
 func (f *fixture) open(t testing.TB, cfg sqs.Config) *sqs.Queue {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-	defer cancel()
-	q, err := sqs.NewQueue(ctx, cfg)
-	if err != nil {
-		t.Fatalf("sqs.NewQueue: %v", err)
-	}
-	t.Cleanup(func() { _ = q.Close() })
-	return q
+	return awstest.Open(t, "sqs.NewQueue", func(ctx context.Context) (*sqs.Queue, error) {
+		return sqs.NewQueue(ctx, cfg)
+	})
 }
 
 // Send sends msgs, ten per SendMessageBatch, with their headers and key as
@@ -176,16 +161,6 @@ func (f *fixture) send(ctx context.Context, msgs ...brokers.Message) ([]string, 
 }
 
 func (f *fixture) AckDeadline() time.Duration { return f.vis }
-
-func (f *fixture) StopServer(t *testing.T) { f.proxy.Stop() }
-
-func (f *fixture) StartServer(t *testing.T) {
-	if err := f.proxy.Start(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (f *fixture) CutConnections(t *testing.T) { f.proxy.Cut() }
 
 var (
 	_ brokertest.QueueHarness     = harness{}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/brokers/internal/open"
 )
 
@@ -108,17 +109,11 @@ func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error)
 
 // OpenReceiver is Open returning the concrete type.
 func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	if q.closed {
-		return nil, &brokers.Error{Op: OpOpen, Err: brokers.ErrClosed}
-	}
-	r := &Receiver{q: q, slot: slot}
-	r.ctx, r.cancel = context.WithCancel(q.ctx)
-	return r, nil
+	return lifetime.Add(ctx, &q.mu, &q.closed, OpOpen, func() *Receiver {
+		r := &Receiver{q: q, slot: slot}
+		r.ctx, r.cancel = context.WithCancel(q.ctx)
+		return r
+	})
 }
 
 // Close closes the queue and every receiver: calls in flight (a long poll)
@@ -126,14 +121,9 @@ func (q *Queue) OpenReceiver(ctx context.Context, slot string) (*Receiver, error
 // closes idle connections. Messages received and not acknowledged come
 // back after their visibility timeout. Closing twice is harmless.
 func (q *Queue) Close() error {
-	q.mu.Lock()
-	if q.closed {
-		q.mu.Unlock()
-		return nil
+	if lifetime.Shut(&q.mu, &q.closed) {
+		q.shutdown()
 	}
-	q.closed = true
-	q.mu.Unlock()
-	q.shutdown()
 	return nil
 }
 
@@ -156,14 +146,8 @@ func (r *Receiver) begin(ctx context.Context, op string) (context.Context, func(
 	if q.closed || r.closed {
 		return nil, nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
-	q.calls.Add(1)
-	cctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(r.ctx, cancel)
-	return cctx, func() {
-		stop()
-		cancel()
-		q.calls.Done()
-	}, nil
+	cctx, end := awsutil.Begin(ctx, r.ctx, &q.calls)
+	return cctx, end, nil
 }
 
 // newAttemptID returns a ReceiveRequestAttemptId for a FIFO receive.

@@ -13,6 +13,8 @@ import (
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/internal/awsutil"
+	"github.com/drover-dev/drover/brokers/internal/lifetime"
 	"github.com/drover-dev/drover/internal/exec"
 )
 
@@ -310,9 +312,7 @@ func (r *Receiver) batch(ctx context.Context, op string, ts []target,
 // unacknowledged messages come back after their visibility timeout.
 // Closing twice is harmless.
 func (r *Receiver) Close() error {
-	r.q.mu.Lock()
-	r.closed = true
-	r.q.mu.Unlock()
+	lifetime.Shut(&r.q.mu, &r.closed)
 	r.cancel()
 	return nil
 }
@@ -330,8 +330,8 @@ func asBrokersError(err error, target **brokers.Error) bool {
 }
 
 func codeOf(err error) string {
-	if ae, ok := err.(*apiError); ok && ae.code != "" {
-		return ae.code
+	if ae, ok := err.(*awsutil.APIError); ok && ae.Code != "" {
+		return ae.Code
 	}
 	return "RequestFailed"
 }

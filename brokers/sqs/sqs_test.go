@@ -22,38 +22,21 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/sqs"
 )
 
-func ctxT(t *testing.T, d time.Duration) context.Context {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), d)
-	t.Cleanup(cancel)
-	return ctx
-}
-
 func receiver(t *testing.T, q *sqs.Queue, slot string) *sqs.Receiver {
 	t.Helper()
-	r, err := q.OpenReceiver(ctxT(t, 10*time.Second), slot)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Close() })
-	return r
+	return brokertest.Open(t, 10*time.Second, "open "+slot, func(ctx context.Context) (*sqs.Receiver, error) {
+		return q.OpenReceiver(ctx, slot)
+	})
 }
 
 // receiveN receives until it has n messages or the deadline passes.
 func receiveN(t *testing.T, r *sqs.Receiver, n int, timeout time.Duration) []brokers.Message {
 	t.Helper()
-	ctx := ctxT(t, timeout)
-	var got []brokers.Message
-	for len(got) < n {
-		res, err := r.Receive(ctx, n-len(got), time.Second)
-		if err != nil {
-			t.Fatalf("receive after %d of %d: %v", len(got), n, err)
-		}
-		got = append(got, res.Messages...)
-	}
+	got, _ := brokertest.PollN(t, brokertest.Context(t, timeout), "receive", r.Receive, n)
 	return got
 }
 
@@ -76,7 +59,7 @@ func TestFieldsAndHeaders(t *testing.T) {
 			h.fifo = fifo
 			f := h.newFixture(t, 30*time.Second)
 			before := time.Now().Add(-2 * time.Second)
-			ids, err := f.send(ctxT(t, 10*time.Second),
+			ids, err := f.send(brokertest.Context(t, 10*time.Second),
 				brokers.Message{Key: []byte("k1"), Value: []byte(`{"a":1}`), Headers: []brokers.Header{{Key: "zeta", Value: []byte("z")}, {Key: "alpha", Value: []byte("a")}}},
 			)
 			if err != nil {
@@ -103,12 +86,12 @@ func TestFieldsAndHeaders(t *testing.T) {
 			if !strings.HasPrefix(got, strings.Join(want, ",")) {
 				t.Fatalf("headers %s, want %s first", got, strings.Join(want, ","))
 			}
-			if err := r.Ack(ctxT(t, 10*time.Second), []brokers.Message{m}); err != nil {
+			if err := r.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}); err != nil {
 				t.Fatal(err)
 			}
 			if fifo {
 				// Without a key attribute the group id is the key.
-				if _, err := f.client.SendMessage(ctxT(t, 10*time.Second), sendInput(f.url, "v", "grp", "dd")); err != nil {
+				if _, err := f.client.SendMessage(brokertest.Context(t, 10*time.Second), sendInput(f.url, "v", "grp", "dd")); err != nil {
 					t.Fatal(err)
 				}
 				m := receiveN(t, r, 1, 10*time.Second)[0]
@@ -128,7 +111,7 @@ func TestFieldsAndHeaders(t *testing.T) {
 func TestRedeliveryAfterReceiverDies(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFixture(t, time.Second)
-	if err := f.Send(ctxT(t, 10*time.Second), msgs("m", 3)...); err != nil {
+	if err := f.Send(brokertest.Context(t, 10*time.Second), msgs("m", 3)...); err != nil {
 		t.Fatal(err)
 	}
 	applied := map[string]string{} // dedupe table: message id -> value
@@ -176,7 +159,7 @@ func TestRedeliveryAfterReceiverDies(t *testing.T) {
 	if len(applied) != 3 {
 		t.Fatalf("applied %v, want each of 3 messages once", applied)
 	}
-	if err := r.Ack(ctxT(t, 10*time.Second), again); err != nil {
+	if err := r.Ack(brokertest.Context(t, 10*time.Second), again); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -193,7 +176,7 @@ func TestUnsetVisibilityTimeoutIsTheDefault(t *testing.T) {
 			h := newHarness(t)
 			h.fifo = fifo
 			f := h.newFixture(t, time.Second) // the queue's attribute: 1 s
-			ids, err := f.send(ctxT(t, 10*time.Second), brokers.Message{Key: []byte("k"), Value: []byte("v")})
+			ids, err := f.send(brokertest.Context(t, 10*time.Second), brokers.Message{Key: []byte("k"), Value: []byte("v")})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -210,7 +193,7 @@ func TestUnsetVisibilityTimeoutIsTheDefault(t *testing.T) {
 			// Absent from every receive for 3 s, three times the queue's own
 			// timeout: each Receive long-polls for what is left of them.
 			deadline := time.Now().Add(3 * time.Second)
-			ctx := ctxT(t, 15*time.Second)
+			ctx := brokertest.Context(t, 15*time.Second)
 			for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
 				res, err := other.Receive(ctx, 10, left)
 				if err != nil {
@@ -223,14 +206,14 @@ func TestUnsetVisibilityTimeoutIsTheDefault(t *testing.T) {
 			}
 
 			// The other receiver does see it once the first gives it back.
-			if err := first.Nack(ctxT(t, 10*time.Second), []brokers.Message{m}, 0); err != nil {
+			if err := first.Nack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}, 0); err != nil {
 				t.Fatal(err)
 			}
 			again := receiveN(t, other, 1, 10*time.Second)[0]
 			if again.ID != m.ID || again.Deliveries != 2 {
 				t.Fatalf("after the nack: %s (deliveries %d), want %s delivered a second time", again.ID, again.Deliveries, m.ID)
 			}
-			if err := other.Ack(ctxT(t, 10*time.Second), []brokers.Message{again}); err != nil {
+			if err := other.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{again}); err != nil {
 				t.Fatal(err)
 			}
 		})
@@ -251,7 +234,7 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 			sent = append(sent, brokers.Message{Key: []byte("g" + strconv.Itoa(g)), Value: []byte(strconv.Itoa(i))})
 		}
 	}
-	if err := f.Send(ctxT(t, 10*time.Second), sent...); err != nil {
+	if err := f.Send(brokertest.Context(t, 10*time.Second), sent...); err != nil {
 		t.Fatal(err)
 	}
 	q := f.open(t, f.config())
@@ -263,7 +246,12 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 		total   int
 		failure error
 	)
-	ctx := ctxT(t, 60*time.Second)
+	ctx := brokertest.Context(t, 60*time.Second)
+	fail := func(err error) {
+		mu.Lock()
+		failure = err
+		mu.Unlock()
+	}
 	work := func(id int, r *sqs.Receiver) {
 		for ctx.Err() == nil {
 			mu.Lock()
@@ -275,9 +263,7 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 			res, err := r.Receive(ctx, 4, 500*time.Millisecond)
 			if err != nil {
 				if ctx.Err() == nil {
-					mu.Lock()
-					failure = fmt.Errorf("receiver %d: %w", id, err)
-					mu.Unlock()
+					fail(fmt.Errorf("receiver %d: %w", id, err))
 				}
 				return
 			}
@@ -302,9 +288,7 @@ func TestFIFOGroupOrderAcrossReceivers(t *testing.T) {
 			}
 			mu.Unlock()
 			if err := r.Ack(ctx, res.Messages); err != nil {
-				mu.Lock()
-				failure = fmt.Errorf("receiver %d: ack: %w", id, err)
-				mu.Unlock()
+				fail(fmt.Errorf("receiver %d: ack: %w", id, err))
 				return
 			}
 			mu.Lock()
@@ -378,7 +362,7 @@ func TestAckForeignMessage(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFixture(t, 30*time.Second)
 	r := receiver(t, f.open(t, f.config()), "slot-0")
-	err := r.Ack(ctxT(t, 10*time.Second), []brokers.Message{{ID: "x", Handle: "not ours"}})
+	err := r.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{{ID: "x", Handle: "not ours"}})
 	var be *brokers.Error
 	if !errors.As(err, &be) || be.Op != sqs.OpAck || be.Retryable {
 		t.Fatalf("ack of a foreign message: %v, want a non-retryable ack error", err)
@@ -488,7 +472,7 @@ func asSlice(v any) []any {
 func TestAckPartialFailure(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFixture(t, time.Second)
-	if err := f.Send(ctxT(t, 10*time.Second), msgs("m", 12)...); err != nil {
+	if err := f.Send(brokertest.Context(t, 10*time.Second), msgs("m", 12)...); err != nil {
 		t.Fatal(err)
 	}
 	cfg := f.config()
@@ -500,7 +484,7 @@ func TestAckPartialFailure(t *testing.T) {
 		got[i] = sqs.WithReceipt(got[i], "refuse:"+sqs.Receipt(got[i]))
 	}
 
-	err := r.Ack(ctxT(t, 10*time.Second), got)
+	err := r.Ack(brokertest.Context(t, 10*time.Second), got)
 	var be *brokers.Error
 	var batch *sqs.BatchError
 	if !errors.As(err, &be) || be.Op != sqs.OpAck || !errors.As(err, &batch) {
@@ -524,10 +508,10 @@ func TestAckPartialFailure(t *testing.T) {
 			t.Fatalf("message %s (%s) came back although its delete succeeded", m.ID, m.Value)
 		}
 	}
-	if err := r.Ack(ctxT(t, 10*time.Second), back); err != nil {
+	if err := r.Ack(brokertest.Context(t, 10*time.Second), back); err != nil {
 		t.Fatal(err)
 	}
-	res, err := r.Receive(ctxT(t, 10*time.Second), 10, 2*time.Second)
+	res, err := r.Receive(brokertest.Context(t, 10*time.Second), 10, 2*time.Second)
 	if err != nil || len(res.Messages) > 0 {
 		t.Fatalf("after acking everything: %d messages, %v", len(res.Messages), err)
 	}
@@ -539,14 +523,14 @@ func TestAckPartialFailure(t *testing.T) {
 func TestNackPartialFailure(t *testing.T) {
 	h := newHarness(t)
 	f := h.newFixture(t, 30*time.Second)
-	if err := f.Send(ctxT(t, 10*time.Second), msgs("m", 3)...); err != nil {
+	if err := f.Send(brokertest.Context(t, 10*time.Second), msgs("m", 3)...); err != nil {
 		t.Fatal(err)
 	}
 	r := receiver(t, f.open(t, f.config()), "slot-0")
 	got := receiveN(t, r, 3, 10*time.Second)
 	badID := got[1].ID
 	got[1] = sqs.WithReceipt(got[1], "unknown-receipt-handle")
-	err := r.Nack(ctxT(t, 10*time.Second), got, 0)
+	err := r.Nack(brokertest.Context(t, 10*time.Second), got, 0)
 	var batch *sqs.BatchError
 	if !errors.As(err, &batch) || len(batch.Failures) != 1 || batch.Failures[0].MessageID != badID {
 		t.Fatalf("nack with one unknown handle: %v, want one failure naming %s", err, badID)
@@ -572,7 +556,7 @@ func TestMessageIDsUniquePerSend(t *testing.T) {
 			body := brokers.Message{Value: []byte(`{"same":"body"}`)}
 			var sent []string
 			for range 2 {
-				ids, err := f.send(ctxT(t, 10*time.Second), body)
+				ids, err := f.send(brokertest.Context(t, 10*time.Second), body)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -582,7 +566,7 @@ func TestMessageIDsUniquePerSend(t *testing.T) {
 			// A FIFO queue holds the group's next message until the one
 			// before is acked.
 			got := receiveN(t, r, 1, 20*time.Second)
-			if err := r.Ack(ctxT(t, 10*time.Second), got); err != nil {
+			if err := r.Ack(brokertest.Context(t, 10*time.Second), got); err != nil {
 				t.Fatal(err)
 			}
 			got = append(got, receiveN(t, r, 1, 20*time.Second)...)
@@ -595,7 +579,7 @@ func TestMessageIDsUniquePerSend(t *testing.T) {
 					t.Fatalf("received %q with id %q, sent ids %v", m.Value, m.ID, sent)
 				}
 			}
-			if err := r.Ack(ctxT(t, 10*time.Second), got[1:]); err != nil {
+			if err := r.Ack(brokertest.Context(t, 10*time.Second), got[1:]); err != nil {
 				t.Fatal(err)
 			}
 		})

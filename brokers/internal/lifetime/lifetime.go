@@ -1,7 +1,9 @@
 // Package lifetime is the lifetime of an adapter's connection, queue,
 // receiver or reader: a context cancelled when it closes, under which each
 // call runs, and the mapping of a call's error that tells a close apart
-// from the caller's cancellation. The NATS and Pub/Sub adapters use it.
+// from the caller's cancellation. The NATS and Pub/Sub adapters use it;
+// every adapter closes its stream or queue once through Shut or ShutAll,
+// and a reader or receiver closed on its own leaves the set through Leave.
 package lifetime
 
 import (
@@ -38,6 +40,15 @@ func (l Life) Close() { l.cancel() }
 
 // Closed reports whether the lifetime has ended.
 func (l Life) Closed() bool { return l.ctx.Err() != nil }
+
+// Check is what a call checks before it starts: ErrClosed under op when
+// the lifetime has ended, else ctx's error (nil while ctx lives).
+func (l Life) Check(ctx context.Context, op string) error {
+	if l.Closed() {
+		return ClosedErr(op)
+	}
+	return ctx.Err()
+}
 
 // Op returns a context for one call: it ends when ctx ends or l closes.
 func (l Life) Op(ctx context.Context) (context.Context, context.CancelFunc) {
