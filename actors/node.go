@@ -30,6 +30,9 @@ type Metrics interface {
 	// PositionReset counts checkpoints reset because the broker no longer
 	// had their position (on_position_reset).
 	PositionReset(source, unit string)
+	// UnitState records the state a unit's tree entry shows now (one of
+	// the State constants), each time it changes.
+	UnitState(source, unit, state string)
 	// Forget drops a unit's series: it no longer runs on this node.
 	Forget(source, unit string)
 }
@@ -43,6 +46,7 @@ func (noMetrics) Acked(string, string, int64)                 {}
 func (noMetrics) Restarted(string, string)                    {}
 func (noMetrics) LeaseChanged(string, string)                 {}
 func (noMetrics) PositionReset(string, string)                {}
+func (noMetrics) UnitState(string, string, string)           {}
 func (noMetrics) Forget(string, string)                       {}
 
 // nodeEnv is what every actor of a node shares. Immutable after Start,
@@ -133,6 +137,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	if ne.metrics == nil {
 		ne.metrics = noMetrics{}
 	}
+	ne.reg.stateChanged = ne.metrics.UnitState
 	n := &Node{ne: ne, cancel: cancel, drained: make(chan struct{})}
 	var minTTL time.Duration
 	ids := make([]uint32, 0, len(full))

@@ -101,6 +101,9 @@ type registry struct {
 	// retryLogs rate-limits each unit's WARN lines about retrying, across
 	// the unit's restarts (by unit id).
 	retryLogs map[string]*logGate
+	// stateChanged, when set (Metrics.UnitState), is told each change of
+	// a unit entry's state.
+	stateChanged func(source, unit, state string)
 }
 
 type logGate struct {
@@ -187,7 +190,16 @@ func (r *registry) addUnit(source, unit string) uint64 {
 	}
 	r.gens++
 	s.units[unit] = &unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}, gen: r.gens}
+	r.noteState(source, unit, StateStarting)
 	return r.gens
+}
+
+// noteState tells stateChanged, if set, the state a unit's entry shows
+// now (under r.mu: the calls for one unit come in the order of its writes).
+func (r *registry) noteState(source, unit, state string) {
+	if r.stateChanged != nil {
+		r.stateChanged(source, unit, state)
+	}
 }
 
 // unit updates the status of the unit of generation gen. A write for an
@@ -213,7 +225,11 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	if !ok || e.gen != gen {
 		return
 	}
+	was := e.status.State
 	f(&e.status)
+	if e.status.State != was {
+		r.noteState(source, unit, e.status.State)
+	}
 }
 
 // leaseRenewed records a renewed lease's expiry in the unit's entry if the

@@ -77,6 +77,10 @@ type Node struct {
 	Capacity   float64 `yaml:"capacity" json:"capacity"` // placement weight, default 1, at most cluster.max_capacity
 	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
 	DebugTLS DebugTLS `yaml:"debug_tls" json:"debug_tls,omitzero"`
+	// MetricsPerUnit adds the per-unit counters (drover_unit_received_total
+	// and six more) beside the per-source ones; off, a unit has two series
+	// (lag and state).
+	MetricsPerUnit bool `yaml:"metrics_per_unit" json:"metrics_per_unit,omitempty"`
 }
 
 // DebugTLS is node.debug_tls: paths of PEM files, never their content (so

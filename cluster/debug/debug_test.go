@@ -426,7 +426,7 @@ func TestReadyz(t *testing.T) {
 
 func TestMetricsServesTheConfiguredRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg, "node-1")
+	m := metrics.New(reg, "node-1", metrics.Options{PerUnit: true})
 	m.Received("orders", "orders/0", 42, 3)
 	s := start(t, Config{Node: &fakeNode{trees: []actors.Tree{{Node: "node-1"}}}, Registry: reg})
 	r := get(t, "http://"+s.Addr()+"/metrics")

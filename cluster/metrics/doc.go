@@ -2,19 +2,24 @@
 //
 // New registers the drover_* collectors on a registry the caller owns (never
 // the default one) and returns a *Metrics that implements actors.Metrics.
-// Every series carries a constant label node=<name>; per-unit series carry
-// source and unit labels:
+// Every series carries a constant label node=<name>. A unit has two series
+// of its own (what an operator alerts on), the counters are per source:
 //
-//	drover_unit_received_total         messages fetched
-//	drover_unit_applied_total          records applied (upserts and deletions)
-//	drover_unit_rejected_total         messages rejected by decode
-//	drover_unit_dead_lettered_total    messages dead-lettered
-//	drover_unit_acked_total            queue messages acknowledged
-//	drover_unit_lag                    messages behind the end of the unit (gauge)
-//	drover_unit_restarts_total         unit actor restarts after a failure
-//	drover_unit_lease_changes_total    leases acquired, lost or released
-//	drover_unit_position_resets_total  checkpoints reset: the broker no longer had their position
-//	drover_cluster_members             members in this node's view (gauge)
+//	drover_unit_lag                      messages behind the end of the unit (gauge)
+//	drover_unit_state{state}             1 for the unit's tree state, one series per unit
+//	drover_unit_position_resets_total    checkpoints reset: the broker no longer had their position
+//	drover_source_received_total         messages fetched
+//	drover_source_applied_total          records applied (upserts and deletions)
+//	drover_source_rejected_total         messages rejected by decode
+//	drover_source_dead_lettered_total    messages dead-lettered
+//	drover_source_acked_total            queue messages acknowledged
+//	drover_source_restarts_total         unit actor restarts after a failure
+//	drover_source_lease_changes_total    leases acquired, lost or released
+//	drover_cluster_members               members in this node's view (gauge)
+//
+// With Options.PerUnit (node.metrics_per_unit) the seven counters are also
+// kept per unit, as drover_unit_received_total and so on (source and unit
+// labels).
 //
 // # Guarantees
 //

@@ -1,32 +1,78 @@
 package metrics
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
 )
 
-// Label names of the per-unit series.
+// Label names of the series.
 const (
 	LabelNode   = "node"
 	LabelSource = "source"
 	LabelUnit   = "unit"
+	LabelState  = "state"
 )
+
+// Options choose which series a node exports.
+type Options struct {
+	// PerUnit adds the per-unit counters (drover_unit_received_total and
+	// the others) beside the per-source ones: seven more series per unit,
+	// which a node of thousands of units should not pay for unless an
+	// operator reads them (node.metrics_per_unit).
+	PerUnit bool
+}
+
+// counters is one set of the runtime's counters, per source or per unit.
+type counters struct {
+	received, applied, rejected, deadLettered, acked, restarts, leaseChanges *prometheus.CounterVec
+}
+
+func newCounters(subsystem string, constLabels prometheus.Labels, labels []string) counters {
+	counter := func(name, help string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "drover", Subsystem: subsystem, Name: name, Help: help, ConstLabels: constLabels,
+		}, labels)
+	}
+	if subsystem == "unit" {
+		return counters{
+			received:     counter("received_total", "Messages fetched from the broker by the unit."),
+			applied:      counter("applied_total", "Records (upserts and deletions) the unit applied to the store."),
+			rejected:     counter("rejected_total", "Messages the unit's decoder rejected."),
+			deadLettered: counter("dead_lettered_total", "Messages the unit dead-lettered."),
+			acked:        counter("acked_total", "Queue messages the unit acknowledged after the store committed."),
+			restarts:     counter("restarts_total", "Restarts of the unit actor after it failed."),
+			leaseChanges: counter("lease_changes_total", "Changes of the unit's lease on this node (acquired, lost, released)."),
+		}
+	}
+	return counters{
+		received:     counter("received_total", "Messages fetched from the broker by the source's units on this node."),
+		applied:      counter("applied_total", "Records (upserts and deletions) the source's units on this node applied to the store."),
+		rejected:     counter("rejected_total", "Messages the decoder of the source's units on this node rejected."),
+		deadLettered: counter("dead_lettered_total", "Messages the source's units on this node dead-lettered."),
+		acked:        counter("acked_total", "Queue messages the source's units on this node acknowledged after the store committed."),
+		restarts:     counter("restarts_total", "Restarts of the source's unit actors on this node after they failed."),
+		leaseChanges: counter("lease_changes_total", "Changes of the source's leases on this node (acquired, lost, released)."),
+	}
+}
+
+func (c counters) all() []*prometheus.CounterVec {
+	return []*prometheus.CounterVec{c.received, c.applied, c.rejected, c.deadLettered, c.acked, c.restarts, c.leaseChanges}
+}
 
 // Metrics holds a node's collectors. It implements actors.Metrics.
 type Metrics struct {
-	received     *prometheus.CounterVec
-	applied      *prometheus.CounterVec
-	rejected     *prometheus.CounterVec
-	deadLettered *prometheus.CounterVec
-	acked        *prometheus.CounterVec
-	lag          *prometheus.GaugeVec
-	restarts     *prometheus.CounterVec
-	leaseChanges *prometheus.CounterVec
-	resets       *prometheus.CounterVec
-	members      prometheus.Gauge
+	source  counters  // always: by source
+	unit    *counters // Options.PerUnit: by source and unit
+	lag     *prometheus.GaugeVec
+	state   *prometheus.GaugeVec
+	resets  *prometheus.CounterVec
+	members prometheus.Gauge
 
-	unitVecs []*prometheus.MetricVec
+	mu     sync.Mutex
+	states map[[2]string]string // (source, unit) → the state its drover_unit_state series shows
 }
 
 var _ actors.Metrics = (*Metrics)(nil)
@@ -37,58 +83,72 @@ var _ actors.Metrics = (*Metrics)(nil)
 //
 // New panics when reg already holds drover collectors for this node (the
 // programmer registered twice), like prometheus.Registry.MustRegister.
-func New(reg *prometheus.Registry, node string) *Metrics {
+func New(reg *prometheus.Registry, node string, o Options) *Metrics {
 	if reg == nil {
 		reg = prometheus.NewRegistry()
 	}
 	constLabels := prometheus.Labels{LabelNode: node}
 	unitLabels := []string{LabelSource, LabelUnit}
-	counter := func(name, help string) *prometheus.CounterVec {
-		return prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "drover", Subsystem: "unit", Name: name, Help: help, ConstLabels: constLabels,
-		}, unitLabels)
-	}
 	m := &Metrics{
-		received:     counter("received_total", "Messages fetched from the broker by the unit."),
-		applied:      counter("applied_total", "Records (upserts and deletions) the unit applied to the store."),
-		rejected:     counter("rejected_total", "Messages the unit's decoder rejected."),
-		deadLettered: counter("dead_lettered_total", "Messages the unit dead-lettered."),
-		acked:        counter("acked_total", "Queue messages the unit acknowledged after the store committed."),
+		source: newCounters("source", constLabels, []string{LabelSource}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Namespace: "drover", Subsystem: "unit", Name: "lag", ConstLabels: constLabels,
 			Help: "Messages between the unit's last fetched position and the end of the partition, as of the last fetch.",
 		}, unitLabels),
-		restarts:     counter("restarts_total", "Restarts of the unit actor after it failed."),
-		leaseChanges: counter("lease_changes_total", "Changes of the unit's lease on this node (acquired, lost, released)."),
-		resets: counter("position_resets_total", "Checkpoints reset on this node because the broker no longer had their position "+
-			"(deleted by retention, or unknown: a recreated topic); kept when the unit moves."),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "drover", Subsystem: "unit", Name: "state", ConstLabels: constLabels,
+			Help: "1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.",
+		}, []string{LabelSource, LabelUnit, LabelState}),
+		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "drover", Subsystem: "unit", Name: "position_resets_total", ConstLabels: constLabels,
+			Help: "Checkpoints reset on this node because the broker no longer had their position " +
+				"(deleted by retention, or unknown: a recreated topic); kept when the unit moves.",
+		}, unitLabels),
 		members: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: "drover", Subsystem: "cluster", Name: "members", ConstLabels: constLabels,
 			Help: "Members (alive or leaving, this node included) in this node's membership view.",
 		}),
+		states: map[[2]string]string{},
 	}
-	m.unitVecs = []*prometheus.MetricVec{
-		m.received.MetricVec, m.applied.MetricVec, m.rejected.MetricVec, m.deadLettered.MetricVec,
-		m.acked.MetricVec, m.lag.MetricVec, m.restarts.MetricVec, m.leaseChanges.MetricVec,
+	cs := []prometheus.Collector{m.lag, m.state, m.resets, m.members}
+	for _, v := range m.source.all() {
+		cs = append(cs, v)
 	}
-	reg.MustRegister(m.received, m.applied, m.rejected, m.deadLettered, m.acked, m.lag, m.restarts, m.leaseChanges, m.resets, m.members)
+	if o.PerUnit {
+		u := newCounters("unit", constLabels, unitLabels)
+		m.unit = &u
+		for _, v := range u.all() {
+			cs = append(cs, v)
+		}
+	}
+	reg.MustRegister(cs...)
 	return m
 }
 
-// add adds n to a unit's counter; n <= 0 is ignored, and so are label
-// values Prometheus refuses (not UTF-8): a metric must never panic an actor.
-func add(v *prometheus.CounterVec, source, unit string, n int64) {
+// add adds n to a counter of the given labels; n <= 0 is ignored, and so
+// are label values Prometheus refuses (not UTF-8): a metric must never
+// panic an actor.
+func add(v *prometheus.CounterVec, n int64, labels ...string) {
 	if n <= 0 {
 		return
 	}
-	if c, err := v.GetMetricWithLabelValues(source, unit); err == nil {
+	if c, err := v.GetMetricWithLabelValues(labels...); err == nil {
 		c.Add(float64(n))
+	}
+}
+
+// count adds n to the source's counter pick chooses, and to the unit's
+// when per-unit counters are on.
+func (m *Metrics) count(pick func(counters) *prometheus.CounterVec, source, unit string, n int64) {
+	add(pick(m.source), n, source)
+	if m.unit != nil {
+		add(pick(*m.unit), n, source, unit)
 	}
 }
 
 // Received counts n fetched messages and records the unit's lag.
 func (m *Metrics) Received(source, unit string, n, lag int64) {
-	add(m.received, source, unit, n)
+	m.count(func(c counters) *prometheus.CounterVec { return c.received }, source, unit, n)
 	if lag < 0 {
 		lag = 0
 	}
@@ -99,32 +159,71 @@ func (m *Metrics) Received(source, unit string, n, lag int64) {
 
 // Applied counts the outcome of one applied batch.
 func (m *Metrics) Applied(source, unit string, applied, rejected, deadLettered int64) {
-	add(m.applied, source, unit, applied)
-	add(m.rejected, source, unit, rejected)
-	add(m.deadLettered, source, unit, deadLettered)
+	m.count(func(c counters) *prometheus.CounterVec { return c.applied }, source, unit, applied)
+	m.count(func(c counters) *prometheus.CounterVec { return c.rejected }, source, unit, rejected)
+	m.count(func(c counters) *prometheus.CounterVec { return c.deadLettered }, source, unit, deadLettered)
 }
 
 // Acked counts n acknowledged queue messages.
-func (m *Metrics) Acked(source, unit string, n int64) { add(m.acked, source, unit, n) }
+func (m *Metrics) Acked(source, unit string, n int64) {
+	m.count(func(c counters) *prometheus.CounterVec { return c.acked }, source, unit, n)
+}
 
 // Restarted counts one restart of the unit actor.
-func (m *Metrics) Restarted(source, unit string) { add(m.restarts, source, unit, 1) }
+func (m *Metrics) Restarted(source, unit string) {
+	m.count(func(c counters) *prometheus.CounterVec { return c.restarts }, source, unit, 1)
+}
 
 // LeaseChanged counts one change of the unit's lease.
-func (m *Metrics) LeaseChanged(source, unit string) { add(m.leaseChanges, source, unit, 1) }
+func (m *Metrics) LeaseChanged(source, unit string) {
+	m.count(func(c counters) *prometheus.CounterVec { return c.leaseChanges }, source, unit, 1)
+}
 
 // PositionReset counts one checkpoint reset (on_position_reset). Its series
-// is not forgotten when the unit moves: a reset is rare and worth an alert.
-func (m *Metrics) PositionReset(source, unit string) { add(m.resets, source, unit, 1) }
+// is per unit whatever the options and is not forgotten when the unit
+// moves: a reset is rare and worth an alert.
+func (m *Metrics) PositionReset(source, unit string) { add(m.resets, 1, source, unit) }
+
+// UnitState makes state the one drover_unit_state series of the unit.
+func (m *Metrics) UnitState(source, unit, state string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{source, unit}
+	if was, ok := m.states[k]; ok {
+		if was == state {
+			return
+		}
+		m.state.DeleteLabelValues(source, unit, was)
+	}
+	g, err := m.state.GetMetricWithLabelValues(source, unit, state)
+	if err != nil {
+		delete(m.states, k)
+		return
+	}
+	g.Set(1)
+	m.states[k] = state
+}
 
 // SetMembers records the size of this node's membership view.
 func (m *Metrics) SetMembers(n int) { m.members.Set(float64(n)) }
 
-// Forget deletes every series of a unit, for when the unit has stopped on
-// this node (it moved, or its source was removed). Its counters start from
-// zero if it comes back, which Prometheus' rate() reads as a reset.
+// Forget deletes every per-unit series of a unit (but its position
+// resets), for when the unit has stopped on this node (it moved, or its
+// source was removed). Its counters start from zero if it comes back,
+// which Prometheus' rate() reads as a reset; the per-source counters go
+// on.
 func (m *Metrics) Forget(source, unit string) {
-	for _, v := range m.unitVecs {
-		v.DeleteLabelValues(source, unit)
+	m.lag.DeleteLabelValues(source, unit)
+	if m.unit != nil {
+		for _, v := range m.unit.all() {
+			v.DeleteLabelValues(source, unit)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	k := [2]string{source, unit}
+	if was, ok := m.states[k]; ok {
+		m.state.DeleteLabelValues(source, unit, was)
+		delete(m.states, k)
 	}
 }

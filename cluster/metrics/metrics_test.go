@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -94,6 +95,9 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// perUnit turns on the per-unit counters, which the tests below read.
+var perUnit = Options{PerUnit: true}
+
 var unitFamilies = []string{
 	"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
 	"drover_unit_dead_lettered_total", "drover_unit_acked_total", "drover_unit_lag",
@@ -102,7 +106,7 @@ var unitFamilies = []string{
 
 func TestMetricsExposeEveryCounterWithNodeSourceAndUnit(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "node-1")
+	m := New(reg, "node-1", perUnit)
 	m.Received("orders", "orders/0", 10, 5)
 	m.Received("orders", "orders/0", 3, 2) // lag is the latest value, not a sum
 	m.Applied("orders", "orders/0", 11, 1, 1)
@@ -140,7 +144,7 @@ drover_unit_rejected_total{node="node-1",source="orders",unit="orders/0"} 1
 # HELP drover_unit_restarts_total Restarts of the unit actor after it failed.
 # TYPE drover_unit_restarts_total counter
 drover_unit_restarts_total{node="node-1",source="orders",unit="orders/0"} 2
-`)
+`, append(unitFamilies, "drover_cluster_members")...)
 	problems, err := promlint.NewWithMetricFamilies(gather(t, reg)).Lint()
 	if err != nil {
 		t.Fatal(err)
@@ -152,7 +156,7 @@ drover_unit_restarts_total{node="node-1",source="orders",unit="orders/0"} 2
 
 func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "n")
+	m := New(reg, "n", perUnit)
 	m.Received("s", "s/0", -5, -1)
 	m.Applied("s", "s/0", -1, -2, -3)
 	m.Acked("s", "s/0", -4)
@@ -172,7 +176,7 @@ func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
 
 func TestMetricsForgetRemovesOnlyThatUnit(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "n")
+	m := New(reg, "n", perUnit)
 	for _, u := range []string{"s/0", "s/1"} {
 		m.Received("s", u, 1, 1)
 		m.Applied("s", u, 1, 1, 1)
@@ -201,7 +205,7 @@ drover_cluster_members{node="n"} 2
 
 func TestMetricsAreSafeForConcurrentUse(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	m := New(reg, "n")
+	m := New(reg, "n", perUnit)
 	const workers, per = 8, 500
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
@@ -229,7 +233,7 @@ func TestMetricsAreSafeForConcurrentUse(t *testing.T) {
 
 func TestTwoNodesShareARegistryButOneNodeCannotRegisterTwice(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	a, b := New(reg, "a"), New(reg, "b")
+	a, b := New(reg, "a", perUnit), New(reg, "b", perUnit)
 	a.Restarted("s", "s/0")
 	b.Restarted("s", "s/0")
 	b.Restarted("s", "s/0")
@@ -244,15 +248,86 @@ drover_unit_restarts_total{node="b",source="s",unit="s/0"} 2
 			t.Fatal("registering node a twice did not panic")
 		}
 	}()
-	New(reg, "a")
+	New(reg, "a", perUnit)
 }
 
 func TestNewWithoutRegistryWorks(t *testing.T) {
-	m := New(nil, "n")
+	m := New(nil, "n", perUnit)
 	m.Acked("s", "s/0", 2)
 	// The collectors work without a scraper; look at one through a registry
 	// of the test's own.
 	reg := prometheus.NewRegistry()
-	reg.MustRegister(m.acked)
+	reg.MustRegister(m.unit.acked)
 	mustValue(t, reg, "drover_unit_acked_total", "s", "s/0", 2)
+}
+
+// By default a unit has two series, its lag and its state, and the
+// counters are per source: 1,000 units cost 2,000 series, not 9,000.
+func TestDefaultSeriesArePerSourceButLagAndState(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n", Options{})
+	const units = 1000
+	for i := range units {
+		u := fmt.Sprintf("s/%d", i)
+		m.UnitState("s", u, "starting")
+		m.UnitState("s", u, "running")
+		m.Received("s", u, 2, 1)
+		m.Applied("s", u, 2, 0, 1)
+		m.Acked("s", u, 2)
+		m.Restarted("s", u)
+		m.LeaseChanged("s", u)
+	}
+	n := series(t, reg)
+	total := 0
+	for f, k := range n {
+		total += k
+		if strings.HasSuffix(f, "_total") && strings.HasPrefix(f, "drover_unit_") {
+			t.Errorf("%s has %d series with per-unit counters off", f, k)
+		}
+	}
+	if n["drover_unit_lag"] != units || n["drover_unit_state"] != units {
+		t.Errorf("lag %d, state %d series; want %d each (one per unit)", n["drover_unit_lag"], n["drover_unit_state"], units)
+	}
+	if max := 2*units + 10; total > max {
+		t.Errorf("%d series for %d units, want at most %d", total, units, max)
+	}
+	compare(t, reg, `
+# HELP drover_source_received_total Messages fetched from the broker by the source's units on this node.
+# TYPE drover_source_received_total counter
+drover_source_received_total{node="n",source="s"} 2000
+`, "drover_source_received_total")
+	mustValue(t, reg, "drover_source_dead_lettered_total", "s", "", units)
+	mustValue(t, reg, "drover_source_restarts_total", "s", "", units)
+}
+
+// A unit has one drover_unit_state series, for the state it is in now;
+// Forget removes it, and the per-source counters stay.
+func TestUnitStateIsOneSeriesPerUnit(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n", Options{})
+	m.UnitState("s", "s/0", "acquiring")
+	m.UnitState("s", "s/0", "running")
+	m.UnitState("s", "s/0", "running")
+	m.UnitState("s", "s/1", "retrying")
+	m.Received("s", "s/0", 3, 0)
+	compare(t, reg, `
+# HELP drover_unit_state 1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.
+# TYPE drover_unit_state gauge
+drover_unit_state{node="n",source="s",state="retrying",unit="s/1"} 1
+drover_unit_state{node="n",source="s",state="running",unit="s/0"} 1
+`, "drover_unit_state")
+	m.Forget("s", "s/0")
+	compare(t, reg, `
+# HELP drover_unit_state 1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.
+# TYPE drover_unit_state gauge
+drover_unit_state{node="n",source="s",state="retrying",unit="s/1"} 1
+`, "drover_unit_state")
+	if _, ok := value(t, reg, "drover_unit_lag", "s", "s/0"); ok {
+		t.Error("s/0's lag stays after Forget")
+	}
+	mustValue(t, reg, "drover_source_received_total", "s", "", 3)
+	m.UnitState("s", "s/\xff", "running") // not UTF-8: dropped, no panic
+	if n := series(t, reg)["drover_unit_state"]; n != 1 {
+		t.Errorf("%d state series, want 1", n)
+	}
 }
