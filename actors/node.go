@@ -46,7 +46,7 @@ func (noMetrics) Acked(string, string, int64)                 {}
 func (noMetrics) Restarted(string, string)                    {}
 func (noMetrics) LeaseChanged(string, string)                 {}
 func (noMetrics) PositionReset(string, string)                {}
-func (noMetrics) UnitState(string, string, string)           {}
+func (noMetrics) UnitState(string, string, string)            {}
 func (noMetrics) Forget(string, string)                       {}
 
 // nodeEnv is what every actor of a node shares. Immutable after Start,
