@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 func scanCheckpoint(row pgx.Row) (persistence.Checkpoint, error) {
@@ -127,13 +128,9 @@ func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistenc
 func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	fields, err := json.Marshal(w.Fields)
+	fields, drift, err := sqlstore.QualityJSON(w)
 	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
-	}
-	drift, err := json.Marshal(w.Drift)
-	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: drift: %w", w.Source, err)
+		return 0, err
 	}
 	var id int64
 	if err := s.pool.QueryRow(ctx, s.sql.writeQuality, w.Source, w.Node, w.WindowStart, w.WindowEnd,
@@ -178,33 +175,24 @@ func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([
 	return out, nil
 }
 
-// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
-const pruneChunk = 10_000
-
 // PruneDedupe implements persistence.Dedupe. It deletes in chunks of
-// pruneChunk rows, each chunk one statement with the store's deadline, so
+// sqlstore.PruneChunk rows, each chunk one statement with the store's deadline, so
 // that a large backlog (a busy queue's hour) never runs into
 // statement_timeout nor holds its locks long; the call goes on until
 // nothing older than before is left or ctx ends. On error it returns how
 // many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		n, err := s.pruneChunk(ctx, before)
-		total += n
-		if err != nil {
-			return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
-		}
-		if n < pruneChunk {
-			return total, nil
-		}
+	total, err := sqlstore.PruneInChunks(ctx, before, s.pruneChunk)
+	if err != nil {
+		return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
 	}
+	return total, nil
 }
 
 func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, pruneChunk)
+	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, sqlstore.PruneChunk)
 	if err != nil {
 		return 0, err
 	}
