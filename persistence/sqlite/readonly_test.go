@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/sqlite"
+	"github.com/drover-dev/drover/persistence/storetest"
 )
 
 // Issue 10, item 9: `drover dlq list --store sqlite:/typo.db` created and
@@ -43,14 +44,7 @@ func seedDeadLetter(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "people/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Apply(ctx, &persistence.Batch{Source: "people", Unit: "people/0", Lease: l, Table: "people", Checkpoint: "1",
-		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte("junk"), Reason: "invalid JSON"}}}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.ApplyPeople(t, s, "n1", "1", persistence.Op{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte("junk"), Reason: "invalid JSON"})
 	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{})
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("seeded dead letters: %v %v", dls, err)
