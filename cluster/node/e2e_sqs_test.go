@@ -63,14 +63,10 @@ func TestE2ESQS(t *testing.T) {
 		// Everything acked (deleted): no message waiting or in flight.
 		Drained: func(ctx context.Context) (bool, string) {
 			for q, url := range urls {
-				out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-					AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-						sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+				visible, inFlight, err := e2eSQSCounts(ctx, c, url)
 				if err != nil {
 					return false, err.Error()
 				}
-				visible := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
-				inFlight := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
 				if visible != "0" || inFlight != "0" {
 					return false, fmt.Sprintf("queue %s: %s messages waiting, %s in flight", q, visible, inFlight)
 				}
@@ -79,6 +75,19 @@ func TestE2ESQS(t *testing.T) {
 		},
 	})
 	e2eNoSecret(t, res, awstest.SecretAccessKey)
+}
+
+// e2eSQSCounts asks a queue how many messages wait in it and how many are
+// in flight (SQS's approximate numbers, as it gives them).
+func e2eSQSCounts(ctx context.Context, c *awssqs.Client, url string) (visible, inFlight string, err error) {
+	out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return "", "", err
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)],
+		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], nil
 }
 
 // e2eSendSQS sends msgs to the queue, ten per batch, a few batches at a

@@ -60,23 +60,12 @@ func TestGossipIntruderNeverGetsTheDebugToken(t *testing.T) {
 			defer joiner.Close()
 
 			env := map[string]string{"TOK": "tok-e2e", "KEY": base64.StdEncoding.EncodeToString(key)}
-			cl := `cluster: {bind: "127.0.0.1:0", profile: fast}`
+			cl := `bind: "127.0.0.1:0", profile: fast`
 			if tt.secretKey != nil {
-				cl = `cluster: {bind: "127.0.0.1:0", profile: fast, secret_key: "${env:KEY}"}`
+				cl = `bind: "127.0.0.1:0", profile: fast, secret_key: "${env:KEY}"`
 			}
-			cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_token: "${env:TOK}"}
-`+cl+`
-store: {url: "sqlite:`+t.TempDir()+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 2}, records: {key: id}}
-`), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := Start(t.Context(), cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := startNode(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0", debug_token: "${env:TOK}"`, cl, t.TempDir(), 2),
+				config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 			defer n.Close()
 			var self string
 			for _, m := range n.Members() {
@@ -137,19 +126,7 @@ sources:
 // placement would clamp to the default 16 and leave n1 at most
 // ceil(24/17) + 1 = 3.
 func TestMaxCapacityBoundsAGreedyMember(t *testing.T) {
-	cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0"}
-cluster: {bind: "127.0.0.1:0", profile: fast, max_capacity: 2}
-store: {url: "sqlite:`+t.TempDir()+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 24}, records: {key: id}}
-`), config.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Start(t.Context(), cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0"`, `bind: "127.0.0.1:0", profile: fast, max_capacity: 2`, t.TempDir(), 24), config.Options{})
 	defer n.Close()
 	running := func() []string {
 		var us []string
@@ -249,15 +226,7 @@ func TestNodeDebugTLS(t *testing.T) {
 	dir := t.TempDir()
 	certFile, keyFile, roots := selfSigned(t, dir)
 	start := func(tls string) (*Node, error) {
-		cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_tls: `+tls+`}
-cluster: {bind: "127.0.0.1:0", profile: fast}
-store: {url: "sqlite:`+dir+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 1}, records: {key: id}}
-`), config.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := parseConfig(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0", debug_tls: `+tls, `bind: "127.0.0.1:0", profile: fast`, dir, 1), config.Options{})
 		return Start(t.Context(), cfg, Options{})
 	}
 	if _, err := start(`{cert: "` + dir + `/missing.pem", key: "` + keyFile + `"}`); err == nil || !strings.Contains(err.Error(), "node.debug_tls.cert: stat "+dir+"/missing.pem") {
