@@ -41,9 +41,7 @@ func edgeBatchBytes(t *testing.T) error {
 	c.StoreFaults().LimitBatchBytes(limit)
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 200, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
 	must(c.Publish("s", "0", upserts(200, "many")...)) // ≈ 12 KB, one fetch
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -63,9 +61,7 @@ func edgeQueueBatchBytes(t *testing.T) error {
 	c.StoreFaults().LimitBatchBytes(limit)
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 100, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 5*time.Second))
 	must(c.Publish("q", "", upserts(150, "many")...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -87,9 +83,7 @@ func edgeDeadLetterCut(t *testing.T) error {
 	const limit = 2048
 	c.StoreFaults().LimitBatchBytes(limit)
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	huge := `{"id":"huge","blob":"` + strings.Repeat("z", 8000) + `"}`
 	msgs := append(upserts(3, "before"), brokers.Message{Value: []byte(huge)})
@@ -120,9 +114,7 @@ func edgeRefusedStream(t *testing.T) error {
 	c.StoreFaults().RefuseDocs("s", hasBad)
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
 	pos := must(c.Publish("s", "0", storetest.RefusedDocs(40, "d", 5, 17, 18, 39)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -145,9 +137,7 @@ func edgeRefusedQueue(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 44, Nodes: 1})
 	c.StoreFaults().RefuseDocs("q", hasBad)
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 20}, 5*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	must(c.Publish("q", "", storetest.RefusedDocs(30, "m", 0, 11, 29)...))
 	if err := settle(c); err != nil {
@@ -172,9 +162,7 @@ func edgeRefusedHandler(t *testing.T) error {
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "h", BatchSize: 25, Handler: h}, 1))
 	must(c.Publish("h", "0", storetest.RefusedDocs(20, "h", 3, 4, 12)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -198,9 +186,7 @@ func edgeRefusedHandler(t *testing.T) error {
 func edgeTransientNotDeadLettered(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 46, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	c.StoreFaults().FailNext("apply", 3)
 	must(c.Publish("s", "0", storetest.RefusedDocs(20, "t")...))
@@ -258,9 +244,7 @@ func edgeRefusalRace(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 48, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 50}, 5*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	// one message at a time, so that each batch holds one record; its
 	// first apply is refused
@@ -301,9 +285,7 @@ func TestRefusalWarningsRateLimited(t *testing.T) {
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
 	must(c.Publish("s", "0", storetest.RefusedDocs(60, "w", bad...)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		t.Fatal(err)
 	}
