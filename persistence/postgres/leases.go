@@ -171,11 +171,7 @@ func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.sql.listLeases)
-	if err != nil {
-		return nil, wrapf(err, "list leases")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.Lease, error) { return scanLease(row) })
+	out, err := queryAll(ctx, s, func(row pgx.Row) (persistence.Lease, error) { return scanLease(row) }, s.sql.listLeases)
 	if err != nil {
 		return nil, wrapf(err, "list leases")
 	}
