@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -41,8 +40,7 @@ func TestKinesisReshardConvergesWithSQLite(t *testing.T) {
 	kc := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	stream := fmt.Sprintf("drover-demo-%d", os.Getpid())
-	kinesistest.CreateStream(ctx, t, kc, stream, 2)
+	stream := kinesistest.CreateStream(ctx, t, kc, "drover-demo", 2)
 	if err := kinesisActive(ctx, kc, stream); err != nil {
 		t.Fatal(err)
 	}

@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,8 +22,7 @@ func TestE2EKinesis(t *testing.T) {
 	c := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	name := fmt.Sprintf("drover-e2e-%d", os.Getpid())
-	kinesistest.CreateStream(ctx, t, c, name, 2)
+	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e", 2)
 	err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
 		out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
 		if err != nil {

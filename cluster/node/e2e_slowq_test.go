@@ -358,19 +358,7 @@ func slowSQS(t *testing.T) []string {
 	defer cancel()
 	const visibility = 2 * time.Second
 	name := fmt.Sprintf("drover-slow-%d-%d", os.Getpid(), time.Now().UnixNano())
-	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
-		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}})
-	if err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	qurl := aws.ToString(out.QueueUrl)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
-			t.Logf("delete queue %s: %v", name, err)
-		}
-	})
+	qurl := e2eSQSQueue(ctx, t, c, name, int(visibility/time.Second))
 	px := newSQSCounter(t, ep)
 	t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
 	return runSlowQueue(t, slowQueue{

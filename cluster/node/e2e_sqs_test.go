@@ -33,19 +33,7 @@ func TestE2ESQS(t *testing.T) {
 	urls := map[string]string{}
 	for _, q := range []string{"orders", "audit"} {
 		name := fmt.Sprintf("drover-e2e-%d-%s", os.Getpid(), q)
-		out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
-			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibility)}})
-		if err != nil {
-			t.Fatalf("create queue %s: %v", name, err)
-		}
-		urls[q] = aws.ToString(out.QueueUrl)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
-				t.Logf("delete queue %s: %v", name, err)
-			}
-		})
+		urls[q] = e2eSQSQueue(ctx, t, c, name, visibility)
 	}
 	msgs := e2eWorkload(t, 41, true, false)
 	rec := &e2eSource{Name: "sqs-orders", Table: "sqs_orders", Queue: true, Slots: 2, Sent: e2eSendSQS(ctx, t, c, urls["orders"], msgs)}
@@ -75,6 +63,25 @@ func TestE2ESQS(t *testing.T) {
 		},
 	})
 	e2eNoSecret(t, res, awstest.SecretAccessKey)
+}
+
+// e2eSQSQueue creates queue name with a visibility timeout of the given
+// seconds, deleted when the test ends, and returns its URL.
+func e2eSQSQueue(ctx context.Context, t *testing.T, c *awssqs.Client, name string, visibility int) string {
+	t.Helper()
+	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
+		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibility)}})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
+			t.Logf("delete queue %s: %v", name, err)
+		}
+	})
+	return aws.ToString(out.QueueUrl)
 }
 
 // e2eSQSCounts asks a queue how many messages wait in it and how many are

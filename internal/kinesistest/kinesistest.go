@@ -5,6 +5,8 @@ package kinesistest
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"testing"
 	"time"
 
@@ -12,12 +14,14 @@ import (
 	awskinesis "github.com/aws/aws-sdk-go-v2/service/kinesis"
 )
 
-// CreateStream creates stream name of the given shards through c, failing
-// t where it cannot, and deletes it when t ends (a failed delete is
-// logged). The stream is CREATING when it returns: the caller waits for
-// it to be ACTIVE as it sees fit.
-func CreateStream(ctx context.Context, t testing.TB, c *awskinesis.Client, name string, shards int32) {
+// CreateStream creates a stream of the given shards through c, named
+// prefix-PID so that test processes running at once each have their own,
+// failing t where it cannot, and deletes it when t ends (a failed delete
+// is logged). It returns the stream's name. The stream is CREATING when it
+// returns: the caller waits for it to be ACTIVE as it sees fit.
+func CreateStream(ctx context.Context, t testing.TB, c *awskinesis.Client, prefix string, shards int32) string {
 	t.Helper()
+	name := fmt.Sprintf("%s-%d", prefix, os.Getpid())
 	if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(shards)}); err != nil {
 		t.Fatalf("create stream %s: %v", name, err)
 	}
@@ -28,4 +32,5 @@ func CreateStream(ctx context.Context, t testing.TB, c *awskinesis.Client, name 
 			t.Logf("delete stream %s: %v", name, err)
 		}
 	})
+	return name
 }
