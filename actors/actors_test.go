@@ -184,19 +184,27 @@ func (c *committing) Committed(_ context.Context, partition, position string) er
 	return nil
 }
 
+// runAlone starts node n1, its only member, on the real clock, running
+// source s of stream into store in batches of batchSize; it stops when the
+// test ends.
+func runAlone(t *testing.T, store persistence.Store, stream brokers.Stream, batchSize int) {
+	t.Helper()
+	ex := &exec.Goroutines{}
+	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
+		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}}},
+		[]SourceSpec{{Name: "s", Stream: stream, KeyField: "id", BatchSize: batchSize, MaxWait: 10 * time.Millisecond}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close(); ex.Wait() })
+}
+
 // A stream that records positions in the broker (Kafka's commit_to_group)
 // is told the newest applied position, at most about once a second.
 func TestCommitterGetsTheNewestPosition(t *testing.T) {
 	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 1})
 	cs := &committing{Stream: st, got: map[string]string{}}
-	ex := &exec.Goroutines{}
-	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: memstore.New(memstore.Config{}),
-		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}}},
-		[]SourceSpec{{Name: "s", Stream: cs, KeyField: "id", BatchSize: 10, MaxWait: 10 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { n.Close(); ex.Wait() }()
+	runAlone(t, memstore.New(memstore.Config{}), cs, 10)
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 100; i++ {
 		_, _ = st.Produce("0", brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, i))})
@@ -238,15 +246,8 @@ func (r *refusing) Committed(context.Context, string, string) error {
 func TestRefusingCommitterIsAskedOnce(t *testing.T) {
 	st, _ := memory.NewStream(memory.StreamConfig{Partitions: 1})
 	rs := &refusing{Stream: st}
-	ex := &exec.Goroutines{}
 	store := memstore.New(memstore.Config{})
-	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: ex, Store: store,
-		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}}},
-		[]SourceSpec{{Name: "s", Stream: rs, KeyField: "id", BatchSize: 1, MaxWait: 10 * time.Millisecond}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { n.Close(); ex.Wait() }()
+	runAlone(t, store, rs, 1)
 	deadline := time.Now().Add(10 * time.Second)
 	for i := 0; i < 30; i++ {
 		_, _ = st.Produce("0", brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, i))})

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 
@@ -200,7 +202,7 @@ func (l *leaser) round(ctx actor.Context) {
 	}
 	byTTL := map[time.Duration][]persistence.Lease{}
 	sent := make(map[string]int64, len(l.held))
-	for _, u := range sortedKeys(l.held) {
+	for _, u := range slices.Sorted(maps.Keys(l.held)) {
 		h := l.held[u]
 		byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
 		sent[u] = h.lease.Token
@@ -277,7 +279,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 	// unit's own apply (the fence) or by a transaction that vanished.
 	// Renew it alone, in a job of its own that may wait for the lock
 	// (store.timeout bounds it) without holding up the next rounds.
-	for _, u := range sortedKeys(d.sent) {
+	for _, u := range slices.Sorted(maps.Keys(d.sent)) {
 		if renewed[u] || lost[u] {
 			continue
 		}

@@ -3,7 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -147,7 +148,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			// source, so others take them) instead of running on unsupervised
 			if !mutate.On(mutate.SupervisorLeak) { // the bug of issue 9 item 11
 				s.end()
-				for _, u := range sortedKeys(s.children) {
+				for _, u := range slices.Sorted(maps.Keys(s.children)) {
 					ctx.Send(s.children[u].pid, &stopUnit{})
 				}
 			}
@@ -299,13 +300,4 @@ func (s *supervisor) closeWindow(ctx actor.Context) {
 		_, err := store.WriteQuality(c, w)
 		return &qualityDone{w: w, err: err}
 	}, func(v any) { root.Send(self, v) })
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

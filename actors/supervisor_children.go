@@ -3,6 +3,8 @@ package actors
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"time"
@@ -51,7 +53,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 		}
 	}
 	// stop what we should not own, in unit order (determinism)
-	for _, u := range sortedKeys(s.children) {
+	for _, u := range slices.Sorted(maps.Keys(s.children)) {
 		c := s.children[u]
 		if want[u] || c.stopping {
 			continue
@@ -69,7 +71,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 	}
 	// start what we should own
 	now := s.ne.env.Clock.Now()
-	for _, u := range sortedKeys(want) {
+	for _, u := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := s.children[u]; ok {
 			continue
 		}
@@ -216,7 +218,7 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 // need not wait up to RestartCap more (each within a second, with jitter,
 // so that a node's units do not all start in the same instant).
 func (s *supervisor) restartWaiting(ctx actor.Context) {
-	for _, u := range sortedKeys(s.children) {
+	for _, u := range slices.Sorted(maps.Keys(s.children)) {
 		c := s.children[u]
 		if !c.waiting || c.stopping || c.restartT == nil {
 			continue

@@ -3,6 +3,8 @@ package actors
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strconv"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -142,7 +144,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 			children[s.spec.Name+"/"+par] = true
 		}
 	}
-	for _, u := range sortedKeys(s.finished) {
+	for _, u := range slices.Sorted(maps.Keys(s.finished)) {
 		if m.seq <= s.finishedAt[u] {
 			continue // listed before the unit finished here: its children may be missing
 		}

@@ -599,34 +599,38 @@ func (w *unitWorld) injection(label, kind, msg string) (map[string]error, string
 		return w.store.inject, op, e, nil
 	}
 	if w.queue != nil && (label == "open" || label == "fetch" || label == "ack" || label == "nack") {
-		var e error
-		switch kind {
-		case "transient":
-			e = &brokers.Error{Op: label, Retryable: true, Err: text("broker not available")}
-		case "fatal":
-			e = &brokers.Error{Op: label, Err: text("authorization failed")}
-		default:
+		e := brokerErr(label, kind, false, text)
+		if e == nil {
 			return nil, "", nil, fmt.Errorf("queue error kind %q", kind)
 		}
 		return w.squeue.inject, label, e, nil
 	}
 	if label == "open" || label == "fetch" {
-		var e error
-		switch kind {
-		case "transient":
-			e = &brokers.Error{Op: label, Retryable: true, Err: text("broker not available")}
-		case "fatal":
-			e = &brokers.Error{Op: label, Err: text("authorization failed")}
-		case "gone":
-			e = &brokers.Error{Op: label, Err: brokers.ErrPositionGone}
-		case "unknown":
-			e = &brokers.Error{Op: label, Err: brokers.ErrPositionUnknown}
-		default:
+		e := brokerErr(label, kind, true, text)
+		if e == nil {
 			return nil, "", nil, fmt.Errorf("broker error kind %q", kind)
 		}
 		return w.stream.inject, label, e, nil
 	}
 	return nil, "", nil, fmt.Errorf("cannot inject an error into a %s job", label)
+}
+
+// brokerErr is the error of a kind a script injects into a broker call op:
+// transient or fatal, and for a stream also gone or unknown (a position);
+// text is the error of the script's message, or of def where it has none.
+// It is nil for another kind.
+func brokerErr(op, kind string, stream bool, text func(def string) error) error {
+	switch {
+	case kind == "transient":
+		return &brokers.Error{Op: op, Retryable: true, Err: text("broker not available")}
+	case kind == "fatal":
+		return &brokers.Error{Op: op, Err: text("authorization failed")}
+	case kind == "gone" && stream:
+		return &brokers.Error{Op: op, Err: brokers.ErrPositionGone}
+	case kind == "unknown" && stream:
+		return &brokers.Error{Op: op, Err: brokers.ErrPositionUnknown}
+	}
+	return nil
 }
 
 // other acts as node n2 on the unit's lease, directly on the store.

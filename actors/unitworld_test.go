@@ -371,25 +371,28 @@ func (l *scriptLeaser) Receive(ctx actor.Context) {
 
 // ---- the store and the stream, printing each call a job makes ----
 
+// injected holds, per operation, the error a script injects into its next
+// call.
+type injected map[string]error
+
+// take returns the error injected into the next call of op, and forgets it.
+func (in injected) take(op string) error {
+	err := in[op]
+	delete(in, op)
+	return err
+}
+
 // scriptStore is the memory store with every lease, checkpoint and apply
 // call printed, and one error the script injects into the next call of an
 // operation.
 type scriptStore struct {
 	persistence.Store
 	w      *unitWorld
-	inject map[string]error // op -> error of its next call
-}
-
-func (s *scriptStore) take(op string) error {
-	err, ok := s.inject[op]
-	if ok {
-		delete(s.inject, op)
-	}
-	return err
+	inject injected
 }
 
 func (s *scriptStore) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
-	if err := s.take("acquire"); err != nil {
+	if err := s.inject.take("acquire"); err != nil {
 		s.w.printf("  store: acquire %s owner=%s -> %v", req.Unit, req.Owner, err)
 		return persistence.Lease{}, err
 	}
@@ -406,7 +409,7 @@ func leaseOrErr(l persistence.Lease, err error) string {
 }
 
 func (s *scriptStore) Release(ctx context.Context, l persistence.Lease) error {
-	err := s.take("release")
+	err := s.inject.take("release")
 	if err == nil {
 		err = s.Store.Release(ctx, l)
 	}
@@ -419,7 +422,7 @@ func (s *scriptStore) RenewLeases(ctx context.Context, owner string, ls []persis
 	for _, l := range ls {
 		parts = append(parts, fmt.Sprintf("%s token=%d", l.Unit, l.Token))
 	}
-	if err := s.take("renew"); err != nil {
+	if err := s.inject.take("renew"); err != nil {
 		s.w.printf("  store: renew [%s] -> %v", strings.Join(parts, ", "), err)
 		return nil, nil, err
 	}
@@ -434,7 +437,7 @@ func (s *scriptStore) RenewLeases(ctx context.Context, owner string, ls []persis
 }
 
 func (s *scriptStore) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
-	if err := s.take("checkpoint"); err != nil {
+	if err := s.inject.take("checkpoint"); err != nil {
 		s.w.printf("  store: checkpoint %s -> %v", unit, err)
 		return persistence.Checkpoint{}, err
 	}
@@ -468,7 +471,7 @@ func (s *scriptStore) Apply(ctx context.Context, b *persistence.Batch) (persiste
 	if b.Reset {
 		desc += " reset"
 	}
-	if err := s.take("apply"); err != nil {
+	if err := s.inject.take("apply"); err != nil {
 		s.w.printf("  store: apply %s -> %v", desc, err)
 		return persistence.Applied{}, err
 	}
@@ -500,15 +503,7 @@ func errSuffix(err error) string {
 type scriptStream struct {
 	brokers.Stream
 	w      *unitWorld
-	inject map[string]error
-}
-
-func (s *scriptStream) take(op string) error {
-	err, ok := s.inject[op]
-	if ok {
-		delete(s.inject, op)
-	}
-	return err
+	inject injected
 }
 
 func (s *scriptStream) Resolve(ctx context.Context, part string, mode brokers.StartMode) (brokers.Start, error) {
@@ -519,7 +514,7 @@ func (s *scriptStream) Resolve(ctx context.Context, part string, mode brokers.St
 
 func (s *scriptStream) Open(ctx context.Context, part string, start brokers.Start) (brokers.Reader, error) {
 	at := brokers.StartPosition(start)
-	if err := s.take("open"); err != nil {
+	if err := s.inject.take("open"); err != nil {
 		s.w.printf("  broker: open %s at %s -> %v", part, at, err)
 		return nil, err
 	}
@@ -538,7 +533,7 @@ type scriptReader struct {
 
 func (r *scriptReader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	w := r.s.w
-	if err := r.s.take("fetch"); err != nil {
+	if err := r.s.inject.take("fetch"); err != nil {
 		w.printf("  broker: fetch max=%d wait=%s -> %v", max, wait, err)
 		return brokers.Result{}, err
 	}
@@ -589,19 +584,11 @@ func (w *unitWorld) flush() string {
 type scriptQueue struct {
 	brokers.Queue
 	w      *unitWorld
-	inject map[string]error
-}
-
-func (q *scriptQueue) take(op string) error {
-	err, ok := q.inject[op]
-	if ok {
-		delete(q.inject, op)
-	}
-	return err
+	inject injected
 }
 
 func (q *scriptQueue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {
-	if err := q.take("open"); err != nil {
+	if err := q.inject.take("open"); err != nil {
 		q.w.printf("  broker: open %s -> %v", slot, err)
 		return nil, err
 	}
@@ -629,7 +616,7 @@ func msgIDs(msgs []brokers.Message) string {
 
 func (r *scriptReceiver) Receive(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	w := r.q.w
-	if err := r.q.take("fetch"); err != nil {
+	if err := r.q.inject.take("fetch"); err != nil {
 		w.printf("  broker: receive max=%d wait=%s -> %v", max, wait, err)
 		return brokers.Result{}, err
 	}
@@ -643,7 +630,7 @@ func (r *scriptReceiver) Receive(ctx context.Context, max int, wait time.Duratio
 }
 
 func (r *scriptReceiver) Ack(ctx context.Context, msgs []brokers.Message) error {
-	err := r.q.take("ack")
+	err := r.q.inject.take("ack")
 	if err == nil {
 		err = r.Receiver.Ack(ctx, msgs)
 	}
@@ -652,7 +639,7 @@ func (r *scriptReceiver) Ack(ctx context.Context, msgs []brokers.Message) error 
 }
 
 func (r *scriptReceiver) Nack(ctx context.Context, msgs []brokers.Message, delay time.Duration) error {
-	err := r.q.take("nack")
+	err := r.q.inject.take("nack")
 	if err == nil {
 		err = r.Receiver.Nack(ctx, msgs, delay)
 	}

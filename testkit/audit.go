@@ -3,6 +3,8 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -406,7 +408,7 @@ func ChurnBound(events int) int { return 2 + 2*events }
 func (c *Cluster) checkChurn() {
 	l := c.led
 	bound := ChurnBound(l.partEvents)
-	for _, u := range sortedStrings(l.leaseChanges) {
+	for _, u := range slices.Sorted(maps.Keys(l.leaseChanges)) {
 		n := l.leaseChanges[u]
 		l.maxChanges = max(l.maxChanges, n)
 		if n > bound {
@@ -457,7 +459,7 @@ func (c *Cluster) Report() Report {
 			if !k.clean {
 				continue
 			}
-			for _, u := range sortedStrings(k.units) {
+			for _, u := range slices.Sorted(maps.Keys(k.units)) {
 				bound := c.cfg.FailoverBound
 				if until, ok := k.orphaned[u]; ok {
 					bound += until.Sub(k.at)
@@ -468,7 +470,7 @@ func (c *Cluster) Report() Report {
 			}
 		}
 	}
-	for _, name := range sortedStrings(c.queues) {
+	for _, name := range slices.Sorted(maps.Keys(c.queues)) {
 		for i, m := range c.queues[name].Misuses() {
 			if i == 3 {
 				break

@@ -31,51 +31,53 @@ func hasBad(doc []byte) bool {
 	return ok && string(v) != "null"
 }
 
+// batchLimit is the store's limit on the bytes of one batch in the
+// batch-size edges.
+const batchLimit = 2048
+
+// limitedCluster is a one-node edge cluster whose store refuses a batch of
+// more than batchLimit bytes.
+func limitedCluster(t *testing.T, seed uint64) *testkit.Cluster {
+	t.Helper()
+	c := edgeCluster(t, testkit.Config{Seed: seed, Nodes: 1})
+	c.StoreFaults().LimitBatchBytes(batchLimit)
+	return c
+}
+
+// allWithin lets c settle and checks that table holds n records and no
+// apply failed: every batch kept within batchLimit bytes.
+func allWithin(t *testing.T, c *testkit.Cluster, table string, n int) error {
+	if err := settle(c); err != nil {
+		return err
+	}
+	if got := len(records(t, c.Store(), table)); got != n {
+		return fmt.Errorf("%d records, want %d", got, n)
+	}
+	if f := c.Log("failed"); len(f) != 0 {
+		return fmt.Errorf("applies failed: %v; want every batch within %d bytes", f, batchLimit)
+	}
+	return nil
+}
+
 // 6a. A fetch that holds more bytes than batch_bytes is applied in several
 // batches, in order, each within the store's limit on one statement
 // (before the fix it was one batch the store could never take, retried
 // forever).
 func edgeBatchBytes(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 41, Nodes: 1})
-	const limit = 2048
-	c.StoreFaults().LimitBatchBytes(limit)
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 200, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
+	c := limitedCluster(t, 41)
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 200, BatchBytes: batchLimit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
 	must(c.Publish("s", "0", upserts(200, "many")...)) // ≈ 12 KB, one fetch
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := settle(c); err != nil {
-		return err
-	}
-	if n := len(records(t, c.Store(), "s")); n != 200 {
-		return fmt.Errorf("%d records, want 200", n)
-	}
-	if f := c.Log("failed"); len(f) != 0 {
-		return fmt.Errorf("applies failed: %v; want every batch within %d bytes", f, limit)
-	}
-	return nil
+	mustStart(t, c)
+	return allWithin(t, c, "s", 200)
 }
 
 // 6a. The same for a queue: every message applied and acked.
 func edgeQueueBatchBytes(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 47, Nodes: 1})
-	const limit = 2048
-	c.StoreFaults().LimitBatchBytes(limit)
-	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 100, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 5*time.Second))
+	c := limitedCluster(t, 47)
+	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 100, BatchBytes: batchLimit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 5*time.Second))
 	must(c.Publish("q", "", upserts(150, "many")...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	if err := settle(c); err != nil {
-		return err
-	}
-	if n := len(records(t, c.Store(), "q")); n != 150 {
-		return fmt.Errorf("%d records, want 150", n)
-	}
-	if f := c.Log("failed"); len(f) != 0 {
-		return fmt.Errorf("applies failed: %v; want every batch within %d bytes", f, limit)
-	}
-	return nil
+	mustStart(t, c)
+	return allWithin(t, c, "q", 150)
 }
 
 // 6b. An oversize message's dead letter keeps only its first
@@ -83,13 +85,9 @@ func edgeQueueBatchBytes(t *testing.T) error {
 // store's limit cannot wedge its unit (before the fix the dead letter kept
 // the whole body).
 func edgeDeadLetterCut(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 42, Nodes: 1})
-	const limit = 2048
-	c.StoreFaults().LimitBatchBytes(limit)
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50, BatchBytes: limit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	c := limitedCluster(t, 42)
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50, BatchBytes: batchLimit, MaxMessageBytes: 1024, MaxDeadLetterBytes: 256}, 1))
+	mustStart(t, c)
 	c.Run(time.Second)
 	huge := `{"id":"huge","blob":"` + strings.Repeat("z", 8000) + `"}`
 	msgs := append(upserts(3, "before"), brokers.Message{Value: []byte(huge)})
@@ -120,9 +118,7 @@ func edgeRefusedStream(t *testing.T) error {
 	c.StoreFaults().RefuseDocs("s", hasBad)
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
 	pos := must(c.Publish("s", "0", storetest.RefusedDocs(40, "d", 5, 17, 18, 39)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -145,9 +141,7 @@ func edgeRefusedQueue(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 44, Nodes: 1})
 	c.StoreFaults().RefuseDocs("q", hasBad)
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 20}, 5*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	must(c.Publish("q", "", storetest.RefusedDocs(30, "m", 0, 11, 29)...))
 	if err := settle(c); err != nil {
@@ -172,9 +166,7 @@ func edgeRefusedHandler(t *testing.T) error {
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "h", BatchSize: 25, Handler: h}, 1))
 	must(c.Publish("h", "0", storetest.RefusedDocs(20, "h", 3, 4, 12)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		return err
 	}
@@ -198,9 +190,7 @@ func edgeRefusedHandler(t *testing.T) error {
 func edgeTransientNotDeadLettered(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 46, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	c.StoreFaults().FailNext("apply", 3)
 	must(c.Publish("s", "0", storetest.RefusedDocs(20, "t")...))
@@ -258,9 +248,7 @@ func edgeRefusalRace(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 48, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", BatchSize: 50}, 5*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	// one message at a time, so that each batch holds one record; its
 	// first apply is refused
@@ -301,9 +289,7 @@ func TestRefusalWarningsRateLimited(t *testing.T) {
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
 	must(c.Publish("s", "0", storetest.RefusedDocs(60, "w", bad...)...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if err := settle(c); err != nil {
 		t.Fatal(err)
 	}

@@ -126,9 +126,7 @@ func edgeLatestFailover(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 11, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", Start: brokers.Latest, BatchSize: 50}, 2))
 	must(c.Publish("s", "0", upserts(20, "backlog")...)) // skipped: there before the first deployment
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(5 * time.Second)
 	owner := leaseOwner(t, c, "s/0")
 	if owner == "" {
@@ -154,9 +152,7 @@ func edgeLatestFailover(t *testing.T) error {
 func edgeLatestChildren(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 12, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", Start: brokers.Latest, BatchSize: 50}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	must(c.Publish("s", "0", upserts(3, "parent")...))
 	c.Run(time.Second)
@@ -171,9 +167,7 @@ func edgeLatestChildren(t *testing.T) error {
 func edgeLatestAdded(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 13, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", Start: brokers.Latest, BatchSize: 50}, 2))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	ids := must(c.AddPartitions("s", 1))
 	must(c.Publish("s", ids[0], upserts(8, "new")...)) // before any node discovered it
@@ -191,9 +185,7 @@ func edgeUnlistedParent(t *testing.T) error {
 	}
 	must(c.Publish("s", kids[0], upserts(5, "a")...))
 	must(c.Publish("s", kids[1], upserts(5, "b")...))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(10 * time.Second)
 	if n := len(records(t, c.Store(), "s")); n != 10 {
 		return fmt.Errorf("%d records after 10 s, want 10: the children waited for their unlisted parent", n)
@@ -209,9 +201,7 @@ func edgeRecreated(t *testing.T) error {
 	var logs syncbuf.Buffer
 	c := edgeCluster(t, testkit.Config{Seed: 15, Nodes: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 2))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", upserts(40, "old0")...))
 	must(c.Publish("s", "1", upserts(40, "old1")...))
 	if err := settle(c); err != nil {
@@ -250,13 +240,9 @@ func recreatedUnder(t *testing.T, seed uint64, policy actors.ResetPolicy) *testk
 	t.Helper()
 	c := edgeCluster(t, testkit.Config{Seed: seed, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20, OnPositionReset: policy}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", upserts(30, "old")...))
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	if err := c.Stop("node-1"); err != nil {
 		t.Fatal(err)
 	}
@@ -321,9 +307,7 @@ func TestPositionResetLatestAndEarliest(t *testing.T) {
 func edgeQueueRecreated(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 18, Nodes: 2})
 	must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", Slots: 2, BatchSize: 20}, 3*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("q", "", upserts(20, "old")...))
 	if err := settle(c); err != nil {
 		return err
@@ -340,9 +324,7 @@ func edgeQueueRecreated(t *testing.T) error {
 func edgeTransactions(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 19, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", upserts(3, "plain")...))
 	must(c.PublishTx("s", "0", false, time.Second, upserts(4, "aborted")...))
 	must(c.PublishTx("s", "0", true, 2*time.Second, upserts(4, "committed")...))
@@ -369,9 +351,7 @@ func edgeTransactions(t *testing.T) error {
 func edgePartitionChurn(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 20, Nodes: 3})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 6))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(3 * time.Second)
 	if err := c.Partition("node-1"); err != nil {
 		t.Fatal(err)
@@ -409,9 +389,7 @@ func edgePartitionChurn(t *testing.T) error {
 func edgeOrphanLock(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 21, Nodes: 3})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 6))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	if err := c.Kill("node-2"); err != nil {
 		t.Fatal(err)
@@ -442,9 +420,7 @@ func edgeOrphanLock(t *testing.T) error {
 func edgeSparseFailures(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 22, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	if err := c.FailSporadically("s", 2*time.Second, 8); err != nil {
 		t.Fatal(err)
@@ -482,9 +458,7 @@ func edgeSlowHandler(t *testing.T) error {
 		return nil
 	}
 	q := must(c.AddQueue(actors.SourceSpec{Name: "q", Slots: 2, BatchSize: 5, Handler: slow}, 2*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("q", "", upserts(20, "m")...))
 	if err := settle(c); err != nil {
 		return err
@@ -509,9 +483,7 @@ func edgeNackSerialized(t *testing.T) error {
 		c := edgeCluster(t, testkit.Config{Seed: seed, Nodes: 2})
 		q := must(c.AddQueue(actors.SourceSpec{Name: "q", KeyField: "id", Slots: 3, BatchSize: 5, MaxConsecutiveFailures: 3}, 3*time.Second))
 		q.Delay(memory.OpNack, 300*time.Millisecond) // a nack takes a while, as over a network
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		mustStart(t, c)
 		for i := range 20 {
 			c.At(time.Duration(i)*300*time.Millisecond, func() {
 				_, _ = c.Publish("q", "", upserts(5, fmt.Sprintf("b%d", i))...)
@@ -536,9 +508,7 @@ func edgeNackSerialized(t *testing.T) error {
 func edgeSupervisorRestarts(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 24, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 2))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	jobs := c.PendingJobs("node-1")
 	for range 10 {
@@ -583,9 +553,7 @@ func edgeRollingChange(t *testing.T) error {
 			t.Fatal(err)
 		}
 	}
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	// node-1 gets extra first; the others later
 	for i, n := range c.Nodes() {
@@ -630,9 +598,7 @@ func edgeStableKey(t *testing.T) error {
 		return nil
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", BatchSize: 7, Handler: h}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	for i := range 10 {
 		c.At(time.Duration(i)*40*time.Millisecond, func() { _, _ = c.Publish("s", "0", upserts(3, fmt.Sprint(i))...) })
 	}
@@ -660,9 +626,7 @@ func edgeHandlerDeadLetterKey(t *testing.T) error {
 		return nil
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", BatchSize: 10, Handler: h}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", brokers.Message{Key: key, Value: []byte(`{"x":1}`)}, brokers.Message{Key: []byte("ok"), Value: []byte(`{"x":2}`)}))
 	if err := settle(c); err != nil {
 		return err
@@ -683,9 +647,7 @@ func edgeHandlerDeadLetterKey(t *testing.T) error {
 func edgeNonRetryable(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 28, Nodes: 1})
 	st := must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 10}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	st.FailNext("fetch", 1, &brokers.Error{Op: "fetch", Retryable: false, Err: errors.New("authorization revoked")})
 	c.Run(3 * time.Second)
@@ -704,9 +666,7 @@ func edgeLogs(t *testing.T) error {
 	var logs syncbuf.Buffer
 	c := edgeCluster(t, testkit.Config{Seed: 29, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 10}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	c.Disturb("store")
 	c.StoreFaults().SetDown(true)

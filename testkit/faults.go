@@ -42,13 +42,22 @@ func (c *Cluster) runs(n *simNode, source string) bool {
 	return n.running == nil || slices.Contains(n.running, source)
 }
 
+// stream is the stream of a stream source.
+func (c *Cluster) stream(source string) (*memory.Stream, error) {
+	st, ok := c.streams[source]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no stream %q", source)
+	}
+	return st, nil
+}
+
 // AddPartitions adds n partitions to a stream source, as a Kafka topic
 // grows. They appear after the source's first discovery, so they are read
 // from their earliest whatever the source's start says.
 func (c *Cluster) AddPartitions(source string, n int) ([]string, error) {
-	st, ok := c.streams[source]
-	if !ok {
-		return nil, fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return nil, err
 	}
 	ids, err := st.AddPartitions(n)
 	if err != nil {
@@ -66,9 +75,9 @@ func (c *Cluster) AddPartitions(source string, n int) ([]string, error) {
 // Split splits a partition of a stream source into two children, as a
 // Kinesis shard split does.
 func (c *Cluster) Split(source, partition string) ([]string, error) {
-	st, ok := c.streams[source]
-	if !ok {
-		return nil, fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return nil, err
 	}
 	kids, err := st.Split(partition)
 	if err != nil {
@@ -94,9 +103,9 @@ func (c *Cluster) Split(source, partition string) ([]string, error) {
 // listing, with its messages, as a Kinesis shard past retention does. What
 // was not applied of it is lost upstream, and not counted as lost.
 func (c *Cluster) Forget(source, partition string) error {
-	st, ok := c.streams[source]
-	if !ok {
-		return fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return err
 	}
 	if err := st.Forget(partition); err != nil {
 		return err
@@ -123,9 +132,9 @@ func (c *Cluster) Forget(source, partition string) error {
 // can): publish to it only after its units have reset (Report counts a new
 // message at or below an old checkpoint that nobody reset as lost).
 func (c *Cluster) RecreateStream(source string) error {
-	st, ok := c.streams[source]
-	if !ok {
-		return fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return err
 	}
 	if err := st.Recreate(); err != nil {
 		return err
@@ -216,9 +225,9 @@ func (c *Cluster) RecreateQueue(source string) error {
 // commits (or aborts) after d. Until then readers stop at its first
 // message; an aborted transaction's messages must never be applied.
 func (c *Cluster) PublishTx(source, partition string, commit bool, d time.Duration, msgs ...brokers.Message) ([]string, error) {
-	st, ok := c.streams[source]
-	if !ok {
-		return nil, fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return nil, err
 	}
 	tx, err := st.BeginTx(partition)
 	if err != nil {
@@ -269,9 +278,9 @@ func (c *Cluster) DropAcks(source string, n int) error {
 // interval, count times: failures always separated by successful
 // fetches, which must never fail a unit to its supervisor.
 func (c *Cluster) FailSporadically(source string, interval time.Duration, count int) error {
-	st, ok := c.streams[source]
-	if !ok {
-		return fmt.Errorf("testkit: no stream %q", source)
+	st, err := c.stream(source)
+	if err != nil {
+		return err
 	}
 	for i := range count {
 		c.At(time.Duration(i)*interval, func() {

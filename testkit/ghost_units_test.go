@@ -18,9 +18,7 @@ import (
 func edgeGhostUnits(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 1, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 4))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(3 * time.Second)
 	// a unit placement gives node-2 while it runs
 	var moved string

@@ -51,9 +51,7 @@ func TestHandlerMode(t *testing.T) {
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "events", Handler: handler, BatchSize: 7}, 3))
 	must(c.AddQueue(actors.SourceSpec{Name: "tasks", Handler: handler, Slots: 2, BatchSize: 5}, 2*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	want := map[string]int{}
 	for i := 0; i < 90; i++ {
 		key := fmt.Sprintf("k%d", i%9)
@@ -74,9 +72,7 @@ func TestHandlerMode(t *testing.T) {
 			want[key]++
 		}
 	}
-	if !c.Settle(time.Minute) {
-		t.Fatalf("did not settle: %+v", c.Report())
-	}
+	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 	got := records(t, c.Store(), "counts")
 	for k, n := range want {

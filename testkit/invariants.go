@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -139,7 +140,7 @@ func (c *Cluster) checkOwnership() {
 func (c *Cluster) readableUnits(cps map[string]persistence.Checkpoint) []string {
 	now := c.s.now
 	var out []string
-	for _, u := range sortedStrings(c.units) {
+	for _, u := range slices.Sorted(maps.Keys(c.units)) {
 		info := c.units[u]
 		if cps[u].Finished {
 			continue
@@ -168,7 +169,7 @@ func (c *Cluster) readableUnits(cps map[string]persistence.Checkpoint) []string 
 			out = append(out, u)
 		}
 	}
-	for _, name := range sortedStrings(c.queues) {
+	for _, name := range slices.Sorted(maps.Keys(c.queues)) {
 		spec := c.specByName(name)
 		slots := max(spec.Slots, 1)
 		for i := range slots {
@@ -210,7 +211,7 @@ func (c *Cluster) checkTrees(sids map[int]bool) {
 				}
 			}
 		}
-		for _, u := range sortedStrings(units) {
+		for _, u := range slices.Sorted(maps.Keys(units)) {
 			if units[u] > 1 {
 				c.check("tree", fmt.Sprintf("%s lists %s %d times", name, u, units[u]))
 			}
@@ -232,7 +233,7 @@ func (c *Cluster) forgetGhosts(node string, seen map[string]bool) {
 // checkDeadlines is the deadline invariant: every expiry of a queue
 // delivery must fall in a time something happened to the cluster.
 func (c *Cluster) checkDeadlines() {
-	for _, name := range sortedStrings(c.queues) {
+	for _, name := range slices.Sorted(maps.Keys(c.queues)) {
 		q := c.queues[name]
 		exp := q.Expiries()
 		seen := c.expiriesSeen[name]

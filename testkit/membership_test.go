@@ -33,9 +33,7 @@ func memberCluster(t *testing.T, cfg testkit.Config) *testkit.Cluster {
 	cfg.Seed, cfg.Detection = 21, detection
 	c := newCluster(t, cfg)
 	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 20}, 3))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	if !c.Converged() {
 		t.Fatalf("not converged after Start: %v", c.Views())
 	}
@@ -100,9 +98,7 @@ func TestRestartedFirstNodeMergesByHealing(t *testing.T) {
 		if len(c.Log("member-healed")) == 0 {
 			t.Error("converged without a heal")
 		}
-		if !c.Settle(time.Minute) {
-			t.Fatalf("did not settle: %+v", c.Report())
-		}
+		mustSettle(t, c, time.Minute)
 		checkReport(t, c)
 		if !c.Converged() {
 			t.Fatalf("not converged after Settle: %v", c.Views())

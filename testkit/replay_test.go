@@ -20,24 +20,17 @@ func TestReplayDeadLetter(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 29, Nodes: 2})
 	spec := actors.SourceSpec{Name: "people", KeyField: "id", MaxMessageBytes: 64}
 	must(c.AddStream(spec, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	big := `{"id":"big","bio":"` + strings.Repeat(".", 64) + `"}`
 	must(c.Publish("people", "0",
 		brokers.Message{Value: []byte(`{"id":"a","n":1}`)},
 		brokers.Message{Value: []byte(big)},
 		brokers.Message{Value: []byte(`not json`)},
 	))
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	ctx := context.Background()
 	store := c.Store()
-	dls := deadLetters(t, store, "people")
-	if len(dls) != 2 {
-		t.Fatalf("%d dead letters, want 2", len(dls))
-	}
+	dls := wantDeadLetters(t, store, "people", 2)
 	var bigID, junkID int64
 	for _, dl := range dls {
 		if dl.Position == "1" {
@@ -84,20 +77,13 @@ func TestReplayRefusesCutDeadLetter(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 31, Nodes: 1})
 	spec := actors.SourceSpec{Name: "people", KeyField: "id", MaxMessageBytes: 64, MaxDeadLetterBytes: 32}
 	must(c.AddStream(spec, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	big := `{"id":"big","bio":"` + strings.Repeat(".", 64) + `"}`
 	must(c.Publish("people", "0", brokers.Message{Value: []byte(big)}))
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	ctx := context.Background()
 	store := c.Store()
-	dls := deadLetters(t, store, "people")
-	if len(dls) != 1 {
-		t.Fatalf("%d dead letters, want 1", len(dls))
-	}
+	dls := wantDeadLetters(t, store, "people", 1)
 	dl := dls[0]
 	if string(dl.Payload) != big[:32] || dl.PayloadBytes != int64(len(big)) || !dl.Cut() {
 		t.Fatalf("dead letter payload %q (%d bytes recorded, cut %v), want the first 32 bytes of the %d-byte message", dl.Payload, dl.PayloadBytes, dl.Cut(), len(big))
@@ -116,4 +102,15 @@ func TestReplayRefusesCutDeadLetter(t *testing.T) {
 		t.Fatalf("the cut message was applied: %s", got)
 	}
 	checkReport(t, c)
+}
+
+// wantDeadLetters returns the dead letters of source, failing t unless
+// there are n.
+func wantDeadLetters(t *testing.T, s persistence.Store, source string, n int) []persistence.DeadLetter {
+	t.Helper()
+	dls := deadLetters(t, s, source)
+	if len(dls) != n {
+		t.Fatalf("%d dead letters, want %d", len(dls), n)
+	}
+	return dls
 }

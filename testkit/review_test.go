@@ -21,9 +21,7 @@ import (
 func TestTxMessagesOfALaterGenerationAreExcused(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 31, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", upserts(5, "a")...))
 	c.Run(2 * time.Second)
 	if err := c.RecreateStream("s"); err != nil { // generation 1
@@ -53,9 +51,7 @@ func TestTxMessagesOfALaterGenerationAreExcused(t *testing.T) {
 func TestForgottenPartitionOfAKilledNode(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 32, Nodes: 2, FailoverBound: 3 * time.Second, Tuning: actors.Tuning{DiscoverySpacing: 100 * time.Millisecond}})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 1, Discovery: 200 * time.Millisecond}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(2 * time.Second)
 	must(c.Publish("s", "0", upserts(400, "p")...)) // a backlog: the parent is read for a while
 	c.Run(100 * time.Millisecond)
@@ -80,9 +76,7 @@ func TestForgottenPartitionOfAKilledNode(t *testing.T) {
 func TestResetLoopCountsFailures(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 33, Nodes: 1})
 	st := must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	must(c.Publish("s", "0", upserts(5, "a")...))
 	c.Run(2 * time.Second)
 	st.FailNext("fetch", 40, &brokers.Error{Op: "fetch", Retryable: true, Err: brokers.ErrPositionGone})
@@ -105,9 +99,7 @@ func TestDrainSurvivesASupervisorCrash(t *testing.T) {
 		return exec.Pause(ctx, 3*time.Second)
 	}
 	must(c.AddStream(actors.SourceSpec{Name: "s", BatchSize: 5, Handler: slow}, 1))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(time.Second)
 	must(c.Publish("s", "0", upserts(5, "a")...))
 	c.Run(time.Second) // the batch is in its handler
@@ -163,9 +155,7 @@ func TestStaleMarkingIsDeterministic(t *testing.T) {
 	for range 8 {
 		c := newCluster(t, testkit.Config{Seed: 36, Nodes: 1})
 		must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 3))
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		mustStart(t, c)
 		must(c.Publish("s", "0", upserts(5, "a")...))
 		must(c.Publish("s", "1", upserts(5, "b")...))
 		c.Run(2 * time.Second)

@@ -58,6 +58,23 @@ func must[T any](v T, err error) T {
 	return v
 }
 
+// mustStart starts c, failing t where it does not start.
+func mustStart(t *testing.T, c *testkit.Cluster) {
+	t.Helper()
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// mustSettle runs c until it settles, failing t with the report where it
+// does not within d.
+func mustSettle(t *testing.T, c *testkit.Cluster, d time.Duration) {
+	t.Helper()
+	if !c.Settle(d) {
+		t.Fatalf("did not settle: %+v", c.Report())
+	}
+}
+
 func checkReport(t *testing.T, c *testkit.Cluster) testkit.Report {
 	t.Helper()
 	r := c.Report()
@@ -131,9 +148,7 @@ func TestTwentyThousandMixedMessages(t *testing.T) {
 	stream := actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 200, MaxMessageBytes: 2048}
 	must(c.AddStream(stream, 12))
 	must(c.AddQueue(actors.SourceSpec{Name: "jobs", KeyField: "id", Slots: 4, BatchSize: 100, MaxMessageBytes: 2048}, 5*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	wl := testkit.NewWorkload(7)
 	wl.MaxBytes = 2048
 	byPart := map[string][]brokers.Message{}
@@ -143,9 +158,7 @@ func TestTwentyThousandMixedMessages(t *testing.T) {
 	queued := qwl.Batch(5000)
 	c.At(time.Second, func() { must(c.Publish("jobs", "", queued...)) })
 
-	if !c.Settle(5 * time.Minute) {
-		t.Fatalf("did not settle: %+v", c.Report())
-	}
+	mustSettle(t, c, 5*time.Minute)
 	r := checkReport(t, c)
 	if r.Produced != 20000 {
 		t.Fatalf("produced %d, want 20000", r.Produced)
@@ -228,9 +241,7 @@ func TestKillUnderLoad(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 3, Nodes: 3, Detection: detection, FailoverBound: 2 * time.Second})
 	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 50}, 8))
 	must(c.AddQueue(actors.SourceSpec{Name: "jobs", KeyField: "id", Slots: 3, BatchSize: 20}, 3*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	byPart := map[string][]brokers.Message{}
 	publishKeyed(c, testkit.NewWorkload(1), "orders", 8, 4000, 40, 8*time.Second, byPart)
 	qw := testkit.NewWorkload(2)
@@ -244,9 +255,7 @@ func TestKillUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	c.Run(4 * time.Second)
-	if !c.Settle(2 * time.Minute) {
-		t.Fatalf("did not settle: %+v", c.Report())
-	}
+	mustSettle(t, c, 2*time.Minute)
 	r := checkReport(t, c)
 	if len(r.Failovers) == 0 {
 		t.Fatal("the killed node held no lease: the test did not test failover")
@@ -268,9 +277,7 @@ func TestKillUnderLoad(t *testing.T) {
 func TestGracefulStopHandsOver(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 5, Nodes: 3})
 	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 50, LeaseTTL: 30 * time.Second}, 9))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	publishKeyed(c, testkit.NewWorkload(9), "orders", 9, 3000, 30, 6*time.Second, map[string][]brokers.Message{})
 	c.Run(2 * time.Second)
 	held := map[string]bool{}
@@ -308,9 +315,7 @@ func TestGracefulStopHandsOver(t *testing.T) {
 	if len(c.Log("released")) == 0 {
 		t.Error("no lease was released")
 	}
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 }
 
@@ -319,9 +324,7 @@ func TestGracefulStopHandsOver(t *testing.T) {
 func TestPausedNodeIsFenced(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 11, Nodes: 3, MinLatency: 2 * time.Millisecond, MaxLatency: 20 * time.Millisecond})
 	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 20, LeaseTTL: 3 * time.Second}, 6))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	publishKeyed(c, testkit.NewWorkload(4), "orders", 6, 6000, 60, 12*time.Second, map[string][]brokers.Message{})
 	c.Run(2 * time.Second)
 	victim := "node-1"
@@ -353,9 +356,7 @@ func TestPausedNodeIsFenced(t *testing.T) {
 	if fenced == 0 {
 		t.Fatalf("the resumed node never learned it lost its leases (events: %v)", lost)
 	}
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 }
 
@@ -366,9 +367,7 @@ func TestBrokerFailuresRestartUnit(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 13, Nodes: 1})
 	flaky := must(c.AddStream(actors.SourceSpec{Name: "flaky", KeyField: "id", MaxConsecutiveFailures: 5}, 1))
 	must(c.AddStream(actors.SourceSpec{Name: "steady", KeyField: "id"}, 2))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	c.Run(500 * time.Millisecond)
 	flaky.FailNext("fetch", 5, nil)
 	wl := testkit.NewWorkload(1)
@@ -424,9 +423,7 @@ func TestBrokerFailuresRestartUnit(t *testing.T) {
 	if len(c.Log("restarted")) == 0 {
 		t.Error("no restart in the log")
 	}
-	if !c.Settle(time.Minute) {
-		t.Fatal("did not settle")
-	}
+	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 }
 
@@ -436,9 +433,7 @@ func TestStoreOutage(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 17, Nodes: 2})
 	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 30}, 4))
 	must(c.AddQueue(actors.SourceSpec{Name: "jobs", KeyField: "id", Slots: 2}, 3*time.Second))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	publishKeyed(c, testkit.NewWorkload(5), "orders", 4, 2000, 20, 10*time.Second, map[string][]brokers.Message{})
 	qw := testkit.NewWorkload(6)
 	qw.Tombstones = false
@@ -476,9 +471,7 @@ func TestStoreOutage(t *testing.T) {
 func TestReshardParentsFirst(t *testing.T) {
 	c := newCluster(t, testkit.Config{Seed: 19, Nodes: 2})
 	st := must(c.AddStream(actors.SourceSpec{Name: "events", KeyField: "id", BatchSize: 25, Discovery: 2 * time.Second}, 2))
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
+	mustStart(t, c)
 	wl := testkit.NewWorkload(3)
 	for i := 0; i < 10; i++ {
 		must(c.Publish("events", fmt.Sprint(i%2), wl.Batch(40)...))
@@ -490,9 +483,7 @@ func TestReshardParentsFirst(t *testing.T) {
 		must(c.Publish("events", kids[1], wl.Batch(30)...))
 		must(c.Publish("events", merged, wl.Batch(30)...))
 	}
-	if !c.Settle(time.Minute) {
-		t.Fatalf("did not settle: %+v", c.Report())
-	}
+	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 	finished := map[string]time.Time{}
 	for _, e := range c.Log("finished") {
@@ -530,9 +521,7 @@ func TestSameSeedSameRun(t *testing.T) {
 		c := newCluster(t, testkit.Config{Seed: seed, Nodes: 3})
 		must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 10}, 6))
 		must(c.AddQueue(actors.SourceSpec{Name: "jobs", KeyField: "id", Slots: 2, BatchSize: 10}, 2*time.Second))
-		if err := c.Start(); err != nil {
-			t.Fatal(err)
-		}
+		mustStart(t, c)
 		publishKeyed(c, testkit.NewWorkload(seed), "orders", 6, 6000, 60, 6*time.Second, map[string][]brokers.Message{})
 		qw := testkit.NewWorkload(seed + 1)
 		qw.Tombstones = false
@@ -542,9 +531,7 @@ func TestSameSeedSameRun(t *testing.T) {
 		c.At(5*time.Second, func() { _ = c.Resume("node-3") })
 		c.At(6*time.Second, func() { _ = c.Restart("node-2") })
 		c.At(7*time.Second, func() { c.StoreFaults().FailNext("apply", 3) })
-		if !c.Settle(2 * time.Minute) {
-			t.Fatal("did not settle")
-		}
+		mustSettle(t, c, 2*time.Minute)
 		checkReport(t, c)
 		return c.Digest(), c.Steps()
 	}

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -230,7 +232,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 					p := open[int(hashKey(m.Key))%len(open)]
 					byPart[p] = append(byPart[p], m)
 				}
-				for i, p := range sortedStrings(byPart) {
+				for i, p := range slices.Sorted(maps.Keys(byPart)) {
 					if tx && i == 0 {
 						_, _ = c.PublishTx("orders", p, commit, txFor, byPart[p]...)
 						continue
@@ -558,15 +560,6 @@ func hashKey(k []byte) uint32 {
 		h = (h ^ uint32(b)) * 16777619
 	}
 	return h
-}
-
-func sortedStrings[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // Explain formats a failed run for humans: the broken invariants, the

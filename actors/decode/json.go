@@ -403,18 +403,29 @@ func (p *parser) close(i, base int) {
 	p.depth--
 }
 
-func (p *parser) array() (int, error) {
+// open adds a container node of kind k whose opening bracket is at p.pos
+// and moves to its first member: the node, the stack's base for its kids,
+// and whether it is empty (closer follows, and the node is closed).
+func (p *parser) open(k kind, closer byte) (i, base int, empty bool, err error) {
 	if err := p.enter(); err != nil {
-		return 0, err
+		return 0, 0, false, err
 	}
-	i := p.add(node{kind: kindArray, start: int32(p.pos)})
+	i = p.add(node{kind: k, start: int32(p.pos)})
 	p.pos++
-	base := len(p.stack)
+	base = len(p.stack)
 	p.skipWS()
-	if p.pos < len(p.src) && p.src[p.pos] == ']' {
+	if p.pos < len(p.src) && p.src[p.pos] == closer {
 		p.pos++
 		p.close(i, base)
-		return i, nil
+		return i, base, true, nil
+	}
+	return i, base, false, nil
+}
+
+func (p *parser) array() (int, error) {
+	i, base, empty, err := p.open(kindArray, ']')
+	if err != nil || empty {
+		return i, err
 	}
 	for {
 		v, err := p.value()
@@ -422,35 +433,38 @@ func (p *parser) array() (int, error) {
 			return 0, err
 		}
 		p.stack = append(p.stack, int32(v))
-		p.skipWS()
-		if p.pos >= len(p.src) {
-			return 0, p.fail("unexpected end of input in an array")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case ']':
-			p.pos++
-			p.close(i, base)
+		if done, err := p.next(i, base, ']', "an array"); err != nil {
+			return 0, err
+		} else if done {
 			return i, nil
-		default:
-			return 0, p.unexpected("in an array (want ',' or ']')")
 		}
 	}
 }
 
-func (p *parser) object() (int, error) {
-	if err := p.enter(); err != nil {
-		return 0, err
-	}
-	i := p.add(node{kind: kindObject, start: int32(p.pos)})
-	p.pos++
-	base := len(p.stack)
+// next moves past the ',' after a member of container i (what, as errors
+// name it) or past its closer, and then closes it (done).
+func (p *parser) next(i, base int, closer byte, what string) (done bool, err error) {
 	p.skipWS()
-	if p.pos < len(p.src) && p.src[p.pos] == '}' {
+	if p.pos >= len(p.src) {
+		return false, p.fail("unexpected end of input in " + what)
+	}
+	switch p.src[p.pos] {
+	case ',':
+		p.pos++
+		return false, nil
+	case closer:
 		p.pos++
 		p.close(i, base)
-		return i, nil
+		return true, nil
+	default:
+		return false, p.unexpected("in " + what + " (want ',' or '" + string(closer) + "')")
+	}
+}
+
+func (p *parser) object() (int, error) {
+	i, base, empty, err := p.open(kindObject, '}')
+	if err != nil || empty {
+		return i, err
 	}
 	for {
 		p.skipWS()
@@ -477,19 +491,10 @@ func (p *parser) object() (int, error) {
 			return 0, err
 		}
 		p.stack = append(p.stack, int32(k), int32(v))
-		p.skipWS()
-		if p.pos >= len(p.src) {
-			return 0, p.fail("unexpected end of input in an object")
-		}
-		switch p.src[p.pos] {
-		case ',':
-			p.pos++
-		case '}':
-			p.pos++
-			p.close(i, base)
+		if done, err := p.next(i, base, '}', "an object"); err != nil {
+			return 0, err
+		} else if done {
 			return i, nil
-		default:
-			return 0, p.unexpected("in an object (want ',' or '}')")
 		}
 	}
 }

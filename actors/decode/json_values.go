@@ -23,18 +23,24 @@ func (p *parser) str(i int) []byte {
 // unescape appends the decoded form of raw, the validated inside of a JSON
 // string, to dst.
 func unescape(dst, raw []byte) []byte {
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			i++
-			continue
+	for i := 0; ; {
+		if dst, i = appendPlain(dst, raw, i); i == len(raw) {
+			return dst
 		}
 		r, n := escapedRune(raw, i)
 		dst = utf8.AppendRune(dst, r)
 		i += n
 	}
-	return dst
+}
+
+// appendPlain appends raw[i:] up to its next backslash to dst and returns
+// the backslash's index, len(raw) where there is none.
+func appendPlain(dst, raw []byte, i int) ([]byte, int) {
+	j := bytes.IndexByte(raw[i:], '\\')
+	if j < 0 {
+		return append(dst, raw[i:]...), len(raw)
+	}
+	return append(dst, raw[i:i+j]...), i + j
 }
 
 // escapedRune decodes the validated escape at raw[i] and says how many
@@ -146,34 +152,23 @@ func (p *parser) canonical(dst []byte, i int) []byte {
 	return append(dst, '}')
 }
 
+// shortEscape is the letter of the two-byte escape a canonical string
+// writes a character with, 0 for none.
+var shortEscape = [utf8.RuneSelf]byte{'"': '"', '\\': '\\', '\b': 'b', '\f': 'f', '\n': 'n', '\r': 'r', '\t': 't'}
+
 // appendString appends raw, the validated inside of a JSON string that
 // contains escapes, as a canonical JSON string.
 func appendString(dst, raw []byte) []byte {
 	dst = append(dst, '"')
-	for i := 0; i < len(raw); {
-		c := raw[i]
-		if c != '\\' {
-			dst = append(dst, c)
-			i++
-			continue
+	for i := 0; ; {
+		if dst, i = appendPlain(dst, raw, i); i == len(raw) {
+			return append(dst, '"')
 		}
 		r, n := escapedRune(raw, i)
 		i += n
 		switch {
-		case r == '"':
-			dst = append(dst, '\\', '"')
-		case r == '\\':
-			dst = append(dst, '\\', '\\')
-		case r == '\b':
-			dst = append(dst, '\\', 'b')
-		case r == '\f':
-			dst = append(dst, '\\', 'f')
-		case r == '\n':
-			dst = append(dst, '\\', 'n')
-		case r == '\r':
-			dst = append(dst, '\\', 'r')
-		case r == '\t':
-			dst = append(dst, '\\', 't')
+		case r < utf8.RuneSelf && shortEscape[r] != 0:
+			dst = append(dst, '\\', shortEscape[r])
 		case r < 0x20:
 			const hex = "0123456789abcdef"
 			dst = append(dst, '\\', 'u', '0', '0', hex[r>>4], hex[r&0xf])
@@ -181,7 +176,6 @@ func appendString(dst, raw []byte) []byte {
 			dst = utf8.AppendRune(dst, r)
 		}
 	}
-	return append(dst, '"')
 }
 
 // Canonical returns the canonical form of a JSON document (see Record): no

@@ -351,6 +351,22 @@ func (r regime) generate(rng *rand.Rand, c int) movementCase {
 // The asserted bounds leave about 1.5x room above those figures; they fail
 // if the bounded-load step displaces more than it must (a tighter cap, a
 // greedy fill in unit order).
+// eachRegime runs f for every regime (the largest skipped with -short),
+// each a parallel subtest of t, with a generator seeded by seed and the
+// regime's index.
+func eachRegime(t *testing.T, seed uint64, f func(t *testing.T, r regime, rng *rand.Rand)) {
+	t.Parallel()
+	for ri, r := range regimes {
+		if testing.Short() && r.name == "10kx50" {
+			continue
+		}
+		t.Run(r.name, func(t *testing.T) {
+			t.Parallel()
+			f(t, r, rand.New(rand.NewPCG(seed, uint64(ri))))
+		})
+	}
+}
+
 var regimes = []regime{
 	{name: "small", minN: 2, maxN: 8, minPerM: 2, maxPerM: 40, cases: 500, maxExtraPerUnit: 0.03, maxExtraPerDisplac: 0.35},
 	{name: "few", minN: 2, maxN: 40, minPerM: 1, maxPerM: 5, cases: 400, maxExtraPerUnit: 0.05, maxExtraPerDisplac: 0.35},
@@ -368,134 +384,118 @@ var regimes = []regime{
 //   - over each regime, extra moves stay below the measured fraction of
 //     the units and of D(before)+D(after).
 func TestAssignLeaveMovement(t *testing.T) {
-	t.Parallel()
-	for ri, r := range regimes {
-		if testing.Short() && r.name == "10kx50" {
-			continue
-		}
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(10, uint64(ri)))
-			var units, own, extra, dSum, cleanCases int
-			for c := range r.cases {
-				mc := r.generate(rng, c)
-				before := Assign(mc.units, mc.members, DefaultMaxCapacity)
-				x := rng.IntN(len(mc.members))
-				leaver := mc.members[x].Name
-				rest := slices.Delete(slices.Clone(mc.members), x, x+1)
-				after := Assign(mc.units, rest, DefaultMaxCapacity)
-				checkAssignment(t, mc.units, rest, after)
+	eachRegime(t, 10, func(t *testing.T, r regime, rng *rand.Rand) {
+		var units, own, extra, dSum, cleanCases int
+		for c := range r.cases {
+			mc := r.generate(rng, c)
+			before := Assign(mc.units, mc.members, DefaultMaxCapacity)
+			x := rng.IntN(len(mc.members))
+			leaver := mc.members[x].Name
+			rest := slices.Delete(slices.Clone(mc.members), x, x+1)
+			after := Assign(mc.units, rest, DefaultMaxCapacity)
+			checkAssignment(t, mc.units, rest, after)
 
-				topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, rest)
-				dBefore, dAfter := displaced(before, topBefore), displaced(after, topAfter)
-				caseExtra := 0
-				for _, u := range mc.units {
-					switch {
-					case before[u] == leaver:
-						own++
-					case before[u] != after[u]:
-						caseExtra++
-						if before[u] == topBefore[u] && after[u] == topAfter[u] {
-							t.Fatalf("case %d: unit %s moved %s -> %s though it was on its top choice before and after", c, u, before[u], after[u])
-						}
+			topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, rest)
+			dBefore, dAfter := displaced(before, topBefore), displaced(after, topAfter)
+			caseExtra := 0
+			for _, u := range mc.units {
+				switch {
+				case before[u] == leaver:
+					own++
+				case before[u] != after[u]:
+					caseExtra++
+					if before[u] == topBefore[u] && after[u] == topAfter[u] {
+						t.Fatalf("case %d: unit %s moved %s -> %s though it was on its top choice before and after", c, u, before[u], after[u])
 					}
 				}
-				if dBefore == 0 && dAfter == 0 {
-					cleanCases++
-					if caseExtra != 0 {
-						t.Fatalf("case %d: no member over its bound, yet %d units moved that were not the leaver's", c, caseExtra)
-					}
+			}
+			if dBefore == 0 && dAfter == 0 {
+				cleanCases++
+				if caseExtra != 0 {
+					t.Fatalf("case %d: no member over its bound, yet %d units moved that were not the leaver's", c, caseExtra)
 				}
-				units += len(mc.units)
-				extra += caseExtra
-				dSum += dBefore + dAfter
 			}
-			perUnit := float64(extra) / float64(units)
-			perDisplaced := float64(extra) / float64(max(dSum, 1))
-			t.Logf("%s: %d cases, %d units, leavers owned %d, extra moves %d (%.2f%% of units, %.0f%% of the leavers' units, %.2f of D before+after = %d; %d cases with D=0 on both sides)",
-				r.name, r.cases, units, own, extra, 100*perUnit, 100*float64(extra)/float64(own), perDisplaced, dSum, cleanCases)
-			if perUnit > r.maxExtraPerUnit {
-				t.Errorf("extra moves are %.2f%% of the units, want <= %.2f%%", 100*perUnit, 100*r.maxExtraPerUnit)
-			}
-			if perDisplaced > r.maxExtraPerDisplac {
-				t.Errorf("extra moves are %.2f of D before+after, want <= %.2f", perDisplaced, r.maxExtraPerDisplac)
-			}
-			if r.name == "few" && cleanCases < r.cases/20 {
-				t.Errorf("only %d cases without displacement: the zero-extra guarantee is not exercised", cleanCases)
-			}
-		})
-	}
+			units += len(mc.units)
+			extra += caseExtra
+			dSum += dBefore + dAfter
+		}
+		perUnit := float64(extra) / float64(units)
+		perDisplaced := float64(extra) / float64(max(dSum, 1))
+		t.Logf("%s: %d cases, %d units, leavers owned %d, extra moves %d (%.2f%% of units, %.0f%% of the leavers' units, %.2f of D before+after = %d; %d cases with D=0 on both sides)",
+			r.name, r.cases, units, own, extra, 100*perUnit, 100*float64(extra)/float64(own), perDisplaced, dSum, cleanCases)
+		if perUnit > r.maxExtraPerUnit {
+			t.Errorf("extra moves are %.2f%% of the units, want <= %.2f%%", 100*perUnit, 100*r.maxExtraPerUnit)
+		}
+		if perDisplaced > r.maxExtraPerDisplac {
+			t.Errorf("extra moves are %.2f of D before+after, want <= %.2f", perDisplaced, r.maxExtraPerDisplac)
+		}
+		if r.name == "few" && cleanCases < r.cases/20 {
+			t.Errorf("only %d cases without displacement: the zero-extra guarantee is not exercised", cleanCases)
+		}
+	})
 }
 
 // TestAssignJoinMovement adds one member and checks that it takes about its
 // fair share, that units move to it from everywhere, and that units moving
 // between old members were off their top choice before or after.
 func TestAssignJoinMovement(t *testing.T) {
-	t.Parallel()
-	for ri, r := range regimes {
-		if testing.Short() && r.name == "10kx50" {
-			continue
-		}
-		t.Run(r.name, func(t *testing.T) {
-			t.Parallel()
-			rng := rand.New(rand.NewPCG(20, uint64(ri)))
-			var units, taken, between, dSum, cleanCases int
-			var fairSum float64
-			for c := range r.cases {
-				mc := r.generate(rng, c)
-				before := Assign(mc.units, mc.members, DefaultMaxCapacity)
-				joiner := alive(fmt.Sprintf("%s-%d-joiner", r.name, c), mc.members[rng.IntN(len(mc.members))].Capacity)
-				all := append(slices.Clone(mc.members), joiner)
-				after := Assign(mc.units, all, DefaultMaxCapacity)
-				checkAssignment(t, mc.units, all, after)
+	eachRegime(t, 20, func(t *testing.T, r regime, rng *rand.Rand) {
+		var units, taken, between, dSum, cleanCases int
+		var fairSum float64
+		for c := range r.cases {
+			mc := r.generate(rng, c)
+			before := Assign(mc.units, mc.members, DefaultMaxCapacity)
+			joiner := alive(fmt.Sprintf("%s-%d-joiner", r.name, c), mc.members[rng.IntN(len(mc.members))].Capacity)
+			all := append(slices.Clone(mc.members), joiner)
+			after := Assign(mc.units, all, DefaultMaxCapacity)
+			checkAssignment(t, mc.units, all, after)
 
-				topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, all)
-				dBefore, dAfter := displaced(before, topBefore), displaced(after, topAfter)
-				caseTaken, caseBetween := 0, 0
-				for _, u := range mc.units {
-					switch {
-					case after[u] == joiner.Name:
-						caseTaken++
-					case before[u] != after[u]:
-						caseBetween++
-						if before[u] == topBefore[u] && after[u] == topAfter[u] {
-							t.Fatalf("case %d: unit %s moved between old members %s -> %s though it was on its top choice before and after", c, u, before[u], after[u])
-						}
+			topBefore, topAfter := topChoices(mc.units, mc.members), topChoices(mc.units, all)
+			dBefore, dAfter := displaced(before, topBefore), displaced(after, topAfter)
+			caseTaken, caseBetween := 0, 0
+			for _, u := range mc.units {
+				switch {
+				case after[u] == joiner.Name:
+					caseTaken++
+				case before[u] != after[u]:
+					caseBetween++
+					if before[u] == topBefore[u] && after[u] == topAfter[u] {
+						t.Fatalf("case %d: unit %s moved between old members %s -> %s though it was on its top choice before and after", c, u, before[u], after[u])
 					}
 				}
-				var total float64
-				for _, m := range all {
-					total += weight(m.Capacity, DefaultMaxCapacity)
-				}
-				fair := float64(len(mc.units)) * weight(joiner.Capacity, DefaultMaxCapacity) / total
-				// Per case: at most the bound; at least the fair share less
-				// four standard deviations of a binomial draw, less one.
-				if lo := fair - 4*math.Sqrt(fair) - 1; float64(caseTaken) < lo {
-					t.Fatalf("case %d: joiner took %d units, fair share %.1f", c, caseTaken, fair)
-				}
-				if dBefore == 0 && dAfter == 0 {
-					cleanCases++
-					if caseBetween != 0 {
-						t.Fatalf("case %d: no member over its bound, yet %d units moved between old members", c, caseBetween)
-					}
-				}
-				units += len(mc.units)
-				taken += caseTaken
-				fairSum += fair
-				between += caseBetween
-				dSum += dBefore + dAfter
 			}
-			t.Logf("%s: %d cases, %d units, joiners took %d (fair %.0f, ratio %.3f), moves between old members %d (%.2f%% of units, %.2f of D before+after = %d; %d cases with D=0 on both sides)",
-				r.name, r.cases, units, taken, fairSum, float64(taken)/fairSum, between, 100*float64(between)/float64(units),
-				float64(between)/float64(max(dSum, 1)), dSum, cleanCases)
-			if ratio := float64(taken) / fairSum; ratio < 0.95 || ratio > 1.05 {
-				t.Errorf("joiners took %.3f of their fair share in total, want within 5%%", ratio)
+			var total float64
+			for _, m := range all {
+				total += weight(m.Capacity, DefaultMaxCapacity)
 			}
-			if perUnit := float64(between) / float64(units); perUnit > r.maxExtraPerUnit {
-				t.Errorf("moves between old members are %.2f%% of the units, want <= %.2f%%", 100*perUnit, 100*r.maxExtraPerUnit)
+			fair := float64(len(mc.units)) * weight(joiner.Capacity, DefaultMaxCapacity) / total
+			// Per case: at most the bound; at least the fair share less
+			// four standard deviations of a binomial draw, less one.
+			if lo := fair - 4*math.Sqrt(fair) - 1; float64(caseTaken) < lo {
+				t.Fatalf("case %d: joiner took %d units, fair share %.1f", c, caseTaken, fair)
 			}
-		})
-	}
+			if dBefore == 0 && dAfter == 0 {
+				cleanCases++
+				if caseBetween != 0 {
+					t.Fatalf("case %d: no member over its bound, yet %d units moved between old members", c, caseBetween)
+				}
+			}
+			units += len(mc.units)
+			taken += caseTaken
+			fairSum += fair
+			between += caseBetween
+			dSum += dBefore + dAfter
+		}
+		t.Logf("%s: %d cases, %d units, joiners took %d (fair %.0f, ratio %.3f), moves between old members %d (%.2f%% of units, %.2f of D before+after = %d; %d cases with D=0 on both sides)",
+			r.name, r.cases, units, taken, fairSum, float64(taken)/fairSum, between, 100*float64(between)/float64(units),
+			float64(between)/float64(max(dSum, 1)), dSum, cleanCases)
+		if ratio := float64(taken) / fairSum; ratio < 0.95 || ratio > 1.05 {
+			t.Errorf("joiners took %.3f of their fair share in total, want within 5%%", ratio)
+		}
+		if perUnit := float64(between) / float64(units); perUnit > r.maxExtraPerUnit {
+			t.Errorf("moves between old members are %.2f%% of the units, want <= %.2f%%", 100*perUnit, 100*r.maxExtraPerUnit)
+		}
+	})
 }
 
 func TestOwned(t *testing.T) {

@@ -58,41 +58,40 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// Two node processes share the topic; Run checks every row as in process.
-func TestRunNodeProcesses(t *testing.T) {
+// runProcesses runs the bench of o with the drover binary (skipped with
+// -short, which builds none) and returns its result and output.
+func runProcesses(t *testing.T, o bench.Options) (bench.Result, string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("builds the drover binary")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
+	o.Binary = droverBinary(t)
 	var out bytes.Buffer
-	res, err := bench.Run(ctx, bench.Options{
-		Binary: droverBinary(t), Nodes: 2, Partitions: 4, Messages: 2000, Keys: 300, Batch: 100,
-		MaxWait: 20 * time.Millisecond, LatencyFor: 300 * time.Millisecond, Rate: 300, Dir: t.TempDir(),
-	}, &out)
+	res, err := bench.Run(ctx, o, &out)
 	t.Log("\n" + out.String())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(out.String(), "2 node processes") || res.Rows != 300 || res.Drover <= 0 || res.Count == 0 {
+	return res, out.String()
+}
+
+// Two node processes share the topic; Run checks every row as in process.
+func TestRunNodeProcesses(t *testing.T) {
+	res, out := runProcesses(t, bench.Options{
+		Nodes: 2, Partitions: 4, Messages: 2000, Keys: 300, Batch: 100,
+		MaxWait: 20 * time.Millisecond, LatencyFor: 300 * time.Millisecond, Rate: 300, Dir: t.TempDir(),
+	})
+	if !strings.Contains(out, "2 node processes") || res.Rows != 300 || res.Drover <= 0 || res.Count == 0 {
 		t.Errorf("rows=%d drover=%v latency count=%d; want 300 rows from 2 node processes, positive figures", res.Rows, res.Drover, res.Count)
 	}
 }
 
 func TestRunIdle(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the drover binary")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	var out bytes.Buffer
-	res, err := bench.Run(ctx, bench.Options{Binary: droverBinary(t), Idle: 1030, IdleWindow: time.Second, Dir: t.TempDir()}, &out)
-	t.Log("\n" + out.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	res, out := runProcesses(t, bench.Options{Idle: 1030, IdleWindow: time.Second, Dir: t.TempDir()})
 	ir := res.Idle
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
 	// 1,030 units: two memory sources (1,024 + 6)
 	if ir == nil || ir.Units != 1030 || ir.RSS <= 0 || ir.BaseRSS <= 0 || ir.RSS <= ir.BaseRSS || ir.CPU < 0 || lines[len(lines)-1] != ir.Line() {
 		t.Fatalf("idle result %+v, last line %q", ir, lines[len(lines)-1])

@@ -124,6 +124,13 @@ type response struct {
 // get fetches url without keeping connections (no goroutines left behind).
 func get(t *testing.T, url string, header ...string) response {
 	t.Helper()
+	return getWith(t, &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}, url, header...)
+}
+
+// getWith fetches url through c with the header's name, value pairs.
+func getWith(t *testing.T, c *http.Client, url string, header ...string) response {
+	t.Helper()
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -131,8 +138,6 @@ func get(t *testing.T, url string, header ...string) response {
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second,
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatalf("GET %s: %v", url, err)

@@ -2,17 +2,11 @@ package debug
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/json"
-	"encoding/pem"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -26,6 +20,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/placement"
+	"github.com/drover-dev/drover/internal/testpki"
 )
 
 // recorder is a member's debug endpoint that records the Authorization
@@ -110,92 +105,20 @@ func TestClusterScopeSendsTheTokenOnlyToAuthenticatedMembers(t *testing.T) {
 	}
 }
 
-// pki is a throwaway CA and a certificate it signed for 127.0.0.1, as PEM
-// files in a temporary directory.
-type pki struct {
-	ca, cert, key string // paths
-	pool          *x509.CertPool
-}
-
-func newPKI(t *testing.T, name string) pki {
-	t.Helper()
-	dir := t.TempDir()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: name + " test CA"},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IsCA: true, BasicConstraintsValid: true,
-		KeyUsage: x509.KeyUsageCertSign}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: name},
-		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &key.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := pki{ca: filepath.Join(dir, "ca.pem"), cert: filepath.Join(dir, "cert.pem"), key: filepath.Join(dir, "key.pem"), pool: x509.NewCertPool()}
-	p.pool.AddCert(caCert)
-	for path, block := range map[string]*pem.Block{
-		p.ca:   {Type: "CERTIFICATE", Bytes: caDER},
-		p.cert: {Type: "CERTIFICATE", Bytes: der},
-		p.key:  {Type: "PRIVATE KEY", Bytes: keyDER},
-	} {
-		if err := os.WriteFile(path, pem.EncodeToMemory(block), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return p
-}
-
 // getTLS is get over HTTPS, trusting roots.
 func getTLS(t *testing.T, url string, roots *x509.CertPool, header ...string) response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	c := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}}
-	resp, err := c.Do(req)
-	if err != nil {
-		t.Fatalf("GET %s: %v", url, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return response{resp.StatusCode, resp.Header, string(b)}
+	return getWith(t, &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{DisableKeepAlives: true, TLSClientConfig: &tls.Config{RootCAs: roots}}}, url, header...)
 }
 
 // node.debug_tls: the endpoint serves HTTPS only; the cluster view asks
 // members that gossip TLS over https, verified with the configured CA, and
 // sends the token to no member over plain HTTP.
 func TestDebugTLS(t *testing.T) {
-	p := newPKI(t, "cluster")
-	stranger := newPKI(t, "stranger") // signed by a CA nobody trusts
-	b := start(t, Config{Token: "tok", Node: &fakeNode{trees: []actors.Tree{sampleTree("b", "orders/1")}}, TLSCert: p.cert, TLSKey: p.key})
-	d := start(t, Config{Token: "tok", Node: &fakeNode{trees: []actors.Tree{{Node: "d"}}}, TLSCert: stranger.cert, TLSKey: stranger.key})
+	p := testpki.New(t, "cluster")
+	stranger := testpki.New(t, "stranger") // signed by a CA nobody trusts
+	b := start(t, Config{Token: "tok", Node: &fakeNode{trees: []actors.Tree{sampleTree("b", "orders/1")}}, TLSCert: p.Cert, TLSKey: p.Key})
+	d := start(t, Config{Token: "tok", Node: &fakeNode{trees: []actors.Tree{{Node: "d"}}}, TLSCert: stranger.Cert, TLSKey: stranger.Key})
 	plain := newRecorder(t, "c")
 	a := &fakeNode{trees: []actors.Tree{{Node: "a"}}}
 	a.setMembers(
@@ -203,11 +126,11 @@ func TestDebugTLS(t *testing.T) {
 		placement.Member{Name: "c", DebugAddr: plain.addr()},
 		placement.Member{Name: "d", DebugAddr: d.Addr(), DebugTLS: true},
 	)
-	s := start(t, Config{Token: "tok", Node: a, MembersAuthenticated: true, TLSCert: p.cert, TLSKey: p.key, TLSCA: p.ca})
+	s := start(t, Config{Token: "tok", Node: a, MembersAuthenticated: true, TLSCert: p.Cert, TLSKey: p.Key, TLSCA: p.CA})
 	if s.URL() != "https://"+s.Addr()+"/debug/" {
 		t.Errorf("URL() = %q", s.URL())
 	}
-	got := clusterOf(t, getTLS(t, "https://"+s.Addr()+"/debug/tree?scope=cluster", p.pool, "Authorization", "Bearer tok"))
+	got := clusterOf(t, getTLS(t, "https://"+s.Addr()+"/debug/tree?scope=cluster", p.Pool, "Authorization", "Bearer tok"))
 	if n := got["b"]; n.Error != "" || len(n.Sources) != 1 || n.Sources[0].Units[0].Unit != "orders/1" {
 		t.Errorf("b over https: %+v", n)
 	}
@@ -224,14 +147,14 @@ func TestDebugTLS(t *testing.T) {
 	if r := get(t, "http://"+s.Addr()+"/healthz"); r.code == http.StatusOK {
 		t.Errorf("plain HTTP to an HTTPS endpoint: %d %q", r.code, r.body)
 	}
-	if r := getTLS(t, "https://"+s.Addr()+"/healthz", p.pool); r.code != http.StatusOK {
+	if r := getTLS(t, "https://"+s.Addr()+"/healthz", p.Pool); r.code != http.StatusOK {
 		t.Errorf("healthz over https: %d", r.code)
 	}
 }
 
 func TestDebugTLSFilesNamedWhenUnusable(t *testing.T) {
-	p, other := newPKI(t, "a"), newPKI(t, "b")
-	keyPEM, err := os.ReadFile(p.key)
+	p, other := testpki.New(t, "a"), testpki.New(t, "b")
+	keyPEM, err := os.ReadFile(p.Key)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -241,16 +164,16 @@ func TestDebugTLSFilesNamedWhenUnusable(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{TLSCert: p.cert}, "node.debug_tls: cert and key go together"},
-		{Config{TLSKey: p.key}, "node.debug_tls: cert and key go together"},
-		{Config{TLSCert: missing, TLSKey: p.key}, "node.debug_tls.cert: stat " + missing},
-		{Config{TLSCert: p.cert, TLSKey: missing}, "node.debug_tls.key: stat " + missing},
-		{Config{TLSCert: p.cert, TLSKey: other.key}, "node.debug_tls: certificate " + p.cert + " with key " + other.key + ": tls: private key does not match public key"},
-		{Config{TLSCert: p.key, TLSKey: p.key}, "node.debug_tls: certificate " + p.key},
-		{Config{TLSCA: p.key}, "node.debug_tls.ca: " + p.key + " holds no PEM certificate"},
+		{Config{TLSCert: p.Cert}, "node.debug_tls: cert and key go together"},
+		{Config{TLSKey: p.Key}, "node.debug_tls: cert and key go together"},
+		{Config{TLSCert: missing, TLSKey: p.Key}, "node.debug_tls.cert: stat " + missing},
+		{Config{TLSCert: p.Cert, TLSKey: missing}, "node.debug_tls.key: stat " + missing},
+		{Config{TLSCert: p.Cert, TLSKey: other.Key}, "node.debug_tls: certificate " + p.Cert + " with key " + other.Key + ": tls: private key does not match public key"},
+		{Config{TLSCert: p.Key, TLSKey: p.Key}, "node.debug_tls: certificate " + p.Key},
+		{Config{TLSCA: p.Key}, "node.debug_tls.ca: " + p.Key + " holds no PEM certificate"},
 		{Config{TLSCA: missing}, "node.debug_tls.ca: stat " + missing},
 		{Config{TLSCA: "/dev/zero"}, "node.debug_tls.ca: /dev/zero is not a regular file"},
-		{Config{TLSCert: t.TempDir(), TLSKey: p.key}, "is not a regular file"},
+		{Config{TLSCert: t.TempDir(), TLSKey: p.Key}, "is not a regular file"},
 	} {
 		tt.cfg.Addr, tt.cfg.Node = "127.0.0.1:0", node
 		_, err := New(tt.cfg)

@@ -248,21 +248,26 @@ func (c *Cluster) auditSources() []string { return append([]string{"audit"}, c.A
 func (c *Cluster) addedConfig(n *Node) string {
 	var b strings.Builder
 	for _, name := range n.added {
-		fmt.Fprintf(&b, `  - name: %s
+		b.WriteString(c.auditConfig(name, "    start: earliest\n"))
+	}
+	return b.String()
+}
+
+// auditConfig is the entry of a source that runs the audit handler on the
+// demo's topic; extra, lines of its own, goes after handler_name.
+func (c *Cluster) auditConfig(name, extra string) string {
+	return fmt.Sprintf(`  - name: %s
     type: kafka
     mode: handler
     handler_name: audit
-    start: earliest
-    kafka:
+%s    kafka:
       brokers: [%q]
       topic: %s
     batch_size: %d
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-`, name, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
-	}
-	return b.String()
+`, name, extra, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait)
 }
 
 func (c *Cluster) nodeConfig(n *Node) string {
@@ -296,20 +301,9 @@ sources:
     max_wait: %s
     lease_ttl: 10s
     discovery_interval: 5s
-  - name: audit
-    type: kafka
-    mode: handler
-    handler_name: audit
-    kafka:
-      brokers: [%q]
-      topic: %s
-    batch_size: %d
-    max_wait: %s
-    lease_ttl: 10s
-    discovery_interval: 5s
 `, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile,
-		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait, c.KafkaAddr(), Topic, c.cfg.BatchSize, c.cfg.MaxWait) +
-		c.queueConfig() + c.addedConfig(n) + c.cfg.Extra
+		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait) +
+		c.auditConfig("audit", "") + c.queueConfig() + c.addedConfig(n) + c.cfg.Extra
 }
 
 // ports returns n ports from first on, or n free ones when first is 0.

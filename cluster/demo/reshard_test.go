@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/big"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 	kintypes "github.com/aws/aws-sdk-go-v2/service/kinesis/types"
 
 	"github.com/drover-dev/drover/brokers/awstest"
-	"github.com/drover-dev/drover/persistence/stores"
+	"github.com/drover-dev/drover/internal/kinesistest"
 )
 
 const reshardSecretEnv = "DROVER_DEMO_KINESIS_SECRET"
@@ -41,17 +40,7 @@ func TestKinesisReshardConvergesWithSQLite(t *testing.T) {
 	kc := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	stream := fmt.Sprintf("drover-demo-%d", os.Getpid())
-	if _, err := kc.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(stream), ShardCount: aws.Int32(2)}); err != nil {
-		t.Fatalf("create stream %s: %v", stream, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := kc.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(stream)}); err != nil {
-			t.Logf("delete stream %s: %v", stream, err)
-		}
-	})
+	stream := kinesistest.CreateStream(ctx, t, kc, "drover-demo", 2)
 	if err := kinesisActive(ctx, kc, stream); err != nil {
 		t.Fatal(err)
 	}
@@ -126,17 +115,7 @@ func TestKinesisReshardConvergesWithSQLite(t *testing.T) {
 	err = func() error {
 		deadline := time.Now().Add(60 * time.Second)
 		for {
-			counts := map[string]int{}
-			err := stores.Query(ctx, c.StoreURL(), `SELECT unit, position, count(*) FROM drover_audit WHERE source = 'ks' GROUP BY unit, position`, nil,
-				func(scan func(...any) error) error {
-					var unit, pos string
-					var n int
-					if err := scan(&unit, &pos, &n); err != nil {
-						return err
-					}
-					counts[unit+"@"+pos] = n
-					return nil
-				})
+			counts, err := c.auditCounts(ctx, "ks")
 			if err != nil {
 				return err
 			}

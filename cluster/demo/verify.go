@@ -3,6 +3,8 @@ package demo
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -170,7 +172,7 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 			return v, err
 		}
 	}
-	for _, src := range sortedKeys(prod.Queues) {
+	for _, src := range slices.Sorted(maps.Keys(prod.Queues)) {
 		if err := c.verifyQueue(ctx, s, &v, src, prod.Queues[src]); err != nil {
 			return v, err
 		}
@@ -298,15 +300,6 @@ func (v *Verdict) compare(ctx context.Context, s contents, source string, want, 
 	}
 	v.DeadLettered += len(dls)
 	return nil
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func (v *Verdict) problem(f string, a ...any) {

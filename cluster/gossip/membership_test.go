@@ -31,6 +31,19 @@ func TestMain(m *testing.M) {
 	goleak.VerifyTestMain(m)
 }
 
+// startThree starts a of cfg, then b and c joining it, and waits until
+// each sees all three.
+func startThree(t *testing.T, cfg Config) (a, b, c *Membership) {
+	t.Helper()
+	a = start(t, cfg)
+	b = start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
+	c = start(t, Config{Name: "c", Join: []string{a.Local().Addr}})
+	for _, m := range []*Membership{a, b, c} {
+		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
+	}
+	return a, b, c
+}
+
 // start joins a node with the fast profile on a free loopback port and
 // leaves it when the test ends.
 func start(t *testing.T, cfg Config) *Membership {
@@ -245,12 +258,7 @@ func TestGracefulLeaveSeenQuickly(t *testing.T) {
 }
 
 func TestSetStateLeavingSeenByOthers(t *testing.T) {
-	a := start(t, Config{Name: "a"})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
-	c := start(t, Config{Name: "c", Join: []string{a.Local().Addr}})
-	for _, m := range []*Membership{a, b, c} {
-		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
-	}
+	a, b, c := startThree(t, Config{Name: "a"})
 	state := func(m *Membership, name string) placement.MemberState {
 		mem, _ := find(m.Members(), name)
 		return mem.State

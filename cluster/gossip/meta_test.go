@@ -35,12 +35,7 @@ func ids(tags []placement.SourceTag) []uint32 {
 // metadata on, and every SetSources reaches the others.
 func TestSourcesGossiped(t *testing.T) {
 	initial := []placement.SourceTag{{ID: 70, Units: 1}, {ID: 3}} // not sorted: Join sorts
-	a := start(t, Config{Name: "a", Sources: initial})
-	b := start(t, Config{Name: "b", Join: []string{a.Local().Addr}})
-	c := start(t, Config{Name: "c", Join: []string{a.Local().Addr}})
-	for _, m := range []*Membership{a, b, c} {
-		waitUntil(t, 2*time.Second, m.cfg.Name+" sees a, b, c", sees(m, "a", "b", "c"))
-	}
+	a, b, c := startThree(t, Config{Name: "a", Sources: initial})
 	sourcesOf := func(m *Membership, name string) placement.Member {
 		mem, _ := find(m.Members(), name)
 		return mem

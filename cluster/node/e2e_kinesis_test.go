@@ -3,7 +3,6 @@ package node_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -13,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/awstest"
+	"github.com/drover-dev/drover/internal/kinesistest"
 )
 
 // Amazon Kinesis end to end on kinesalite: one stream of two shards; a
@@ -22,17 +22,7 @@ func TestE2EKinesis(t *testing.T) {
 	c := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	name := fmt.Sprintf("drover-e2e-%d", os.Getpid())
-	if _, err := c.CreateStream(ctx, &awskinesis.CreateStreamInput{StreamName: aws.String(name), ShardCount: aws.Int32(2)}); err != nil {
-		t.Fatalf("create stream %s: %v", name, err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := c.DeleteStream(ctx, &awskinesis.DeleteStreamInput{StreamName: aws.String(name)}); err != nil {
-			t.Logf("delete stream %s: %v", name, err)
-		}
-	})
+	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e", 2)
 	err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
 		out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
 		if err != nil {

@@ -22,16 +22,7 @@ import (
 // that each run's kill lands in the middle of its own data (queue and
 // stream sources go at different speeds).
 func TestE2ENATS(t *testing.T) {
-	url := e2eStartNATS(t)
-	nc, err := natsgo.Connect(url)
-	if err != nil {
-		skipOrFail(t, fmt.Sprintf("connect to the embedded NATS server at %s: %v", url, err))
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	url, _, js := e2eJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	for _, sc := range []jetstream.StreamConfig{
@@ -94,6 +85,23 @@ func TestE2ENATS(t *testing.T) {
 func e2eStartNATS(t *testing.T) string {
 	t.Helper()
 	return e2eRunNATS(t, e2eNATSOptions(t)).ClientURL()
+}
+
+// e2eJetStream starts an embedded server (e2eStartNATS) and connects to it
+// until the test ends: the server's URL, the connection and its JetStream.
+func e2eJetStream(t *testing.T) (string, *natsgo.Conn, jetstream.JetStream) {
+	t.Helper()
+	url := e2eStartNATS(t)
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		skipOrFail(t, fmt.Sprintf("connect to the embedded NATS server at %s: %v", url, err))
+	}
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return url, nc, js
 }
 
 // e2eNATSOptions are the options of an embedded JetStream server on a free

@@ -46,7 +46,6 @@ import (
 	"cloud.google.com/go/pubsub/v2/pstest"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
 	"github.com/jackc/pgx/v5"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
@@ -359,19 +358,7 @@ func slowSQS(t *testing.T) []string {
 	defer cancel()
 	const visibility = 2 * time.Second
 	name := fmt.Sprintf("drover-slow-%d-%d", os.Getpid(), time.Now().UnixNano())
-	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
-		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(int(visibility / time.Second))}})
-	if err != nil {
-		t.Fatalf("create queue %s: %v", name, err)
-	}
-	qurl := aws.ToString(out.QueueUrl)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		defer cancel()
-		if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
-			t.Logf("delete queue %s: %v", name, err)
-		}
-	})
+	qurl := e2eSQSQueue(ctx, t, c, name, int(visibility/time.Second))
 	px := newSQSCounter(t, ep)
 	t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
 	return runSlowQueue(t, slowQueue{
@@ -391,14 +378,10 @@ func slowSQS(t *testing.T) []string {
 			return ids, nil
 		},
 		Acked: func(ctx context.Context) (bool, string) {
-			out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(qurl),
-				AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-					sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+			visible, inFlight, err := e2eSQSCounts(ctx, c, qurl)
 			if err != nil {
 				return false, err.Error()
 			}
-			visible := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
-			inFlight := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
 			return visible == "0" && inFlight == "0", fmt.Sprintf("%s messages waiting, %s in flight", visible, inFlight)
 		},
 		Broker: px.check,
@@ -646,16 +629,7 @@ func slowNATS(t *testing.T) []string {
 		consumer = "slow"
 		ackWait  = 2 * time.Second
 	)
-	u := e2eStartNATS(t)
-	nc, err := natsgo.Connect(u)
-	if err != nil {
-		skipOrFail(t, fmt.Sprintf("connect to the embedded NATS server at %s: %v", u, err))
-	}
-	t.Cleanup(nc.Close)
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	u, nc, js := e2eJetStream(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	st, err := js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{subject}, Retention: jetstream.LimitsPolicy})

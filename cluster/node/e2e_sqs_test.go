@@ -33,19 +33,7 @@ func TestE2ESQS(t *testing.T) {
 	urls := map[string]string{}
 	for _, q := range []string{"orders", "audit"} {
 		name := fmt.Sprintf("drover-e2e-%d-%s", os.Getpid(), q)
-		out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
-			Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibility)}})
-		if err != nil {
-			t.Fatalf("create queue %s: %v", name, err)
-		}
-		urls[q] = aws.ToString(out.QueueUrl)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
-				t.Logf("delete queue %s: %v", name, err)
-			}
-		})
+		urls[q] = e2eSQSQueue(ctx, t, c, name, visibility)
 	}
 	msgs := e2eWorkload(t, 41, true, false)
 	rec := &e2eSource{Name: "sqs-orders", Table: "sqs_orders", Queue: true, Slots: 2, Sent: e2eSendSQS(ctx, t, c, urls["orders"], msgs)}
@@ -63,14 +51,10 @@ func TestE2ESQS(t *testing.T) {
 		// Everything acked (deleted): no message waiting or in flight.
 		Drained: func(ctx context.Context) (bool, string) {
 			for q, url := range urls {
-				out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
-					AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
-						sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+				visible, inFlight, err := e2eSQSCounts(ctx, c, url)
 				if err != nil {
 					return false, err.Error()
 				}
-				visible := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)]
-				inFlight := out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)]
 				if visible != "0" || inFlight != "0" {
 					return false, fmt.Sprintf("queue %s: %s messages waiting, %s in flight", q, visible, inFlight)
 				}
@@ -79,6 +63,38 @@ func TestE2ESQS(t *testing.T) {
 		},
 	})
 	e2eNoSecret(t, res, awstest.SecretAccessKey)
+}
+
+// e2eSQSQueue creates queue name with a visibility timeout of the given
+// seconds, deleted when the test ends, and returns its URL.
+func e2eSQSQueue(ctx context.Context, t *testing.T, c *awssqs.Client, name string, visibility int) string {
+	t.Helper()
+	out, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(name),
+		Attributes: map[string]string{"VisibilityTimeout": strconv.Itoa(visibility)}})
+	if err != nil {
+		t.Fatalf("create queue %s: %v", name, err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if _, err := c.DeleteQueue(ctx, &awssqs.DeleteQueueInput{QueueUrl: out.QueueUrl}); err != nil {
+			t.Logf("delete queue %s: %v", name, err)
+		}
+	})
+	return aws.ToString(out.QueueUrl)
+}
+
+// e2eSQSCounts asks a queue how many messages wait in it and how many are
+// in flight (SQS's approximate numbers, as it gives them).
+func e2eSQSCounts(ctx context.Context, c *awssqs.Client, url string) (visible, inFlight string, err error) {
+	out, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible}})
+	if err != nil {
+		return "", "", err
+	}
+	return out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessages)],
+		out.Attributes[string(sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible)], nil
 }
 
 // e2eSendSQS sends msgs to the queue, ten per batch, a few batches at a

@@ -2,22 +2,12 @@ package node
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"encoding/json"
-	"encoding/pem"
 	"io"
-	"math/big"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -29,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/gossip"
+	"github.com/drover-dev/drover/internal/testpki"
 )
 
 // Issue 10, item 1: a process that joins a node's plain (loopback) gossip
@@ -60,23 +51,12 @@ func TestGossipIntruderNeverGetsTheDebugToken(t *testing.T) {
 			defer joiner.Close()
 
 			env := map[string]string{"TOK": "tok-e2e", "KEY": base64.StdEncoding.EncodeToString(key)}
-			cl := `cluster: {bind: "127.0.0.1:0", profile: fast}`
+			cl := `bind: "127.0.0.1:0", profile: fast`
 			if tt.secretKey != nil {
-				cl = `cluster: {bind: "127.0.0.1:0", profile: fast, secret_key: "${env:KEY}"}`
+				cl = `bind: "127.0.0.1:0", profile: fast, secret_key: "${env:KEY}"`
 			}
-			cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_token: "${env:TOK}"}
-`+cl+`
-store: {url: "sqlite:`+t.TempDir()+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 2}, records: {key: id}}
-`), config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
-			if err != nil {
-				t.Fatal(err)
-			}
-			n, err := Start(t.Context(), cfg, Options{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			n := startNode(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0", debug_token: "${env:TOK}"`, cl, t.TempDir(), 2),
+				config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 			defer n.Close()
 			var self string
 			for _, m := range n.Members() {
@@ -89,11 +69,7 @@ sources:
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer func() {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_ = intruder.Leave(ctx)
-			}()
+			defer leave(intruder)
 			deadline := time.Now().Add(10 * time.Second)
 			for !hasMember(n.Members(), "joiner") {
 				if time.Now().After(deadline) {
@@ -130,6 +106,13 @@ sources:
 	}
 }
 
+// leave leaves gossip, giving it five seconds.
+func leave(m *gossip.Membership) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = m.Leave(ctx)
+}
+
 // Review of issue 10, item 1: cluster.max_capacity reaches placement. A
 // member that joins plain (loopback) gossip and advertises capacity 1e9
 // counts as max_capacity (2 here, against n1's 1): n1 keeps at least
@@ -137,19 +120,7 @@ sources:
 // placement would clamp to the default 16 and leave n1 at most
 // ceil(24/17) + 1 = 3.
 func TestMaxCapacityBoundsAGreedyMember(t *testing.T) {
-	cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0"}
-cluster: {bind: "127.0.0.1:0", profile: fast, max_capacity: 2}
-store: {url: "sqlite:`+t.TempDir()+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 24}, records: {key: id}}
-`), config.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Start(t.Context(), cfg, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n := startNode(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0"`, `bind: "127.0.0.1:0", profile: fast, max_capacity: 2`, t.TempDir(), 24), config.Options{})
 	defer n.Close()
 	running := func() []string {
 		var us []string
@@ -186,11 +157,7 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = greedy.Leave(ctx)
-	}()
+	defer leave(greedy)
 	waitFor("n1 sees the greedy member", func() bool { return hasMember(n.Members(), "greedy") })
 
 	var want []string
@@ -247,23 +214,16 @@ func clusterView(t *testing.T, url, token string) map[string]debug.NodeTree {
 // node before it joins, naming the field.
 func TestNodeDebugTLS(t *testing.T) {
 	dir := t.TempDir()
-	certFile, keyFile, roots := selfSigned(t, dir)
+	p := testpki.New(t, "n1")
+	certFile, keyFile, roots := p.Cert, p.Key, p.Pool
 	start := func(tls string) (*Node, error) {
-		cfg, err := config.Parse([]byte(`node: {name: n1, debug_addr: "127.0.0.1:0", debug_tls: `+tls+`}
-cluster: {bind: "127.0.0.1:0", profile: fast}
-store: {url: "sqlite:`+dir+`/d.db"}
-sources:
-  - {name: m, type: memory, memory: {partitions: 1}, records: {key: id}}
-`), config.Options{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		cfg := parseConfig(t, memoryNodeYAML(`debug_addr: "127.0.0.1:0", debug_tls: `+tls, `bind: "127.0.0.1:0", profile: fast`, dir, 1), config.Options{})
 		return Start(t.Context(), cfg, Options{})
 	}
 	if _, err := start(`{cert: "` + dir + `/missing.pem", key: "` + keyFile + `"}`); err == nil || !strings.Contains(err.Error(), "node.debug_tls.cert: stat "+dir+"/missing.pem") {
 		t.Fatalf("start with a missing certificate: %v", err)
 	}
-	n, err := start(`{cert: "` + certFile + `", key: "` + keyFile + `", ca: "` + certFile + `"}`)
+	n, err := start(`{cert: "` + certFile + `", key: "` + keyFile + `", ca: "` + p.CA + `"}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -280,40 +240,4 @@ sources:
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("healthz over https: %d", resp.StatusCode)
 	}
-}
-
-// selfSigned writes a self-signed certificate for 127.0.0.1 and its key
-// into dir.
-func selfSigned(t *testing.T, dir string) (certFile, keyFile string, roots *x509.CertPool) {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "n1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IsCA: true, BasicConstraintsValid: true}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		t.Fatal(err)
-	}
-	roots = x509.NewCertPool()
-	roots.AddCert(cert)
-	return certFile, keyFile, roots
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
+	"github.com/drover-dev/drover/persistence/storetest"
 )
 
 // hostile are producer-controlled strings that a terminal acts on, and
@@ -44,15 +45,8 @@ func seedHostile(t *testing.T, text string) (string, int64) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "people/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Apply(ctx, &persistence.Batch{Source: "people", Unit: "people/0", Lease: l, Table: "people", Checkpoint: "7" + text,
-		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "7" + text, MsgKey: "key" + text,
-			Payload: []byte("payload " + text + " end"), Reason: "invalid JSON: " + text}}}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.ApplyPeople(t, s, "n1", "7"+text, persistence.Op{Kind: persistence.OpDeadLetter, Position: "7" + text, MsgKey: "key" + text,
+		Payload: []byte("payload " + text + " end"), Reason: "invalid JSON: " + text})
 	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{})
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("seeded: %v %v", dls, err)

@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
+	"github.com/drover-dev/drover/persistence/storetest"
 )
 
 // seedDeadLetters writes two dead letters of source "people" (unit
@@ -25,19 +25,10 @@ func seedDeadLetters(t *testing.T) (url string) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "people/0", Owner: "node-1", TTL: time.Minute, Live: []string{"node-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	big := `{"id":"big","bio":"` + strings.Repeat(".", 100) + `"}`
-	_, err = s.Apply(ctx, &persistence.Batch{Source: "people", Unit: "people/0", Lease: l, Table: "people", Checkpoint: "2",
-		Ops: []persistence.Op{
-			{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte(big), Reason: "message of 122 bytes exceeds max_message_bytes 64"},
-			{Kind: persistence.OpDeadLetter, Position: "2", Payload: []byte("junk"), Reason: "invalid JSON"},
-		}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	storetest.ApplyPeople(t, s, "node-1", "2",
+		persistence.Op{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte(big), Reason: "message of 122 bytes exceeds max_message_bytes 64"},
+		persistence.Op{Kind: persistence.OpDeadLetter, Position: "2", Payload: []byte("junk"), Reason: "invalid JSON"})
 	return url
 }
 

@@ -308,14 +308,19 @@ func (t *tx) open(ctx context.Context) error {
 	return ctx.Err()
 }
 
+// usable checks, with t.mu held, that a Tx method may run on table.
+func (t *tx) usable(ctx context.Context, table string) error {
+	if err := t.open(ctx); err != nil {
+		return err
+	}
+	return persistence.ValidTable(table)
+}
+
 // Put implements persistence.Tx.
 func (t *tx) Put(ctx context.Context, table, key string, doc []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(ctx); err != nil {
-		return fmt.Errorf("put %s/%s: %w", table, key, err)
-	}
-	if err := persistence.ValidTable(table); err != nil {
+	if err := t.usable(ctx, table); err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
 	if err := persistence.CheckJSON(doc); err != nil {
@@ -338,10 +343,7 @@ func (t *tx) Put(ctx context.Context, table, key string, doc []byte) error {
 func (t *tx) Delete(ctx context.Context, table, key string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(ctx); err != nil {
-		return fmt.Errorf("delete %s/%s: %w", table, key, err)
-	}
-	if err := persistence.ValidTable(table); err != nil {
+	if err := t.usable(ctx, table); err != nil {
 		return fmt.Errorf("delete %s/%s: %w", table, key, err)
 	}
 	t.stage(table, key, write{deleted: true})
@@ -352,10 +354,7 @@ func (t *tx) Delete(ctx context.Context, table, key string) error {
 func (t *tx) Get(ctx context.Context, table, key string) ([]byte, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(ctx); err != nil {
-		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
-	}
-	if err := persistence.ValidTable(table); err != nil {
+	if err := t.usable(ctx, table); err != nil {
 		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
 	}
 	doc, ok := t.current(table, key)

@@ -25,16 +25,9 @@ func BenchmarkApply(b *testing.B) {
 
 func benchApply(b *testing.B, n int) {
 	b.ReportAllocs()
-	s, err := Open(b.Context(), pg.URL(b), Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(b, pg.URL(b), Config{})
 	ctx := b.Context()
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "bench/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	l := acquire(b, s, "bench/0", "node-1")
 	ceiling := newRecordsSQL(s, "ceiling")
 	if _, err := s.pool.Exec(ctx, ceiling.create); err != nil {
 		b.Fatal(err)

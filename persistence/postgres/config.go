@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"regexp"
 	"time"
+
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 // DefaultTimeout is the default of Config.Timeout.
@@ -56,18 +58,10 @@ func (c Config) Validate() error {
 	if c.MaxConns < 0 {
 		return fmt.Errorf("max conns %d: must not be negative", c.MaxConns)
 	}
-	if c.Timeout != 0 && c.Timeout < MinTimeout {
-		return fmt.Errorf("timeout %s: must be at least %s (or 0 for the default %s)", c.Timeout, MinTimeout, DefaultTimeout)
-	}
-	return nil
+	return sqlstore.CheckTimeout(c.Timeout, MinTimeout, DefaultTimeout)
 }
 
-func (c Config) timeout() time.Duration {
-	if c.Timeout == 0 {
-		return DefaultTimeout
-	}
-	return c.Timeout
-}
+func (c Config) timeout() time.Duration { return sqlstore.Timeout(c.Timeout, DefaultTimeout) }
 
 // sessionParams are the settings every connection of a Store with this
 // timeout starts with (sent in the startup message, so no connection is

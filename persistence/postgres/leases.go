@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 func scanLease(row pgx.Row, extra ...any) (persistence.Lease, error) {
@@ -170,11 +171,7 @@ func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.sql.listLeases)
-	if err != nil {
-		return nil, wrapf(err, "list leases")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.Lease, error) { return scanLease(row) })
+	out, err := queryAll(ctx, s, func(row pgx.Row) (persistence.Lease, error) { return scanLease(row) }, s.sql.listLeases)
 	if err != nil {
 		return nil, wrapf(err, "list leases")
 	}
@@ -185,15 +182,12 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 // NOTHING, then a SELECT in a statement (and snapshot) of its own, so that
 // a caller that lost the race reads the winner's units.
 func (s *Store) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
-	if source == "" {
-		return nil, errors.New("init source: empty source")
+	want, err := sqlstore.WantUnits(source, units)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	want := slices.Compact(slices.Sorted(slices.Values(units)))
-	if want == nil {
-		want = []string{}
-	}
 	if _, err := s.pool.Exec(ctx, s.sql.initSource, source, want); err != nil {
 		return nil, wrapf(err, "init source %s", source)
 	}
@@ -201,9 +195,5 @@ func (s *Store) InitSource(ctx context.Context, source string, units []string) (
 	if err := s.pool.QueryRow(ctx, s.sql.getSource, source).Scan(&got); err != nil {
 		return nil, wrapf(err, "init source %s: read", source)
 	}
-	if got == nil {
-		got = []string{}
-	}
-	slices.Sort(got)
-	return got, nil
+	return sqlstore.GotUnits(got), nil
 }

@@ -58,6 +58,22 @@ func installGate(t *testing.T, url string, s *Store, table string) *gate {
 	return &gate{t: t, s: s, ctl: ctl}
 }
 
+// gated runs run(0) and run(1) at once behind a gate on table, opens the
+// gate once both wait, and returns their errors.
+func gated(t *testing.T, url string, s *Store, table string, run func(i int) error) []error {
+	t.Helper()
+	g := installGate(t, url, s, table)
+	defer g.open()
+	errs := make([]error, 2)
+	var wg sync.WaitGroup
+	for i := range errs {
+		wg.Go(func() { errs[i] = run(i) })
+	}
+	g.openWhenBothWait()
+	wg.Wait()
+	return errs
+}
+
 // openWhenBothWait waits until two sessions of the database wait for a
 // lock (the gate, or each other's rows), then opens the gate.
 func (g *gate) openWhenBothWait() {
@@ -125,25 +141,17 @@ func pgxQueryRow(t *testing.T, url, q string, dst any) error {
 // This is what Apply did before it sorted the ids (issue 9 item 13).
 func TestDedupeOppositeOrdersDeadlock(t *testing.T) {
 	url, s := openLockOrder(t)
-	g := installGate(t, url, s, "drover_dedupe")
-	defer g.open()
 	orders := [][]string{{"m-1", "m-2"}, {"m-2", "m-1"}}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, ids := range orders {
-		wg.Go(func() {
-			errs[i] = pgx.BeginFunc(t.Context(), s.pool, func(tx pgx.Tx) error {
-				rows, err := tx.Query(t.Context(), s.sql.dedupe, "jobs", ids)
-				if err != nil {
-					return err
-				}
-				rows.Close()
-				return rows.Err()
-			})
+	errs := gated(t, url, s, "drover_dedupe", func(i int) error {
+		return pgx.BeginFunc(t.Context(), s.pool, func(tx pgx.Tx) error {
+			rows, err := tx.Query(t.Context(), s.sql.dedupe, "jobs", orders[i])
+			if err != nil {
+				return err
+			}
+			rows.Close()
+			return rows.Err()
 		})
-	}
-	g.openWhenBothWait()
-	wg.Wait()
+	})
 	deadlocks, ok := 0, 0
 	for _, err := range errs {
 		switch {
@@ -160,34 +168,35 @@ func TestDedupeOppositeOrdersDeadlock(t *testing.T) {
 	}
 }
 
+// warm applies one record under l to table (of l's source, named alike),
+// so that the table exists before a gate goes in: creating it would take
+// a lock of its own.
+func warm(t *testing.T, s *Store, l persistence.Lease, table string) {
+	t.Helper()
+	if _, err := s.Apply(t.Context(), &persistence.Batch{Source: table, Unit: l.Unit, Lease: l, Table: table,
+		Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "warm", Doc: []byte(`{}`), Position: "0"}}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // Apply writes dedupe ids in one order whatever the batch order: the same
 // interleaving as above makes one transaction wait for the other, both
 // commit, and the one that waited finds every id a duplicate.
 func TestApplyDedupeLockOrder(t *testing.T) {
 	url, s := openLockOrder(t)
 	slots := []persistence.Lease{acquire(t, s, "jobs/slot-0", "node-1"), acquire(t, s, "jobs/slot-1", "node-1")}
-	// The records table exists before the gate: creating it would take a
-	// lock of its own.
-	if _, err := s.Apply(t.Context(), &persistence.Batch{Source: "jobs", Unit: slots[0].Unit, Lease: slots[0], Table: "jobs",
-		Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "warm", Doc: []byte(`{}`), Position: "0"}}}); err != nil {
-		t.Fatal(err)
-	}
-	g := installGate(t, url, s, "drover_dedupe")
-	defer g.open()
+	warm(t, s, slots[0], "jobs")
 	orders := [][]string{{"m-1", "m-2"}, {"m-2", "m-1"}}
 	applied := make([]persistence.Applied, 2)
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, ids := range orders {
+	errs := gated(t, url, s, "drover_dedupe", func(i int) (err error) {
 		b := &persistence.Batch{Source: "jobs", Unit: slots[i].Unit, Lease: slots[i], Table: "jobs", Dedupe: true}
-		for _, id := range ids {
+		for _, id := range orders[i] {
 			b.Ops = append(b.Ops, persistence.Op{Kind: persistence.OpUpsert, Key: slots[i].Unit + "/" + id,
 				Doc: []byte(`{}`), Position: id, MessageID: id})
 		}
-		wg.Go(func() { applied[i], errs[i] = s.Apply(t.Context(), b) })
-	}
-	g.openWhenBothWait()
-	wg.Wait()
+		applied[i], err = s.Apply(t.Context(), b)
+		return err
+	})
 	for i, err := range errs {
 		var pe *Error
 		if errors.As(err, &pe) && pe.Code == "40P01" {
@@ -215,25 +224,17 @@ func TestApplyDedupeLockOrder(t *testing.T) {
 func TestApplyRecordsLockOrder(t *testing.T) {
 	url, s := openLockOrder(t)
 	units := []persistence.Lease{acquire(t, s, "orders/0", "node-1"), acquire(t, s, "orders/1", "node-1")}
-	if _, err := s.Apply(t.Context(), &persistence.Batch{Source: "orders", Unit: units[0].Unit, Lease: units[0], Table: "orders",
-		Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "warm", Doc: []byte(`{}`), Position: "0"}}}); err != nil {
-		t.Fatal(err)
-	}
-	g := installGate(t, url, s, "orders")
-	defer g.open()
+	warm(t, s, units[0], "orders")
 	orders := [][]string{{"k-1", "k-2"}, {"k-2", "k-1"}}
-	errs := make([]error, 2)
-	var wg sync.WaitGroup
-	for i, keys := range orders {
+	errs := gated(t, url, s, "orders", func(i int) error {
 		b := &persistence.Batch{Source: "orders", Unit: units[i].Unit, Lease: units[i], Table: "orders", Checkpoint: "1"}
-		for _, k := range keys {
+		for _, k := range orders[i] {
 			b.Ops = append(b.Ops, persistence.Op{Kind: persistence.OpUpsert, Key: k,
 				Doc: []byte(`{"by":"` + units[i].Unit + `"}`), Position: "1"})
 		}
-		wg.Go(func() { _, errs[i] = s.Apply(t.Context(), b) })
-	}
-	g.openWhenBothWait()
-	wg.Wait()
+		_, err := s.Apply(t.Context(), b)
+		return err
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("unit %d: %v", i, err)

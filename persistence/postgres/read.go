@@ -11,7 +11,31 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
+
+// queryAll runs q and scans every row it returns with scan.
+func queryAll[T any](ctx context.Context, s *Store, scan func(pgx.Row) (T, error), q string, args ...any) ([]T, error) {
+	rows, err := s.pool.Query(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) { return scan(row) })
+}
+
+// one is what a statement that selects one row found: v, or an error
+// that format and args begin, persistence.ErrNotFound where there was no
+// row.
+func one[T any](v T, err error, format string, args ...any) (T, error) {
+	var zero T
+	if errors.Is(err, pgx.ErrNoRows) {
+		return zero, fmt.Errorf(format+": %w", append(args, persistence.ErrNotFound)...)
+	}
+	if err != nil {
+		return zero, wrapf(err, format, args...)
+	}
+	return v, nil
+}
 
 func scanCheckpoint(row pgx.Row) (persistence.Checkpoint, error) {
 	var c persistence.Checkpoint
@@ -25,24 +49,14 @@ func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkp
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	c, err := scanCheckpoint(s.pool.QueryRow(ctx, s.sql.getCheckpoint, unit))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return persistence.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", unit, persistence.ErrNotFound)
-	}
-	if err != nil {
-		return persistence.Checkpoint{}, wrapf(err, "checkpoint %s", unit)
-	}
-	return c, nil
+	return one(c, err, "checkpoint %s", unit)
 }
 
 // Checkpoints implements persistence.Checkpoints.
 func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(ctx, s.sql.listCheckpoints, source)
-	if err != nil {
-		return nil, wrapf(err, "checkpoints of %s", source)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.Checkpoint, error) { return scanCheckpoint(row) })
+	out, err := queryAll(ctx, s, scanCheckpoint, s.sql.listCheckpoints, source)
 	if err != nil {
 		return nil, wrapf(err, "checkpoints of %s", source)
 	}
@@ -78,11 +92,7 @@ func (s *Store) DeadLetters(ctx context.Context, f persistence.DeadLetterFilter)
 		args = append(args, f.Limit)
 		q += " LIMIT $" + strconv.Itoa(len(args))
 	}
-	rows, err := s.pool.Query(ctx, q, args...)
-	if err != nil {
-		return nil, wrapf(err, "dead letters")
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.DeadLetter, error) { return scanDeadLetter(row) })
+	out, err := queryAll(ctx, s, scanDeadLetter, q, args...)
 	if err != nil {
 		return nil, wrapf(err, "dead letters")
 	}
@@ -94,13 +104,7 @@ func (s *Store) DeadLetter(ctx context.Context, id int64) (persistence.DeadLette
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	d, err := scanDeadLetter(s.pool.QueryRow(ctx, s.sql.getDeadLetter, id))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return persistence.DeadLetter{}, fmt.Errorf("dead letter %d: %w", id, persistence.ErrNotFound)
-	}
-	if err != nil {
-		return persistence.DeadLetter{}, wrapf(err, "dead letter %d", id)
-	}
-	return d, nil
+	return one(d, err, "dead letter %d", id)
 }
 
 // SetDeadLetterStatus implements persistence.DeadLetters.
@@ -127,13 +131,9 @@ func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistenc
 func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	fields, err := json.Marshal(w.Fields)
+	fields, drift, err := sqlstore.QualityJSON(w)
 	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
-	}
-	drift, err := json.Marshal(w.Drift)
-	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: drift: %w", w.Source, err)
+		return 0, err
 	}
 	var id int64
 	if err := s.pool.QueryRow(ctx, s.sql.writeQuality, w.Source, w.Node, w.WindowStart, w.WindowEnd,
@@ -152,11 +152,7 @@ func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, s.sql.listQuality, source, lim)
-	if err != nil {
-		return nil, wrapf(err, "quality windows of %s", source)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.QualityWindow, error) {
+	out, err := queryAll(ctx, s, func(row pgx.Row) (persistence.QualityWindow, error) {
 		var w persistence.QualityWindow
 		var fields, drift []byte
 		if err := row.Scan(&w.ID, &w.Source, &w.Node, &w.WindowStart, &w.WindowEnd, &w.RowsRead,
@@ -171,40 +167,31 @@ func (s *Store) QualityWindows(ctx context.Context, source string, limit int) ([
 			return w, fmt.Errorf("window %d: drift: %w", w.ID, err)
 		}
 		return w, nil
-	})
+	}, s.sql.listQuality, source, lim)
 	if err != nil {
 		return nil, wrapf(err, "quality windows of %s", source)
 	}
 	return out, nil
 }
 
-// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
-const pruneChunk = 10_000
-
 // PruneDedupe implements persistence.Dedupe. It deletes in chunks of
-// pruneChunk rows, each chunk one statement with the store's deadline, so
+// sqlstore.PruneChunk rows, each chunk one statement with the store's deadline, so
 // that a large backlog (a busy queue's hour) never runs into
 // statement_timeout nor holds its locks long; the call goes on until
 // nothing older than before is left or ctx ends. On error it returns how
 // many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		n, err := s.pruneChunk(ctx, before)
-		total += n
-		if err != nil {
-			return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
-		}
-		if n < pruneChunk {
-			return total, nil
-		}
+	total, err := sqlstore.PruneInChunks(ctx, before, s.pruneChunk)
+	if err != nil {
+		return total, wrapf(err, "prune dedupe (%d rows pruned)", total)
 	}
+	return total, nil
 }
 
 func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, pruneChunk)
+	tag, err := s.pool.Exec(ctx, s.sql.pruneDedupe, before, sqlstore.PruneChunk)
 	if err != nil {
 		return 0, err
 	}

@@ -113,22 +113,15 @@ func (s *Store) Records(ctx context.Context, table, afterKey string, limit int) 
 	if limit > 0 {
 		lim = &limit
 	}
-	rows, err := s.pool.Query(ctx, r.page, afterKey, lim)
-	if err != nil {
-		if isCode(err, codeUndefinedTable) {
-			return nil, nil // never written
-		}
-		return nil, wrapf(err, "records of %s", table)
-	}
-	out, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (persistence.Record, error) {
+	out, err := queryAll(ctx, s, func(row pgx.Row) (persistence.Record, error) {
 		var rec persistence.Record
 		err := row.Scan(&rec.Key, &rec.Doc, &rec.Source, &rec.Unit, &rec.Position, &rec.UpdatedAt)
 		rec.UpdatedAt = rec.UpdatedAt.UTC()
 		return rec, err
-	})
+	}, r.page, afterKey, lim)
 	if err != nil {
 		if isCode(err, codeUndefinedTable) {
-			return nil, nil
+			return nil, nil // never written
 		}
 		return nil, wrapf(err, "records of %s", table)
 	}

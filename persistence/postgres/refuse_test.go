@@ -78,11 +78,7 @@ func TestBatchOverMaxBatchBytesRefused(t *testing.T) {
 	old := maxBatchBytes
 	maxBatchBytes = 1000
 	t.Cleanup(func() { maxBatchBytes = old })
-	s, err := Open(context.Background(), pg.URL(t), Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := openTest(t, pg.URL(t), Config{})
 	ctx := context.Background()
 	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "n", TTL: time.Minute, Live: []string{"n"}})
 	if err != nil {

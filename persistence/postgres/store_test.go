@@ -20,7 +20,7 @@ import (
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 )
 
-func openTest(t *testing.T, url string, cfg Config) *Store {
+func openTest(t testing.TB, url string, cfg Config) *Store {
 	t.Helper()
 	s, err := Open(t.Context(), url, cfg)
 	if err != nil {
@@ -30,7 +30,7 @@ func openTest(t *testing.T, url string, cfg Config) *Store {
 	return s
 }
 
-func acquire(t *testing.T, s *Store, unit, owner string) persistence.Lease {
+func acquire(t testing.TB, s *Store, unit, owner string) persistence.Lease {
 	t.Helper()
 	l, err := s.Acquire(t.Context(), persistence.AcquireRequest{Unit: unit, Owner: owner, TTL: time.Hour, Live: []string{owner}})
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 // orphan is a transaction on a raw connection with drover's session
@@ -392,7 +393,7 @@ func TestRenewLeasesOneRoundTrip(t *testing.T) {
 func TestPruneDedupeInChunks(t *testing.T) {
 	s, rt := openTraced(t)
 	defer s.Close()
-	const old = 2*pruneChunk + 500
+	const old = 2*sqlstore.PruneChunk + 500
 	if _, err := s.pool.Exec(t.Context(), `INSERT INTO `+s.name("drover_dedupe")+` (source, message_id, applied_at)
 		SELECT 'jobs', 'old-' || i, now() - interval '10 days' FROM generate_series(1, $1) AS i
 		UNION ALL SELECT 'jobs', 'new-' || i, now() FROM generate_series(1, 5) AS i`, old); err != nil {
@@ -404,7 +405,7 @@ func TestPruneDedupeInChunks(t *testing.T) {
 		t.Fatalf("pruned %d, %v; want %d", n, err, old)
 	}
 	if got := rt.queries.Load(); got != 3 {
-		t.Errorf("%d statements for %d rows, want 3 chunks of at most %d", got, old, pruneChunk)
+		t.Errorf("%d statements for %d rows, want 3 chunks of at most %d", got, old, sqlstore.PruneChunk)
 	}
 	var left int
 	if err := s.pool.QueryRow(t.Context(), `SELECT count(*) FROM `+s.name("drover_dedupe")).Scan(&left); err != nil || left != 5 {

@@ -77,15 +77,21 @@ func (t *handlerTx) table(ctx context.Context, table string, create bool) (*reco
 	return r, exists, nil
 }
 
+// records checks that the Tx is open, then returns table's statements and
+// whether it exists (see table).
+func (t *handlerTx) records(ctx context.Context, table string, create bool) (*recordsSQL, bool, error) {
+	if err := t.open(table); err != nil {
+		return nil, false, err
+	}
+	return t.table(ctx, table, create)
+}
+
 // Put implements persistence.Tx. The record carries the batch's source,
 // unit and last position.
 func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(table); err != nil {
-		return fmt.Errorf("put %s/%s: %w", table, key, err)
-	}
-	r, _, err := t.table(ctx, table, true)
+	r, _, err := t.records(ctx, table, true)
 	if err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, err)
 	}
@@ -99,10 +105,7 @@ func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) erro
 func (t *handlerTx) Delete(ctx context.Context, table, key string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(table); err != nil {
-		return fmt.Errorf("delete %s/%s: %w", table, key, err)
-	}
-	r, exists, err := t.table(ctx, table, false)
+	r, exists, err := t.records(ctx, table, false)
 	if err != nil {
 		return fmt.Errorf("delete %s/%s: %w", table, key, err)
 	}
@@ -119,10 +122,7 @@ func (t *handlerTx) Delete(ctx context.Context, table, key string) error {
 func (t *handlerTx) Get(ctx context.Context, table, key string) ([]byte, bool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.open(table); err != nil {
-		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
-	}
-	r, exists, err := t.table(ctx, table, false)
+	r, exists, err := t.records(ctx, table, false)
 	if err != nil {
 		return nil, false, fmt.Errorf("get %s/%s: %w", table, key, err)
 	}

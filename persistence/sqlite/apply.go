@@ -74,11 +74,7 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 	if err != nil {
 		return applied, dbErr(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer rollbackOnError(tx, &err)
 	now := s.now()
 
 	var token int64

@@ -73,34 +73,14 @@ func TestColdStartThreeProcesses(t *testing.T) {
 // coldRound runs one round and returns what failed.
 func coldRound(ctx context.Context, t *testing.T, path string) []string {
 	t.Helper()
-	type child struct {
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		lines  *bufio.Scanner
-		stderr strings.Builder
-	}
 	var children []*child
 	for i := range coldProcs {
-		c := &child{}
-		c.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestColdStartThreeProcesses$", "-test.count=1")
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestColdStartThreeProcesses$", "-test.count=1")
 		// Under -race each child would sleep a second at exit
 		// (atexit_sleep_ms), 150 seconds in all; it reports races without it.
-		c.cmd.Env = append(os.Environ(), coldChildEnv+"="+fmt.Sprintf("proc-%d", i), coldPathEnv+"="+path,
+		cmd.Env = append(os.Environ(), coldChildEnv+"="+fmt.Sprintf("proc-%d", i), coldPathEnv+"="+path,
 			"GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
-		c.cmd.Stderr = &c.stderr
-		var err error
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := c.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.lines = bufio.NewScanner(out)
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children = append(children, c)
+		children = append(children, startChild(t, "", cmd, 0))
 	}
 	var errs []string
 	// The barrier: every child is running and waiting before any opens.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 // Acquire implements persistence.Leases in one immediate transaction, so
@@ -43,11 +44,7 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 	if err != nil {
 		return l, dbErr(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer rollbackOnError(tx, &err)
 	now := s.now()
 	cur := persistence.Lease{Unit: req.Unit}
 	var expires, acquired, renewed int64
@@ -163,11 +160,7 @@ func (s *Store) renewMany(ctx context.Context, owner, pairs string, ttl time.Dur
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer rollbackOnError(tx, &err)
 	now := s.now()
 	rows, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).QueryContext(ctx, now+int64(ttl), now, owner, pairs)
 	if err != nil {
@@ -176,12 +169,10 @@ func (s *Store) renewMany(ctx context.Context, owner, pairs string, ttl time.Dur
 	got = make(map[string]persistence.Lease)
 	for rows.Next() {
 		var l persistence.Lease
-		var expires, acquired, renewed int64
-		if err = rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired, &renewed); err != nil {
+		if l, err = scanLease(rows); err != nil {
 			rows.Close()
 			return nil, dbErr(err)
 		}
-		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
 		got[l.Unit] = l
 	}
 	if err = rows.Err(); err != nil {
@@ -193,6 +184,15 @@ func (s *Store) renewMany(ctx context.Context, owner, pairs string, ttl time.Dur
 		return nil, dbErr(err)
 	}
 	return got, nil
+}
+
+// scanLease scans a row of unit, owner, token, expires_at, acquired_at,
+// renewed_at.
+func scanLease(rows *sql.Rows) (l persistence.Lease, err error) {
+	var expires, acquired, renewed int64
+	err = rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired, &renewed)
+	l.ExpiresAt, l.AcquiredAt, l.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
+	return l, err
 }
 
 // Release implements persistence.Leases: the owner becomes empty, the token
@@ -222,18 +222,8 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", dbErr(err))
 	}
-	defer rows.Close()
-	var out []persistence.Lease
-	for rows.Next() {
-		var l persistence.Lease
-		var expires, acquired, renewed int64
-		if err := rows.Scan(&l.Unit, &l.Owner, &l.Token, &expires, &acquired, &renewed); err != nil {
-			return nil, fmt.Errorf("list leases: %w", dbErr(err))
-		}
-		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
-		out = append(out, l)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanLease)
+	if err != nil {
 		return nil, fmt.Errorf("list leases: %w", dbErr(err))
 	}
 	return out, nil
@@ -242,15 +232,12 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 // InitSource implements persistence.Sources in one immediate transaction:
 // INSERT … ON CONFLICT DO NOTHING, then read what is recorded.
 func (s *Store) InitSource(ctx context.Context, source string, units []string) ([]string, error) {
-	if source == "" {
-		return nil, errors.New("init source: empty source")
+	want, err := sqlstore.WantUnits(source, units)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	want := slices.Compact(slices.Sorted(slices.Values(units)))
-	if want == nil {
-		want = []string{}
-	}
 	arg, err := json.Marshal(want)
 	if err != nil {
 		return nil, fmt.Errorf("init source %s: %w", source, err)
@@ -267,11 +254,7 @@ func (s *Store) initSource(ctx context.Context, source, units string) (got []str
 	if err != nil {
 		return nil, dbErr(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer rollbackOnError(tx, &err)
 	if _, err = tx.StmtContext(ctx, s.stmts.sourcePut).ExecContext(ctx, source, units, s.now()); err != nil {
 		return nil, dbErr(err)
 	}
@@ -285,9 +268,5 @@ func (s *Store) initSource(ctx context.Context, source, units string) (got []str
 	if err = json.Unmarshal([]byte(stored), &got); err != nil {
 		return nil, fmt.Errorf("recorded units %q: %w", stored, err)
 	}
-	if got == nil {
-		got = []string{}
-	}
-	slices.Sort(got)
-	return got, nil
+	return sqlstore.GotUnits(got), nil
 }

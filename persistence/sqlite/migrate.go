@@ -123,11 +123,7 @@ func migrate(ctx context.Context, db *sql.DB) (from, to int, err error) {
 	if err != nil {
 		return 0, 0, dbErr(err)
 	}
-	defer func() {
-		if err != nil {
-			_ = tx.Rollback()
-		}
-	}()
+	defer rollbackOnError(tx, &err)
 	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS drover_schema (
 	id      INTEGER PRIMARY KEY CHECK (id = 1),
 	version INTEGER NOT NULL

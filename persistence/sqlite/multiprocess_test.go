@@ -55,34 +55,12 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 
-	type child struct {
-		name   string
-		cmd    *exec.Cmd
-		stdin  io.WriteCloser
-		lines  *bufio.Scanner
-		stderr strings.Builder
-	}
 	names := []string{"proc-a", "proc-b"}
 	var children []*child
 	for i, name := range names {
-		c := &child{name: name}
-		c.cmd = exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTwoProcessesShareOneFile$", "-test.count=1")
-		c.cmd.Env = append(os.Environ(), childNameEnv+"="+name, childPathEnv+"="+path, childOtherEnv+"="+names[1-i])
-		c.cmd.Stderr = &c.stderr
-		var err error
-		if c.stdin, err = c.cmd.StdinPipe(); err != nil {
-			t.Fatal(err)
-		}
-		out, err := c.cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		c.lines = bufio.NewScanner(out)
-		c.lines.Buffer(make([]byte, 0, 64<<10), 16<<20)
-		if err := c.cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		children = append(children, c)
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestTwoProcessesShareOneFile$", "-test.count=1")
+		cmd.Env = append(os.Environ(), childNameEnv+"="+name, childPathEnv+"="+path, childOtherEnv+"="+names[1-i])
+		children = append(children, startChild(t, name, cmd, 16<<20))
 	}
 	// Both children have opened (and migrated) the file before either
 	// starts: the barrier is a line on stdin.
@@ -182,6 +160,40 @@ func TestTwoProcessesShareOneFile(t *testing.T) {
 			t.Errorf("%s: checkpoint %s, want %d", u, c.Position, applied)
 		}
 	}
+}
+
+// child is this test binary run again as a child process: its stdin, the
+// lines of its stdout and its stderr.
+type child struct {
+	name   string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	lines  *bufio.Scanner
+	stderr strings.Builder
+}
+
+// startChild starts cmd as a child of the given name. maxLine, where not
+// 0, is the longest line of stdout read (bufio's default otherwise).
+func startChild(t *testing.T, name string, cmd *exec.Cmd, maxLine int) *child {
+	t.Helper()
+	c := &child{name: name, cmd: cmd}
+	c.cmd.Stderr = &c.stderr
+	var err error
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.lines = bufio.NewScanner(out)
+	if maxLine > 0 {
+		c.lines.Buffer(make([]byte, 0, 64<<10), maxLine)
+	}
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	return c
 }
 
 func waitLine(sc *bufio.Scanner, want string) bool {

@@ -9,7 +9,34 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
+
+// collect scans every row of rows with scan, then closes rows: nil where
+// there are none. Its error is scan's or rows.Err's, as it is.
+func collect[T any](rows *sql.Rows, scan func(*sql.Rows) (T, error)) ([]T, error) {
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// rollbackOnError, deferred with the address of a function's named error,
+// rolls tx back where the function returns an error.
+func rollbackOnError(tx *sql.Tx, err *error) {
+	if *err != nil {
+		_ = tx.Rollback()
+	}
+}
 
 // Checkpoint implements persistence.Checkpoints.
 func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
@@ -38,21 +65,25 @@ FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints of %s: %w", source, dbErr(err))
 	}
-	defer rows.Close()
-	var out []persistence.Checkpoint
-	for rows.Next() {
-		var c persistence.Checkpoint
-		var updated int64
-		if err := rows.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &updated); err != nil {
-			return nil, fmt.Errorf("checkpoints of %s: %w", source, dbErr(err))
-		}
-		c.UpdatedAt = fromNanos(updated)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanCheckpoint)
+	if err != nil {
 		return nil, fmt.Errorf("checkpoints of %s: %w", source, dbErr(err))
 	}
 	return out, nil
+}
+
+func scanCheckpoint(rows *sql.Rows) (c persistence.Checkpoint, err error) {
+	var updated int64
+	err = rows.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &updated)
+	c.UpdatedAt = fromNanos(updated)
+	return c, err
+}
+
+func scanRecord(rows *sql.Rows) (r persistence.Record, err error) {
+	var updated int64
+	err = rows.Scan(&r.Key, &r.Doc, &r.Source, &r.Unit, &r.Position, &updated)
+	r.UpdatedAt = fromNanos(updated)
+	return r, err
 }
 
 // Records implements persistence.Records. A limit of 0 or less means no
@@ -84,18 +115,8 @@ func (s *Store) Records(ctx context.Context, table, afterKey string, limit int) 
 	if err != nil {
 		return nil, fmt.Errorf("records of %s: %w", table, dbErr(err))
 	}
-	defer rows.Close()
-	var out []persistence.Record
-	for rows.Next() {
-		var r persistence.Record
-		var updated int64
-		if err := rows.Scan(&r.Key, &r.Doc, &r.Source, &r.Unit, &r.Position, &updated); err != nil {
-			return nil, fmt.Errorf("records of %s: %w", table, dbErr(err))
-		}
-		r.UpdatedAt = fromNanos(updated)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, scanRecord)
+	if err != nil {
 		return nil, fmt.Errorf("records of %s: %w", table, dbErr(err))
 	}
 	return out, nil
@@ -127,16 +148,8 @@ ORDER BY id LIMIT ?4`, f.Source, string(f.Status), f.AfterID, limit)
 	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", dbErr(err))
 	}
-	defer rows.Close()
-	var out []persistence.DeadLetter
-	for rows.Next() {
-		d, err := scanDeadLetter(rows)
-		if err != nil {
-			return nil, fmt.Errorf("dead letters: %w", dbErr(err))
-		}
-		out = append(out, d)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := collect(rows, func(rows *sql.Rows) (persistence.DeadLetter, error) { return scanDeadLetter(rows) })
+	if err != nil {
 		return nil, fmt.Errorf("dead letters: %w", dbErr(err))
 	}
 	return out, nil
@@ -183,13 +196,9 @@ func (s *Store) SetDeadLetterStatus(ctx context.Context, id int64, st persistenc
 func (s *Store) WriteQuality(ctx context.Context, w persistence.QualityWindow) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	fields, err := json.Marshal(w.Fields)
+	fields, drift, err := sqlstore.QualityJSON(w)
 	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: fields: %w", w.Source, err)
-	}
-	drift, err := json.Marshal(w.Drift)
-	if err != nil {
-		return 0, fmt.Errorf("write quality of %s: drift: %w", w.Source, err)
+		return 0, err
 	}
 	var id int64
 	err = s.db.QueryRowContext(ctx, `INSERT INTO drover_quality
@@ -239,34 +248,25 @@ FROM drover_quality WHERE (?1 = '' OR source = ?1) ORDER BY id DESC LIMIT ?2`, s
 	return out, nil
 }
 
-// pruneChunk is how many dedupe rows one statement of PruneDedupe deletes.
-const pruneChunk = 10_000
-
 // PruneDedupe implements persistence.Dedupe. It deletes in chunks of
-// pruneChunk rows, each chunk one statement with the store's deadline, so
+// sqlstore.PruneChunk rows, each chunk one statement with the store's deadline, so
 // that a large backlog never holds the file's write lock for long (other
 // processes wait for it up to busy_timeout); the call goes on until
 // nothing older than before is left or ctx ends. On error it returns how
 // many it deleted before.
 func (s *Store) PruneDedupe(ctx context.Context, before time.Time) (int64, error) {
-	var total int64
-	for {
-		n, err := s.pruneChunk(ctx, before)
-		total += n
-		if err != nil {
-			return total, fmt.Errorf("prune dedupe (%d rows pruned): %w", total, dbErr(err))
-		}
-		if n < pruneChunk {
-			return total, nil
-		}
+	total, err := sqlstore.PruneInChunks(ctx, before, s.pruneChunk)
+	if err != nil {
+		return total, fmt.Errorf("prune dedupe (%d rows pruned): %w", total, dbErr(err))
 	}
+	return total, nil
 }
 
 func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	res, err := s.db.ExecContext(ctx, `DELETE FROM drover_dedupe WHERE (source, message_id) IN (
-	SELECT source, message_id FROM drover_dedupe WHERE applied_at < ? LIMIT ?)`, before.UnixNano(), pruneChunk)
+	SELECT source, message_id FROM drover_dedupe WHERE applied_at < ? LIMIT ?)`, before.UnixNano(), sqlstore.PruneChunk)
 	if err != nil {
 		return 0, err
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/sqlite"
+	"github.com/drover-dev/drover/persistence/storetest"
 )
 
 // Issue 10, item 9: `drover dlq list --store sqlite:/typo.db` created and
@@ -43,14 +44,7 @@ func seedDeadLetter(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "people/0", Owner: "n1", TTL: time.Minute, Live: []string{"n1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Apply(ctx, &persistence.Batch{Source: "people", Unit: "people/0", Lease: l, Table: "people", Checkpoint: "1",
-		Ops: []persistence.Op{{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte("junk"), Reason: "invalid JSON"}}}); err != nil {
-		t.Fatal(err)
-	}
+	storetest.ApplyPeople(t, s, "n1", "1", persistence.Op{Kind: persistence.OpDeadLetter, Position: "1", Payload: []byte("junk"), Reason: "invalid JSON"})
 	dls, err := s.DeadLetters(ctx, persistence.DeadLetterFilter{})
 	if err != nil || len(dls) != 1 {
 		t.Fatalf("seeded dead letters: %v %v", dls, err)
@@ -91,20 +85,8 @@ func TestReadOnlyDoesNotMigrate(t *testing.T) {
 
 	old := filepath.Join(dir, "old.db")
 	seedDeadLetter(t, old)
-	db, err := sql.Open("sqlite", "file:"+old)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	if _, err := db.Exec(`UPDATE drover_schema SET version = 1`); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := sqlite.Open(ctx, old, sqlite.Config{ReadOnly: true}); err == nil {
-		_ = s.Close()
-		t.Fatal("a read-only open accepted an older schema")
-	} else if !strings.Contains(err.Error(), "schema version 1") {
-		t.Errorf("err = %v, want it to name the version", err)
-	}
+	db := execFile(t, old, `UPDATE drover_schema SET version = 1`)
+	refusedReadOnly(t, old, "an older schema", "schema version 1")
 	var v int
 	if err := db.QueryRow(`SELECT version FROM drover_schema`).Scan(&v); err != nil || v != 1 {
 		t.Errorf("schema version after a read-only open: %d %v", v, err)
@@ -120,23 +102,38 @@ func TestReadOnlyDoesNotMigrate(t *testing.T) {
 	}
 
 	other := filepath.Join(dir, "other.db")
-	odb, err := sql.Open("sqlite", "file:"+other)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer odb.Close()
-	if _, err := odb.Exec(`CREATE TABLE notes (x TEXT)`); err != nil {
-		t.Fatal(err)
-	}
-	if s, err := sqlite.Open(ctx, other, sqlite.Config{ReadOnly: true}); err == nil {
-		_ = s.Close()
-		t.Fatal("a read-only open accepted a database without drover's tables")
-	} else if !strings.Contains(err.Error(), "not a drover store") {
-		t.Errorf("err = %v", err)
-	}
+	odb := execFile(t, other, `CREATE TABLE notes (x TEXT)`)
+	refusedReadOnly(t, other, "a database without drover's tables", "not a drover store")
 	var n int
 	if err := odb.QueryRow(`SELECT count(*) FROM sqlite_master WHERE name LIKE 'drover%'`).Scan(&n); err != nil || n != 0 {
 		t.Errorf("%d drover objects were created in a database that had none (%v)", n, err)
+	}
+}
+
+// execFile opens the SQLite file at path through database/sql alone, until
+// the test ends, and runs stmt on it.
+func execFile(t *testing.T, path, stmt string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Exec(stmt); err != nil {
+		t.Fatal(err)
+	}
+	return db
+}
+
+// refusedReadOnly fails t unless a read-only open of the file at path (what
+// it holds) fails with an error that contains want.
+func refusedReadOnly(t *testing.T, path, what, want string) {
+	t.Helper()
+	if s, err := sqlite.Open(context.Background(), path, sqlite.Config{ReadOnly: true}); err == nil {
+		_ = s.Close()
+		t.Fatalf("a read-only open accepted %s", what)
+	} else if !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v, want it to contain %q", err, want)
 	}
 }
 

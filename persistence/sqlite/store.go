@@ -18,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/internal/sqlstore"
 )
 
 // Config configures a Store. The zero value is ready to use.
@@ -54,18 +55,10 @@ const MinTimeout = 10 * time.Millisecond
 
 // Validate reports the first invalid field.
 func (c Config) Validate() error {
-	if c.Timeout != 0 && c.Timeout < MinTimeout {
-		return fmt.Errorf("timeout %s: must be at least %s (or 0 for the default %s)", c.Timeout, MinTimeout, DefaultTimeout)
-	}
-	return nil
+	return sqlstore.CheckTimeout(c.Timeout, MinTimeout, DefaultTimeout)
 }
 
-func (c Config) timeout() time.Duration {
-	if c.Timeout == 0 {
-		return DefaultTimeout
-	}
-	return c.Timeout
-}
+func (c Config) timeout() time.Duration { return sqlstore.Timeout(c.Timeout, DefaultTimeout) }
 
 // Store is a persistence.Store on one SQLite file. Create it with Open.
 type Store struct {
