@@ -210,131 +210,100 @@ func (o *obj) secretURL(key string, dst *SecretURL) {
 // refRE finds a reference in raw text whose "$${" were replaced.
 var refRE = regexp.MustCompile(`\$\{(env|file):[^}]*\}`)
 
-func (o *obj) int(key string, dst *int) {
-	v, ok := o.get(key)
-	if !ok {
+// readScalar reads key into dst: a YAML value native takes as it is (or
+// names a problem with), or a string, after its references are expanded,
+// that parse reads. Anything else is "must be WHAT, not …", quoting the
+// string as quote allows or naming the YAML kind.
+func readScalar[T any](o *obj, key string, dst *T, what string, native func(v any) (val T, problem string, ok bool), parse func(s string) (T, bool)) {
+	v, found := o.get(key)
+	if !found {
 		return
 	}
 	path := join(o.path, key)
-	switch x := v.(type) {
-	case uint64:
-		if x > math.MaxInt32 {
-			o.r.fail(path, "%d is too large", x)
-			return
-		}
-		*dst = int(x)
-		return
-	case int64:
-		if x < math.MinInt32 {
-			o.r.fail(path, "%d is too small", x)
-			return
-		}
-		*dst = int(x)
-		return
-	case string:
+	if x, isString := v.(string); isString {
 		s, ok := o.r.expand(path, x)
 		if !ok {
 			return
 		}
-		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-		if err != nil {
-			o.r.fail(path, "must be an integer, not %s", o.r.quote(path, s))
+		if val, ok := parse(s); ok {
+			*dst = val
 			return
 		}
-		*dst = int(n)
+		o.r.fail(path, "must be %s, not %s", what, o.r.quote(path, s))
 		return
 	}
-	o.r.fail(path, "must be an integer, not %s", kindOf(v))
+	val, problem, ok := native(v)
+	switch {
+	case problem != "":
+		o.r.fail(path, "%s", problem)
+	case ok:
+		*dst = val
+	default:
+		o.r.fail(path, "must be %s, not %s", what, kindOf(v))
+	}
+}
+
+func (o *obj) int(key string, dst *int) {
+	readScalar(o, key, dst, "an integer", func(v any) (int, string, bool) {
+		switch x := v.(type) {
+		case uint64:
+			if x > math.MaxInt32 {
+				return 0, fmt.Sprintf("%d is too large", x), false
+			}
+			return int(x), "", true
+		case int64:
+			if x < math.MinInt32 {
+				return 0, fmt.Sprintf("%d is too small", x), false
+			}
+			return int(x), "", true
+		}
+		return 0, "", false
+	}, func(s string) (int, bool) {
+		n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		return int(n), err == nil
+	})
 }
 
 func (o *obj) float(key string, dst *float64) {
-	v, ok := o.get(key)
-	if !ok {
-		return
-	}
-	path := join(o.path, key)
-	switch x := v.(type) {
-	case uint64:
-		*dst = float64(x)
-		return
-	case int64:
-		*dst = float64(x)
-		return
-	case float64:
-		*dst = x
-		return
-	case string:
-		s, ok := o.r.expand(path, x)
-		if !ok {
-			return
+	readScalar(o, key, dst, "a number", func(v any) (float64, string, bool) {
+		switch x := v.(type) {
+		case uint64:
+			return float64(x), "", true
+		case int64:
+			return float64(x), "", true
+		case float64:
+			return x, "", true
 		}
+		return 0, "", false
+	}, func(s string) (float64, bool) {
 		f, err := strconv.ParseFloat(strings.TrimSpace(s), 64)
-		if err != nil {
-			o.r.fail(path, "must be a number, not %s", o.r.quote(path, s))
-			return
-		}
-		*dst = f
-		return
-	}
-	o.r.fail(path, "must be a number, not %s", kindOf(v))
+		return f, err == nil
+	})
 }
 
 func (o *obj) bool(key string, dst *bool) {
-	v, ok := o.get(key)
-	if !ok {
-		return
-	}
-	path := join(o.path, key)
-	switch x := v.(type) {
-	case bool:
-		*dst = x
-		return
-	case string:
-		s, ok := o.r.expand(path, x)
-		if !ok {
-			return
-		}
+	readScalar(o, key, dst, "true or false", func(v any) (bool, string, bool) {
+		b, ok := v.(bool)
+		return b, "", ok
+	}, func(s string) (bool, bool) {
 		switch s {
 		case "true":
-			*dst = true
-			return
+			return true, true
 		case "false":
-			*dst = false
-			return
+			return false, true
 		}
-		o.r.fail(path, "must be true or false, not %s", o.r.quote(path, s))
-		return
-	}
-	o.r.fail(path, "must be true or false, not %s", kindOf(v))
+		return false, false
+	})
 }
 
 func (o *obj) dur(key string, dst *time.Duration) {
-	v, ok := o.get(key)
-	if !ok {
-		return
-	}
-	path := join(o.path, key)
-	switch x := v.(type) {
-	case uint64:
-		if x == 0 {
-			*dst = 0
-			return
-		}
-	case int64:
-	case string:
-		s, ok := o.r.expand(path, x)
-		if !ok {
-			return
-		}
+	readScalar(o, key, dst, "a duration such as 500ms, 10s or 1h30m", func(v any) (time.Duration, string, bool) {
+		x, ok := v.(uint64)
+		return 0, "", ok && x == 0 // a bare 0 is the one number that is a duration
+	}, func(s string) (time.Duration, bool) {
 		d, err := time.ParseDuration(strings.TrimSpace(s))
-		if err != nil {
-			o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %s", o.r.quote(path, s))
-			return
-		}
-		*dst = d
-		return
-	}
-	o.r.fail(path, "must be a duration such as 500ms, 10s or 1h30m, not %s", kindOf(v))
+		return d, err == nil
+	})
 }
 
 // strs reads a list of single values.
