@@ -24,28 +24,7 @@ func TestSecretNeverPrints(t *testing.T) {
 	}
 	s := brokers.Secret(pw)
 	sec := section{User: "u", Password: s}
-	var outs []string
-	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
-		outs = append(outs, fmt.Sprintf(f, s), fmt.Sprintf(f, sec), fmt.Sprintf(f, []section{sec}), fmt.Sprintf(f, &sec))
-	}
-	j, err := json.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := yaml.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	for _, h := range []slog.Handler{slog.NewTextHandler(&logs, nil), slog.NewJSONHandler(&logs, nil)} {
-		slog.New(h).Info("x", "secret", s, "section", sec)
-	}
-	outs = append(outs, string(j), string(y), logs.String())
-	for _, out := range outs {
-		if strings.Contains(out, pw) || strings.Contains(out, fmt.Sprintf("%x", pw)) || strings.Contains(out, fmt.Sprintf("%X", pw)) {
-			t.Fatalf("secret printed: %s", out)
-		}
-	}
+	j, y := printedNowhere(t, s, sec, []section{sec}, &sec, pw)
 	if !strings.Contains(string(j), `"password":"[redacted]"`) || !strings.Contains(string(y), "password: '[redacted]'") && !strings.Contains(string(y), `password: "[redacted]"`) {
 		t.Errorf("json %s / yaml %s", j, y)
 	}
@@ -63,30 +42,7 @@ func TestSecretURLMasksItsSecrets(t *testing.T) {
 	}
 	u := brokers.SecretURL("nats://u:" + pw + "@h:1, nats://" + tok + "@h:2")
 	sec := section{URL: u}
-	var outs []string
-	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
-		outs = append(outs, fmt.Sprintf(f, u), fmt.Sprintf(f, sec), fmt.Sprintf(f, []section{sec}), fmt.Sprintf(f, &sec))
-	}
-	j, err := json.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	y, err := yaml.Marshal(sec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs bytes.Buffer
-	for _, h := range []slog.Handler{slog.NewTextHandler(&logs, nil), slog.NewJSONHandler(&logs, nil)} {
-		slog.New(h).Info("x", "url", u, "section", sec)
-	}
-	outs = append(outs, string(j), string(y), logs.String())
-	for _, out := range outs {
-		for _, s := range []string{pw, tok} {
-			if strings.Contains(out, s) || strings.Contains(out, fmt.Sprintf("%x", s)) || strings.Contains(out, fmt.Sprintf("%X", s)) {
-				t.Fatalf("secret printed: %s", out)
-			}
-		}
-	}
+	j, _ := printedNowhere(t, u, sec, []section{sec}, &sec, pw, tok)
 	if want := "nats://u:xxxxx@h:1, nats://xxxxx@h:2"; u.String() != want || !strings.Contains(string(j), want) {
 		t.Errorf("String %q, json %s; want %q", u.String(), j, want)
 	}
@@ -110,4 +66,38 @@ func TestFieldErrors(t *testing.T) {
 	if !errors.As(err, &fes) || len(fes) != 2 || fes[0].Path != "brokers[1]" {
 		t.Errorf("errors.As found %v", fes)
 	}
+}
+
+// printedNowhere prints value (a secret) and sec (a struct holding it, as a
+// value, in a slice and through a pointer) with every fmt verb, as JSON,
+// YAML and slog attributes, and fails when any output shows one of the
+// secrets, as they are or hex-encoded. It returns the JSON and YAML of
+// sec.
+func printedNowhere(t *testing.T, value, sec, inSlice, ptr any, secrets ...string) (j, y []byte) {
+	t.Helper()
+	var outs []string
+	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
+		outs = append(outs, fmt.Sprintf(f, value), fmt.Sprintf(f, sec), fmt.Sprintf(f, inSlice), fmt.Sprintf(f, ptr))
+	}
+	j, err := json.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err = yaml.Marshal(sec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs bytes.Buffer
+	for _, h := range []slog.Handler{slog.NewTextHandler(&logs, nil), slog.NewJSONHandler(&logs, nil)} {
+		slog.New(h).Info("x", "secret", value, "section", sec)
+	}
+	outs = append(outs, string(j), string(y), logs.String())
+	for _, out := range outs {
+		for _, s := range secrets {
+			if strings.Contains(out, s) || strings.Contains(out, fmt.Sprintf("%x", s)) || strings.Contains(out, fmt.Sprintf("%X", s)) {
+				t.Fatalf("secret printed: %s", out)
+			}
+		}
+	}
+	return j, y
 }
