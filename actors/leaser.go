@@ -33,7 +33,7 @@ import (
 // store trouble; the leaser logs them (rate-limited) and tries again at
 // the next round.
 type leaser struct {
-	ne     *nodeEnv
+	node     *nodeEnv
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
 	busy   bool                  // a round is in flight
@@ -96,12 +96,12 @@ type leaseTable struct{ held map[string]*heldLease }
 
 func newLeaseTable() *leaseTable { return &leaseTable{held: map[string]*heldLease{}} }
 
-func newLeaser(ne *nodeEnv, minTTL time.Duration, t *leaseTable) *leaser {
-	every := ne.tuning.RenewInterval
+func newLeaser(node *nodeEnv, minTTL time.Duration, t *leaseTable) *leaser {
+	every := node.tuning.RenewInterval
 	if minTTL > 0 && minTTL/3 < every {
 		every = minTTL / 3
 	}
-	return &leaser{ne: ne, held: t.held, every: every}
+	return &leaser{node: node, held: t.held, every: every}
 }
 
 func (l *leaser) Receive(ctx actor.Context) {
@@ -156,9 +156,9 @@ func (l *leaser) retryOrphans(ctx actor.Context) {
 	if len(try) == 0 {
 		return
 	}
-	store := l.ne.env.Store
+	store := l.node.env.Store
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "sweep"), func(c context.Context) any {
+	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "sweep"), func(c context.Context) any {
 		cur, err := store.List(c)
 		if err != nil {
 			return &orphansDone{left: try}
@@ -188,7 +188,7 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 
 func (l *leaser) schedule(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	l.timer = l.ne.env.Clock.AfterFunc(l.every, func() { root.Send(self, &renewTick{}) })
+	l.timer = l.node.env.Clock.AfterFunc(l.every, func() { root.Send(self, &renewTick{}) })
 }
 
 // round renews every registered lease unless a round is still in flight
@@ -216,9 +216,9 @@ func (l *leaser) round(ctx actor.Context) {
 	}
 	sort.Slice(ttls, func(i, j int) bool { return ttls[i] < ttls[j] })
 	l.busy = true
-	store, owner := l.ne.env.Store, l.ne.env.Node
+	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "renew"), func(c context.Context) any {
+	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
 		d := &renewDone{sent: sent}
 		for _, ttl := range ttls {
 			renewed, lost, err := store.RenewLeases(c, owner, byTTL[ttl], ttl)
@@ -234,21 +234,21 @@ func (l *leaser) round(ctx actor.Context) {
 }
 
 func (l *leaser) done(ctx actor.Context, d *renewDone) {
-	now := l.ne.env.Clock.Now()
+	now := l.node.env.Clock.Now()
 	if d.err != nil {
 		l.failing++
-		l.ne.env.trace("renew-failed", l.ne.env.Node, d.err.Error())
-		if l.failing == 1 || now.Sub(l.loggedAt) >= l.ne.tuning.RetryLogEvery {
+		l.node.env.trace("renew-failed", l.node.env.Node, d.err.Error())
+		if l.failing == 1 || now.Sub(l.loggedAt) >= l.node.tuning.RetryLogEvery {
 			l.loggedAt = now
-			l.ne.env.logger().Warn("renew leases", "leases", len(d.sent), "failed_rounds", l.failing, "error", d.err)
+			l.node.env.logger().Warn("renew leases", "leases", len(d.sent), "failed_rounds", l.failing, "error", d.err)
 		}
 		return
 	}
 	if l.failing > 0 {
-		l.ne.env.logger().Info("the store answers again", "after_failed_rounds", l.failing)
-		l.ne.env.trace("store-back", l.ne.env.Node, "")
+		l.node.env.logger().Info("the store answers again", "after_failed_rounds", l.failing)
+		l.node.env.trace("store-back", l.node.env.Node, "")
 		l.failing = 0
-		if node := l.ne.nodePID.Load(); node != nil {
+		if node := l.node.nodePID.Load(); node != nil {
 			ctx.Send(node, &storeBack{})
 		}
 	}
@@ -258,7 +258,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue // dropped or acquired again meanwhile
 		}
 		h.lease = nl
-		l.ne.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
+		l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 	}
 	lost := make(map[string]bool, len(d.lost))
 	for _, u := range d.lost {
@@ -268,7 +268,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue
 		}
 		delete(l.held, u)
-		l.ne.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
+		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
 		ctx.Send(h.pid, &leaseLostNote{token: h.lease.Token})
 	}
 	renewed := make(map[string]bool, len(d.renewed))
@@ -288,10 +288,10 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue
 		}
 		h.alone = true
-		store, lease, ttl := l.ne.env.Store, h.lease, h.ttl
+		store, lease, ttl := l.node.env.Store, h.lease, h.ttl
 		self, root := ctx.Self(), ctx.ActorSystem().Root
-		l.ne.env.trace("renew-alone", u, fmt.Sprintf("token=%d", lease.Token))
-		l.ne.env.Executor.Go(exec.WithLabel(l.ne.ctx, "renew-one"), func(c context.Context) any {
+		l.node.env.trace("renew-alone", u, fmt.Sprintf("token=%d", lease.Token))
+		l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew-one"), func(c context.Context) any {
 			nl, err := store.Renew(c, lease, ttl)
 			return &renewedOne{unit: lease.Unit, token: lease.Token, lease: nl, err: err}
 		}, func(v any) { root.Send(self, v) })
@@ -307,12 +307,12 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	switch {
 	case errors.Is(r.err, persistence.ErrLeaseLost):
 		delete(l.held, r.unit)
-		l.ne.env.trace("renew-lost", r.unit, fmt.Sprintf("token=%d", r.token))
+		l.node.env.trace("renew-lost", r.unit, fmt.Sprintf("token=%d", r.token))
 		ctx.Send(h.pid, &leaseLostNote{token: r.token})
 	case r.err != nil:
-		l.ne.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
+		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
 		h.lease = r.lease
-		l.ne.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
+		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

@@ -75,18 +75,18 @@ type nodeEnv struct {
 	observePhase func(unit string, from, to unitPhase)
 }
 
-func (ne *nodeEnv) props() []actor.PropsOption {
-	if ne.env.Dispatcher == nil {
+func (e *nodeEnv) props() []actor.PropsOption {
+	if e.env.Dispatcher == nil {
 		return nil
 	}
-	return []actor.PropsOption{actor.WithDispatcher(ne.env.Dispatcher)}
+	return []actor.PropsOption{actor.WithDispatcher(e.env.Dispatcher)}
 }
 
-func (ne *nodeEnv) root() *actor.RootContext { return ne.system.Root }
+func (e *nodeEnv) root() *actor.RootContext { return e.system.Root }
 
 // liveNames are the members alive in this node's view (for lease takeover).
-func (ne *nodeEnv) liveNames() []string {
-	ms := ne.env.Membership.Members()
+func (e *nodeEnv) liveNames() []string {
+	ms := e.env.Membership.Members()
 	out := make([]string, 0, len(ms))
 	for _, m := range ms {
 		out = append(out, m.Name)
@@ -98,7 +98,7 @@ func (ne *nodeEnv) liveNames() []string {
 // supervisor per source. It starts no goroutines itself; the dispatcher and
 // executor in Env decide where actors and jobs run.
 type Node struct {
-	ne       *nodeEnv
+	node       *nodeEnv
 	root     *actor.PID
 	stop     func()
 	cancel   context.CancelFunc
@@ -131,56 +131,56 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	ne := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx}
-	ne.env.Logger = logger
-	ne.metrics = env.Metrics
-	if ne.metrics == nil {
-		ne.metrics = noMetrics{}
+	shared := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx}
+	shared.env.Logger = logger
+	shared.metrics = env.Metrics
+	if shared.metrics == nil {
+		shared.metrics = noMetrics{}
 	}
-	ne.reg.stateChanged = ne.metrics.UnitState
-	n := &Node{ne: ne, cancel: cancel, drained: make(chan struct{})}
+	shared.reg.stateChanged = shared.metrics.UnitState
+	n := &Node{node: shared, cancel: cancel, drained: make(chan struct{})}
 	var minTTL time.Duration
 	ids := make([]uint32, 0, len(full))
 	for _, s := range full {
-		ne.reg.addSource(s.Name, s.Type)
+		shared.reg.addSource(s.Name, s.Type)
 		ids = append(ids, placement.SourceID(s.Identity))
 		if minTTL == 0 || s.LeaseTTL < minTTL {
 			minTTL = s.LeaseTTL
 		}
 	}
-	ne.digest = placement.SourceDigestOf(ids)
-	ne.minTTL = minTTL
-	if ne.minTTL <= 0 {
-		ne.minTTL = 10 * time.Second
+	shared.digest = placement.SourceDigestOf(ids)
+	shared.minTTL = minTTL
+	if shared.minTTL <= 0 {
+		shared.minTTL = 10 * time.Second
 	}
 	table := newLeaseTable()
-	lprops := actor.PropsFromProducer(func() actor.Actor { return newLeaser(ne, minTTL, table) }, ne.props()...)
+	lprops := actor.PropsFromProducer(func() actor.Actor { return newLeaser(shared, minTTL, table) }, shared.props()...)
 	lpid, err := system.Root.SpawnNamed(lprops, "leaser")
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("spawn leaser: %w", err)
 	}
-	ne.leaser = lpid
-	props := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{ne: ne, specs: full, node: n} }, ne.props()...)
+	shared.leaser = lpid
+	props := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{shared: shared, specs: full, node: n} }, shared.props()...)
 	pid, err := system.Root.SpawnNamed(props, "node")
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("spawn node actor: %w", err)
 	}
 	n.root = pid
-	ne.nodePID.Store(pid)
+	shared.nodePID.Store(pid)
 	n.stop = env.Membership.Watch(func() { system.Root.Send(pid, &viewChanged{}) })
 	return n, nil
 }
 
 // Name is the node's name.
-func (n *Node) Name() string { return n.ne.env.Node }
+func (n *Node) Name() string { return n.node.env.Node }
 
 // Tree returns a snapshot of this node's actor tree (architecture §10).
 // Safe from any goroutine.
 func (n *Node) Tree() Tree {
-	ms := n.ne.env.Membership.Members()
-	t := Tree{Node: n.ne.env.Node, Members: make([]MemberStatus, 0, len(ms)), Sources: n.ne.reg.snapshot()}
+	ms := n.node.env.Membership.Members()
+	t := Tree{Node: n.node.env.Node, Members: make([]MemberStatus, 0, len(ms)), Sources: n.node.reg.snapshot()}
 	for _, m := range ms {
 		t.Members = append(t.Members, MemberStatus{Name: m.Name, Addr: m.Addr, State: string(m.State)})
 	}
@@ -196,7 +196,7 @@ func (n *Node) Drain() <-chan struct{} {
 	defer n.mu.Unlock()
 	if !n.draining && !n.closed {
 		n.draining = true
-		n.ne.system.Root.Send(n.root, &drain{})
+		n.node.system.Root.Send(n.root, &drain{})
 	}
 	return n.drained
 }
@@ -216,22 +216,22 @@ func (n *Node) Close() {
 		n.stop()
 	}
 	n.cancel()
-	n.ne.system.Root.Stop(n.root)
-	n.ne.system.Root.Stop(n.ne.leaser)
-	n.ne.system.Shutdown()
+	n.node.system.Root.Stop(n.root)
+	n.node.system.Root.Stop(n.node.leaser)
+	n.node.system.Shutdown()
 }
 
 // CrashSupervisor makes the supervisor of source fail as a bug would (a
 // panic), for fault injection: its node restarts it after a backoff.
 func (n *Node) CrashSupervisor(source string) {
-	n.ne.system.Root.Send(n.root, &crashSource{source: source})
+	n.node.system.Root.Send(n.root, &crashSource{source: source})
 }
 
 type viewChanged struct{}
 
 // nodeActor is the root of a node's tree.
 type nodeActor struct {
-	ne       *nodeEnv
+	shared       *nodeEnv
 	specs    []*SourceSpec
 	node     *Node
 	sups     map[string]*actor.PID
@@ -278,21 +278,21 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.sweep(ctx)
 	case *swept:
 		if len(m.left) > 0 {
-			ctx.Send(a.ne.leaser, m)
+			ctx.Send(a.shared.leaser, m)
 		}
 		if a.draining {
 			return // told to leave before it started anything
 		}
 		for _, s := range a.specs {
 			spec := s
-			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.ne, spec) }, a.ne.props()...)
+			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.shared, spec) }, a.shared.props()...)
 			pid := ctx.SpawnPrefix(props, "source-"+spec.Name)
 			a.sups[spec.Name] = pid
 			a.byPID[pid.Id] = spec.Name
 		}
 	case *viewChanged:
-		ms := a.ne.env.Membership.Members()
-		a.ne.env.trace("view", a.ne.env.Node, memberNames(ms))
+		ms := a.shared.env.Membership.Members()
+		a.shared.env.trace("view", a.shared.env.Node, memberNames(ms))
 		for _, pid := range a.supervisors() {
 			ctx.Send(pid, &membersChanged{members: ms})
 		}
@@ -322,7 +322,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 	case *announced:
 		a.announcing = false
 		if m.err != nil {
-			a.ne.env.logger().Warn("announce this node's sources", "error", m.err)
+			a.shared.env.logger().Warn("announce this node's sources", "error", m.err)
 		}
 		if a.reannounce {
 			a.announce(ctx)
@@ -381,10 +381,10 @@ type swept struct{ left []persistence.Lease }
 // wants it acquires again the normal way. A store that does not answer
 // does not hold the node up: those leases expire.
 func (a *nodeActor) sweep(ctx actor.Context) {
-	store, me := a.ne.env.Store, a.ne.env.Node
+	store, me := a.shared.env.Store, a.shared.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
-	log := a.ne.env.logger()
-	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "sweep"), func(c context.Context) any {
+	log := a.shared.env.logger()
+	a.shared.env.Executor.Go(exec.WithLabel(a.shared.ctx, "sweep"), func(c context.Context) any {
 		ls, err := store.List(c)
 		if err != nil {
 			log.Warn("list leases at start (leases of an earlier process of this node will expire instead)", "error", err)
@@ -436,8 +436,8 @@ func (a *nodeActor) announce(ctx actor.Context) {
 		}
 	}
 	sort.Slice(tags, func(i, j int) bool { return tags[i].ID < tags[j].ID })
-	m, self, root := a.ne.env.Membership, ctx.Self(), ctx.ActorSystem().Root
-	a.ne.env.Executor.Go(exec.WithLabel(a.ne.ctx, "announce"), func(c context.Context) any {
+	m, self, root := a.shared.env.Membership, ctx.Self(), ctx.ActorSystem().Root
+	a.shared.env.Executor.Go(exec.WithLabel(a.shared.ctx, "announce"), func(c context.Context) any {
 		return &announced{err: m.SetSources(c, tags)}
 	}, func(v any) { root.Send(self, v) })
 }
@@ -451,7 +451,7 @@ func (a *nodeActor) checkDrained() {
 			close(a.node.drained)
 		}
 		a.node.mu.Unlock()
-		a.ne.env.trace("node-drained", a.ne.env.Node, "")
+		a.shared.env.trace("node-drained", a.shared.env.Node, "")
 	}
 }
 
@@ -463,31 +463,31 @@ func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, wh
 	name := a.byPID[who.Id]
 	if a.draining {
 		// leaving: nothing restarts; its units were told to stop
-		a.ne.env.logger().Error("source supervisor failed while the node drains", "source", name, "reason", fmt.Sprint(reason))
+		a.shared.env.logger().Error("source supervisor failed while the node drains", "source", name, "reason", fmt.Sprint(reason))
 		sup.StopChildren(who)
 		delete(a.pending, name)
 		a.checkDrained()
 		return
 	}
-	now := a.ne.env.Clock.Now()
-	if at, ok := a.restartedAt[name]; ok && now.Sub(at) >= a.ne.tuning.HealthyAfter {
+	now := a.shared.env.Clock.Now()
+	if at, ok := a.restartedAt[name]; ok && now.Sub(at) >= a.shared.tuning.HealthyAfter {
 		a.restarts[name] = 0
 	}
 	a.restarts[name]++
 	n := a.restarts[name]
-	d := backoff(a.ne.env.Rand, n, a.ne.tuning.RestartBase, a.ne.tuning.RestartCap)
+	d := backoff(a.shared.env.Rand, n, a.shared.tuning.RestartBase, a.shared.tuning.RestartCap)
 	a.restartedAt[name] = now.Add(d)
-	a.ne.env.logger().Error("source supervisor failed; restarting it after a backoff", "source", name, "failures", n,
+	a.shared.env.logger().Error("source supervisor failed; restarting it after a backoff", "source", name, "failures", n,
 		"restart_in", d.Round(time.Millisecond), "reason", fmt.Sprint(reason))
-	a.ne.env.trace("source-restart-scheduled", name, fmt.Sprintf("n=%d in=%s", n, d))
-	a.ne.reg.source(name, func(st *SourceStatus) { st.State = StateRetrying; st.Error = fmt.Sprint(reason) })
+	a.shared.env.trace("source-restart-scheduled", name, fmt.Sprintf("n=%d in=%s", n, d))
+	a.shared.reg.source(name, func(st *SourceStatus) { st.State = StateRetrying; st.Error = fmt.Sprint(reason) })
 	a.down[name] = true
-	root, self := a.ne.system.Root, a.self
+	root, self := a.shared.system.Root, a.self
 	root.Send(self, &sourceDown{})
 	if t := a.restartT[name]; t != nil {
 		t.Stop()
 	}
-	a.restartT[name] = a.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
+	a.restartT[name] = a.shared.env.Clock.AfterFunc(d, func() { root.Send(self, &restartSource{source: name, who: who, sup: sup}) })
 }
 
 func memberNames(ms []placement.Member) string {

@@ -27,7 +27,7 @@ import (
 // It implements actor.SupervisorStrategy itself, so protoactor calls
 // HandleFailure on this actor's goroutine.
 type supervisor struct {
-	ne   *nodeEnv
+	node   *nodeEnv
 	spec *SourceSpec
 	self *actor.PID
 	sup  actor.Supervisor // this actor's context, for RestartChildren
@@ -125,8 +125,8 @@ type (
 	}
 )
 
-func newSupervisor(ne *nodeEnv, spec *SourceSpec) *supervisor {
-	return &supervisor{ne: ne, spec: spec, id: placement.SourceID(spec.Identity)}
+func newSupervisor(node *nodeEnv, spec *SourceSpec) *supervisor {
+	return &supervisor{node: node, spec: spec, id: placement.SourceID(spec.Identity)}
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -175,7 +175,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.restartWaiting(ctx)
 	case *drain:
 		s.draining = true
-		s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })
+		s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })
 		s.reconcile(ctx)
 		s.checkDrained(ctx)
 	case *actor.Terminated:
@@ -192,20 +192,20 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.reconcile(ctx)
 	case *qualitySample:
 		s.window.Merge(m.stats)
-		if quality.Due(s.window.Rows(), s.wStart, s.ne.env.Clock.Now()) {
+		if quality.Due(s.window.Rows(), s.wStart, s.node.env.Clock.Now()) {
 			s.closeWindow(ctx)
 		}
 	case *qualityTick:
 		if m.from != s {
 			return
 		}
-		if quality.Due(s.window.Rows(), s.wStart, s.ne.env.Clock.Now()) {
+		if quality.Due(s.window.Rows(), s.wStart, s.node.env.Clock.Now()) {
 			s.closeWindow(ctx)
 		}
 		s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{from: s})
 	case *qualityDone:
 		if m.err != nil {
-			s.ne.env.logger().Warn("write quality window", "source", s.spec.Name, "error", m.err)
+			s.node.env.logger().Warn("write quality window", "source", s.spec.Name, "error", m.err)
 		}
 	case *actor.Stopping:
 		s.end()
@@ -226,8 +226,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 // (registry.unit), the entries are gone for good.
 func (s *supervisor) forgetUnits() {
 	for u, c := range s.children {
-		s.ne.reg.removeUnit(s.spec.Name, u, c.gen)
-		s.ne.metrics.Forget(s.spec.Name, u)
+		s.node.reg.removeUnit(s.spec.Name, u, c.gen)
+		s.node.metrics.Forget(s.spec.Name, u)
 	}
 }
 
@@ -254,7 +254,7 @@ func (s *supervisor) end() {
 func (s *supervisor) start(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.sup, _ = ctx.(actor.Supervisor)
-	s.jobs, s.cancel = context.WithCancel(s.ne.ctx)
+	s.jobs, s.cancel = context.WithCancel(s.node.ctx)
 	s.units = map[string]brokers.Partition{}
 	s.finished = map[string]bool{}
 	s.stale = map[string]bool{}
@@ -263,10 +263,10 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.children = map[string]*child{}
 	s.byPID = map[string]*child{}
 	s.window = quality.New(s.spec.schema)
-	s.wStart = s.ne.env.Clock.Now()
+	s.wStart = s.node.env.Clock.Now()
 	s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{from: s})
-	s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateRunning })
-	s.members = s.ne.env.Membership.Members()
+	s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateRunning })
+	s.members = s.node.env.Membership.Members()
 	s.discover(ctx)
 }
 
@@ -279,7 +279,7 @@ func (s *supervisor) after(ctx actor.Context, d time.Duration, msg any) clock.Ti
 	case *discoverTick:
 		label = "discover"
 	}
-	return clock.AfterFunc(s.ne.env.Clock, d, label, func() {
+	return clock.AfterFunc(s.node.env.Clock, d, label, func() {
 		if !s.ended.Load() {
 			root.Send(self, msg)
 		}
@@ -288,15 +288,15 @@ func (s *supervisor) after(ctx actor.Context, d time.Duration, msg any) clock.Ti
 
 // closeWindow writes the current quality window and starts the next.
 func (s *supervisor) closeWindow(ctx actor.Context) {
-	now := s.ne.env.Clock.Now()
-	w := s.window.Close(s.spec.Name, s.ne.env.Node, s.wStart, now, s.prevWin)
+	now := s.node.env.Clock.Now()
+	w := s.window.Close(s.spec.Name, s.node.env.Node, s.wStart, now, s.prevWin)
 	s.prevWin = &w
 	s.window.Reset()
 	s.wStart = now
-	s.ne.reg.setQuality(s.spec.Name, w)
-	s.ne.env.trace("quality", s.spec.Name, fmt.Sprintf("rows=%d failed=%d status=%s", w.RowsRead, w.RowsFailed, w.Status))
-	store, self, root := s.ne.env.Store, ctx.Self(), ctx.ActorSystem().Root
-	s.ne.env.Executor.Go(s.jobs, func(c context.Context) any {
+	s.node.reg.setQuality(s.spec.Name, w)
+	s.node.env.trace("quality", s.spec.Name, fmt.Sprintf("rows=%d failed=%d status=%s", w.RowsRead, w.RowsFailed, w.Status))
+	store, self, root := s.node.env.Store, ctx.Self(), ctx.ActorSystem().Root
+	s.node.env.Executor.Go(s.jobs, func(c context.Context) any {
 		_, err := store.WriteQuality(c, w)
 		return &qualityDone{w: w, err: err}
 	}, func(v any) { root.Send(self, v) })

@@ -26,7 +26,7 @@ func (s *supervisor) eligible() []placement.Member {
 	}
 	out := make([]placement.Member, 0, len(s.members))
 	for _, m := range s.members {
-		if _, runs, _ := m.Source(s.id, s.ne.digest); runs || m.Name == s.ne.env.Node {
+		if _, runs, _ := m.Source(s.id, s.node.digest); runs || m.Name == s.node.env.Node {
 			out = append(out, m)
 		}
 	}
@@ -47,8 +47,8 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 		sort.Strings(eligible)
 		// The clamp of the whole view, not of the eligible members: the
 		// same on every node that sees the same view.
-		limit := placement.EffectiveMaxCapacity(s.members, s.ne.env.MaxCapacity)
-		for _, u := range placement.Owned(s.ne.env.Node, eligible, s.eligible(), limit) {
+		limit := placement.EffectiveMaxCapacity(s.members, s.node.env.MaxCapacity)
+		for _, u := range placement.Owned(s.node.env.Node, eligible, s.eligible(), limit) {
 			want[u] = true
 		}
 	}
@@ -70,7 +70,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 		ctx.Send(c.pid, &stopUnit{})
 	}
 	// start what we should own
-	now := s.ne.env.Clock.Now()
+	now := s.node.env.Clock.Now()
 	for _, u := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := s.children[u]; ok {
 			continue
@@ -90,20 +90,20 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 
 func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	p := s.units[unit]
-	ne, spec := s.ne, s.spec
+	node, spec := s.node, s.spec
 	initial := s.initial[unit] || spec.isQueue()
 	stale := s.stale[unit]
 	// the entry first: the child may write its status before spawn returns
-	c := &child{unit: unit, gen: s.ne.reg.addUnit(s.spec.Name, unit)}
+	c := &child{unit: unit, gen: s.node.reg.addUnit(s.spec.Name, unit)}
 	props := actor.PropsFromProducer(func() actor.Actor {
-		u := newUnit(ne, spec, p, initial)
+		u := newUnit(node, spec, p, initial)
 		u.gen = c.gen
 		u.staleFinish = stale
 		u.exit = &c.exit
 		// restarted after it failed: its first success is a recovery
 		u.recovering = c.failed.Load()
 		return u
-	}, ne.props()...)
+	}, node.props()...)
 	pid := ctx.SpawnPrefix(props, p.ID)
 	c.pid = pid
 	s.children[unit] = c
@@ -120,9 +120,9 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	if c.restartT != nil {
 		c.restartT.Stop()
 	}
-	s.ne.reg.removeUnit(s.spec.Name, c.unit, c.gen)
-	s.ne.metrics.Forget(s.spec.Name, c.unit)
-	s.ne.env.trace("unit-stopped", c.unit, "")
+	s.node.reg.removeUnit(s.spec.Name, c.unit, c.gen)
+	s.node.metrics.Forget(s.spec.Name, c.unit)
+	s.node.env.trace("unit-stopped", c.unit, "")
 	exit := c.exit.Load()
 	if exit == exitFinished {
 		s.finished[c.unit] = true
@@ -141,8 +141,8 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	case exitLeaseLost:
 		// someone else owns it now; let placement settle before trying
 		// again: no reconcile starts it before the pause is over
-		d := s.ne.tuning.LeaseLostPause + s.ne.env.Rand.Jitter(s.ne.tuning.LeaseLostPause/2)
-		s.cooldown[c.unit] = s.ne.env.Clock.Now().Add(d)
+		d := s.node.tuning.LeaseLostPause + s.node.env.Rand.Jitter(s.node.tuning.LeaseLostPause/2)
+		s.cooldown[c.unit] = s.node.env.Clock.Now().Add(d)
 		if s.reconcileAt == nil {
 			s.reconcileAt = s.after(ctx, d, &reconcileTick{from: s})
 		}
@@ -154,7 +154,7 @@ func (s *supervisor) checkDrained(ctx actor.Context) bool {
 	if s.draining && len(s.children) == 0 {
 		if !s.drained {
 			s.drained = true
-			s.ne.env.trace("drained", s.spec.Name, "")
+			s.node.env.trace("drained", s.spec.Name, "")
 			ctx.Send(ctx.Parent(), &drainedMsg{source: s.spec.Name})
 		}
 		return true
@@ -183,23 +183,23 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 	}
 	c.restarts++
 	c.failed.Store(true)
-	d := backoff(s.ne.env.Rand, c.restarts, s.ne.tuning.RestartBase, s.ne.tuning.RestartCap)
+	d := backoff(s.node.env.Rand, c.restarts, s.node.tuning.RestartBase, s.node.tuning.RestartCap)
 	if f, ok := reason.(*unitFailure); ok && errors.Is(f.err, brokers.ErrUnknownPartition) {
 		// the partition may be gone (a recreated topic, a forgotten
 		// shard): list them again rather than wait for the next discovery
-		root, self := s.ne.root(), s.self
+		root, self := s.node.root(), s.self
 		root.Send(self, &discoverTick{from: s})
 	}
-	next := s.ne.env.Clock.Now().Add(d)
+	next := s.node.env.Clock.Now().Add(d)
 	msg := fmt.Sprint(reason)
 	if f, ok := reason.(*unitFailure); ok {
 		msg = f.err.Error()
 	} else {
-		s.ne.env.logger().Error("unit actor panicked", "unit", c.unit, "panic", msg)
+		s.node.env.logger().Error("unit actor panicked", "unit", c.unit, "panic", msg)
 	}
-	s.ne.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
-	now := s.ne.env.Clock.Now()
-	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
+	s.node.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
+	now := s.node.env.Clock.Now()
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
 		st.State = StateRetrying
 		st.setError(msg, now)
 		st.NextRetryAt = timePtr(next)
@@ -209,8 +209,8 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		sup.StopChildren(who)
 		return
 	}
-	self, root, unit := s.self, s.ne.root(), c.unit
-	c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: who}) })
+	self, root, unit := s.self, s.node.root(), c.unit
+	c.restartT = s.node.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: who}) })
 }
 
 // restartWaiting restarts, soon, the children waiting out a restart
@@ -224,10 +224,10 @@ func (s *supervisor) restartWaiting(ctx actor.Context) {
 			continue
 		}
 		c.restartT.Stop()
-		d := s.ne.env.Rand.Jitter(time.Second)
-		self, root, unit, pid := s.self, s.ne.root(), c.unit, c.pid
-		c.restartT = s.ne.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: pid}) })
-		s.ne.env.trace("restart-sooner", c.unit, d.String())
+		d := s.node.env.Rand.Jitter(time.Second)
+		self, root, unit, pid := s.self, s.node.root(), c.unit, c.pid
+		c.restartT = s.node.env.Clock.AfterFunc(d, func() { root.Send(self, &restartDue{unit: unit, pid: pid}) })
+		s.node.env.trace("restart-sooner", c.unit, d.String())
 	}
 }
 
@@ -242,9 +242,9 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 		ctx.Stop(c.pid)
 		return
 	}
-	s.ne.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
-	s.ne.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Restarts++ })
-	s.ne.metrics.Restarted(s.spec.Name, c.unit)
+	s.node.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Restarts++ })
+	s.node.metrics.Restarted(s.spec.Name, c.unit)
 	s.sup.RestartChildren(c.pid)
 	// the new incarnation starts with the parents it was spawned with:
 	// tell it those listed now

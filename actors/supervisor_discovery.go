@@ -24,8 +24,8 @@ func (s *supervisor) discover(ctx actor.Context) {
 		s.discovery.Stop()
 	}
 	s.discovery = s.after(ctx, s.spec.Discovery, &discoverTick{from: s})
-	s.discoveryAt = s.ne.env.Clock.Now().Add(s.spec.Discovery)
-	s.lastDisc = s.ne.env.Clock.Now()
+	s.discoveryAt = s.node.env.Clock.Now().Add(s.spec.Discovery)
+	s.lastDisc = s.node.env.Clock.Now()
 	s.discSeq++
 	seq := s.discSeq
 	if s.spec.isQueue() {
@@ -36,10 +36,10 @@ func (s *supervisor) discover(ctx actor.Context) {
 		s.onDiscovered(ctx, &discovered{seq: seq, parts: parts})
 		return
 	}
-	stream, store, name := s.spec.Stream, s.ne.env.Store, s.spec.Name
+	stream, store, name := s.spec.Stream, s.node.env.Store, s.spec.Name
 	needInitial := s.initial == nil
 	self, root, jobs := ctx.Self(), ctx.ActorSystem().Root, s.jobs
-	s.ne.env.Executor.Go(exec.WithLabel(jobs, "discover"), func(c context.Context) any {
+	s.node.env.Executor.Go(exec.WithLabel(jobs, "discover"), func(c context.Context) any {
 		parts, err := stream.Partitions(c)
 		if err != nil {
 			return &discovered{seq: seq, err: fmt.Errorf("list partitions: %w", err)}
@@ -74,31 +74,31 @@ func (s *supervisor) discover(ctx actor.Context) {
 
 func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	if m.seq < s.discApplied {
-		s.ne.env.trace("discovery-dropped", s.spec.Name, fmt.Sprintf("seq=%d applied=%d", m.seq, s.discApplied))
+		s.node.env.trace("discovery-dropped", s.spec.Name, fmt.Sprintf("seq=%d applied=%d", m.seq, s.discApplied))
 		return // older than a listing already applied
 	}
 	s.discApplied = m.seq
 	if m.err != nil {
 		msg := m.err.Error()
-		s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = msg; st.State = StateRetrying })
-		s.ne.env.trace("discovery-failed", s.spec.Name, msg)
+		s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = msg; st.State = StateRetrying })
+		s.node.env.trace("discovery-failed", s.spec.Name, msg)
 		// try again sooner than the regular interval
 		if s.discovery != nil {
 			s.discovery.Stop()
 		}
-		d := s.ne.tuning.RestartBase + s.ne.env.Rand.Jitter(s.ne.tuning.RestartBase)
+		d := s.node.tuning.RestartBase + s.node.env.Rand.Jitter(s.node.tuning.RestartBase)
 		if d > s.spec.Discovery {
 			d = s.spec.Discovery
 		}
 		s.discovery = s.after(ctx, d, &discoverTick{from: s})
-		s.discoveryAt = s.ne.env.Clock.Now().Add(d)
+		s.discoveryAt = s.node.env.Clock.Now().Add(d)
 		return
 	}
 	state := StateRunning
 	if s.draining {
 		state = StateStopping
 	}
-	s.ne.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = ""; st.State = state })
+	s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = ""; st.State = state })
 	if m.initial != nil && s.initial == nil {
 		s.initial = make(map[string]bool, len(m.initial))
 		for _, u := range m.initial {
@@ -127,7 +127,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		units[u] = p
 	}
 	if len(units) != len(s.units) {
-		s.ne.env.trace("discovered", s.spec.Name, strconv.Itoa(len(units)))
+		s.node.env.trace("discovered", s.spec.Name, strconv.Itoa(len(units)))
 	}
 	s.units = units
 	for u := range m.finished {
@@ -151,7 +151,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		if _, listed := units[u]; listed && !children[u] && !s.spec.isQueue() {
 			delete(s.finished, u)
 			s.stale[u] = true
-			s.ne.env.trace("finished-stale", u, "")
+			s.node.env.trace("finished-stale", u, "")
 		}
 	}
 	s.announceUnits(ctx)
@@ -185,17 +185,17 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 		return
 	}
 	for _, m := range s.members {
-		tag, runs, known := m.Source(s.id, s.ne.digest)
-		if !runs || !known || tag.Units == 0 || tag.Units == s.hash || m.Name == s.ne.env.Node {
+		tag, runs, known := m.Source(s.id, s.node.digest)
+		if !runs || !known || tag.Units == 0 || tag.Units == s.hash || m.Name == s.node.env.Node {
 			continue
 		}
-		if s.ne.env.Clock.Now().Sub(s.lastDisc) >= s.ne.tuning.DiscoverySpacing {
-			s.ne.env.trace("discover-triggered", s.spec.Name, m.Name)
+		if s.node.env.Clock.Now().Sub(s.lastDisc) >= s.node.tuning.DiscoverySpacing {
+			s.node.env.trace("discover-triggered", s.spec.Name, m.Name)
 			s.discover(ctx)
-		} else if at := s.lastDisc.Add(s.ne.tuning.DiscoverySpacing); s.discovery != nil && at.Before(s.discoveryAt) {
+		} else if at := s.lastDisc.Add(s.node.tuning.DiscoverySpacing); s.discovery != nil && at.Before(s.discoveryAt) {
 			// as soon as the spacing allows (never later than planned)
 			s.discovery.Stop()
-			s.discovery = s.after(ctx, at.Sub(s.ne.env.Clock.Now()), &discoverTick{from: s})
+			s.discovery = s.after(ctx, at.Sub(s.node.env.Clock.Now()), &discoverTick{from: s})
 			s.discoveryAt = at
 		}
 		return
