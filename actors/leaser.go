@@ -33,7 +33,7 @@ import (
 // store trouble; the leaser logs them (rate-limited) and tries again at
 // the next round.
 type leaser struct {
-	node     *nodeEnv
+	node   *nodeEnv
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
 	busy   bool                  // a round is in flight

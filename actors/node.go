@@ -98,7 +98,7 @@ func (e *nodeEnv) liveNames() []string {
 // supervisor per source. It starts no goroutines itself; the dispatcher and
 // executor in Env decide where actors and jobs run.
 type Node struct {
-	node       *nodeEnv
+	node     *nodeEnv
 	root     *actor.PID
 	stop     func()
 	cancel   context.CancelFunc
@@ -231,7 +231,7 @@ type viewChanged struct{}
 
 // nodeActor is the root of a node's tree.
 type nodeActor struct {
-	shared       *nodeEnv
+	shared   *nodeEnv
 	specs    []*SourceSpec
 	node     *Node
 	sups     map[string]*actor.PID

@@ -27,7 +27,7 @@ import (
 // It implements actor.SupervisorStrategy itself, so protoactor calls
 // HandleFailure on this actor's goroutine.
 type supervisor struct {
-	node   *nodeEnv
+	node *nodeEnv
 	spec *SourceSpec
 	self *actor.PID
 	sup  actor.Supervisor // this actor's context, for RestartChildren
