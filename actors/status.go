@@ -227,7 +227,7 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	}
 	was := e.status.State
 	f(&e.status)
-	if e.status.State != was {
+	if e.status.State != was && !mutate.On(mutate.StaleStateMetrics) {
 		r.noteState(source, unit, e.status.State)
 	}
 }

@@ -126,6 +126,7 @@ type simNode struct {
 	sources []string  // the sources its next start runs; nil: all
 	running []string  // the sources its current process runs; nil: all
 	stopAt  time.Time // when its graceful stop began
+	metrics *stateMetrics // the current process's unit states, as its metrics report them
 }
 
 // New builds a cluster; add sources, then Start it.
@@ -360,6 +361,8 @@ func (c *Cluster) startNode(n *simNode) error {
 		Trace:      func(e actors.Event) { c.event(e.Kind, e.Node, e.Unit, e.Detail) },
 		Tuning:     c.cfg.Tuning,
 	}
+	n.metrics = newStateMetrics()
+	env.Metrics = n.metrics
 	node, err := actors.Start(env, specs)
 	if err != nil {
 		return fmt.Errorf("testkit: start %s: %w", n.name, err)

@@ -197,9 +197,16 @@ func (c *Cluster) checkTrees(sids map[int]bool) {
 		}
 		seen := map[string]bool{}
 		units := map[string]int{}
+		reported, keys := n.metrics.snapshot()
+		shown := map[string]bool{}
 		for _, st := range n.node.Tree().Sources {
 			for _, u := range st.Units {
 				units[u.Unit]++
+				su := st.Name + "|" + u.Unit
+				shown[su] = true
+				if got, ok := reported[su]; !ok || got != u.State {
+					c.check("metrics", fmt.Sprintf("%s's metrics show %s in state %q, its tree %q", name, u.Unit, got, u.State))
+				}
 				if st.State != actors.StateRunning || u.State != actors.StateStopped {
 					continue
 				}
@@ -214,6 +221,11 @@ func (c *Cluster) checkTrees(sids map[int]bool) {
 		for _, u := range slices.Sorted(maps.Keys(units)) {
 			if units[u] > 1 {
 				c.check("tree", fmt.Sprintf("%s lists %s %d times", name, u, units[u]))
+			}
+		}
+		for _, k := range keys {
+			if !shown[k] {
+				c.check("metrics", fmt.Sprintf("%s's metrics keep a state series for %s, which its tree no longer lists", name, k))
 			}
 		}
 		c.forgetGhosts(name, seen)

@@ -77,6 +77,11 @@ const (
 	// last writes of the units of a restarted supervisor bring back the
 	// entries it forgot: stopped units no one runs (found by review).
 	GhostUnits = "ghost-units"
+
+	// StaleStateMetrics: the metrics learn a unit's state when its entry
+	// is made, not when the state changes, so drover_unit_state shows
+	// starting for a unit that runs (issue 12 item 5).
+	StaleStateMetrics = "stale-state-metrics"
 )
 
 // All lists every switch.
@@ -85,5 +90,5 @@ var All = []string{
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
-	GhostUnits,
+	GhostUnits, StaleStateMetrics,
 }
