@@ -15,20 +15,13 @@ import (
 
 func newTestQueue(t *testing.T, deadline time.Duration) (*Queue, *fakeClock) {
 	t.Helper()
-	c := newFakeClock()
-	q := mustQueue(t, QueueConfig{AckDeadline: deadline, Clock: c})
-	t.Cleanup(func() { _ = q.Close() })
-	return q, c
+	return onFakeClock(t, func(c *fakeClock) (*Queue, error) { return NewQueue(QueueConfig{AckDeadline: deadline, Clock: c}) })
 }
 
 // mustQueue is a new wall-clock queue of cfg.
 func mustQueue(t *testing.T, cfg QueueConfig) *Queue {
 	t.Helper()
-	q, err := NewQueue(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return mustNew(t, NewQueue, cfg)
 }
 
 func sendN(q *Queue, n int) []string {
