@@ -15,7 +15,13 @@ import (
 
 func open(t *testing.T, path string, clk clock.Clock) *sqlite.Store {
 	t.Helper()
-	s, err := sqlite.Open(context.Background(), path, sqlite.Config{Clock: clk})
+	return openConfig(t, path, sqlite.Config{Clock: clk})
+}
+
+// openConfig opens the store at path with cfg, closed when t ends.
+func openConfig(t *testing.T, path string, cfg sqlite.Config) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(context.Background(), path, cfg)
 	if err != nil {
 		t.Fatalf("open %s: %v", path, err)
 	}
