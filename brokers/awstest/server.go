@@ -117,15 +117,7 @@ func (s *Server) Endpoint(t testing.TB) string {
 // Close stops an emulator awstest started (it kills its process group) and
 // waits for it. It does nothing to an external server. It may be called
 // more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.stopLocked()
-}
+func (s *Server) Close() error { return testserver.CloseOnce(&s.mu, &s.closed, s.stopLocked) }
 
 func (s *Server) stopLocked() error {
 	if s.cmd == nil {

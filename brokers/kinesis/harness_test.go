@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
+	"github.com/drover-dev/drover/internal/kinesistest"
 )
 
 var server = awstest.Kinesis()
@@ -70,22 +71,7 @@ func (h harness) newFixture(t testing.TB, shards int) *fixture {
 }
 
 func (f *fixture) waitActive(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		out, err := f.client.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(f.name)})
-		if err != nil {
-			return fmt.Errorf("describe stream %s: %w", f.name, err)
-		}
-		if out.StreamDescriptionSummary.StreamStatus == kintypes.StreamStatusActive {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stream %s not active: %w", f.name, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return kinesistest.WaitActive(ctx, f.client, f.name)
 }
 
 // config is the adapter's config for this stream, through the proxy.

@@ -23,17 +23,6 @@ func TestE2EKinesis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e", 2)
-	err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
-		out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
-		if err != nil {
-			return false, err.Error()
-		}
-		s := out.StreamDescriptionSummary.StreamStatus
-		return s == kintypes.StreamStatusActive, "stream is " + string(s)
-	})
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
 	sent := e2ePutKinesis(ctx, t, c, name, e2eWorkload(t, 51, false, false))
 
 	rec := &e2eSource{Name: "kin-orders", Table: "kin_orders", Sent: sent}

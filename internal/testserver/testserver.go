@@ -1,13 +1,15 @@
 // Package testserver is what the test helpers that start servers share
 // (awstest, pgtest, the NATS and node tests): skipping a test that has no
-// server, or failing it under CI=true, where every server must be had; and
-// a TestMain that closes the servers after the tests ran.
+// server, or failing it under CI=true, where every server must be had; a
+// TestMain that closes the servers after the tests ran; and a Close that
+// may be called more than once.
 package testserver
 
 import (
 	"fmt"
 	"io"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -40,4 +42,17 @@ func Main[S io.Closer](m *testing.M, servers ...S) int {
 		}
 	}
 	return code
+}
+
+// CloseOnce is the Close of a server that may be called more than once:
+// under mu, the first call records in closed that the server is closed
+// and returns stop's error; later calls return nil.
+func CloseOnce(mu *sync.Mutex, closed *bool, stop func() error) error {
+	mu.Lock()
+	defer mu.Unlock()
+	if *closed {
+		return nil
+	}
+	*closed = true
+	return stop()
 }

@@ -161,13 +161,10 @@ func (s *Server) startLocked() error {
 
 // Close stops and removes a throwaway server; it does nothing to an
 // external one. It may be called more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
+func (s *Server) Close() error { return testserver.CloseOnce(&s.mu, &s.closed, s.removeLocked) }
+
+// removeLocked removes a throwaway cluster; s.mu is held.
+func (s *Server) removeLocked() error {
 	if s.cluster == nil {
 		return nil
 	}
