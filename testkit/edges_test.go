@@ -84,6 +84,16 @@ func edgeCluster(t *testing.T, cfg testkit.Config) *testkit.Cluster {
 	return newCluster(t, cfg)
 }
 
+// edgeStarted is a started edgeCluster of cfg with one stream source "s"
+// of partitions partitions, keyed by id, in batches of up to batch.
+func edgeStarted(t *testing.T, cfg testkit.Config, batch, partitions int) *testkit.Cluster {
+	t.Helper()
+	c := edgeCluster(t, cfg)
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: batch}, partitions))
+	mustStart(t, c)
+	return c
+}
+
 // settle lets the cluster settle and returns its broken invariants.
 func settle(c *testkit.Cluster) error {
 	if !c.Settle(3 * time.Minute) {
@@ -199,9 +209,7 @@ func edgeUnlistedParent(t *testing.T) error {
 // units kept their checkpoints and dropped every position at or below).
 func edgeRecreated(t *testing.T) error {
 	var logs syncbuf.Buffer
-	c := edgeCluster(t, testkit.Config{Seed: 15, Nodes: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20}, 2))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 15, Nodes: 2, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, 20, 2)
 	must(c.Publish("s", "0", upserts(40, "old0")...))
 	must(c.Publish("s", "1", upserts(40, "old1")...))
 	if err := settle(c); err != nil {
@@ -322,9 +330,7 @@ func edgeQueueRecreated(t *testing.T) error {
 // 5. Records of an aborted transaction are never applied; those of a
 // committed one are, in place.
 func edgeTransactions(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 19, Nodes: 2})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 19, Nodes: 2}, 50, 1)
 	must(c.Publish("s", "0", upserts(3, "plain")...))
 	must(c.PublishTx("s", "0", false, time.Second, upserts(4, "aborted")...))
 	must(c.PublishTx("s", "0", true, 2*time.Second, upserts(4, "committed")...))
@@ -349,9 +355,7 @@ func edgeTransactions(t *testing.T) error {
 // lost (before the fix: over a thousand lease losses), and all units keep
 // applying.
 func edgePartitionChurn(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 20, Nodes: 3})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 6))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 20, Nodes: 3}, 50, 6)
 	c.Run(3 * time.Second)
 	if err := c.Partition("node-1"); err != nil {
 		t.Fatal(err)
@@ -387,9 +391,7 @@ func edgePartitionChurn(t *testing.T) error {
 // unit's takeover completes within the bound after that, other units keep
 // applying meanwhile.
 func edgeOrphanLock(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 21, Nodes: 3})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 6))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 21, Nodes: 3}, 50, 6)
 	c.Run(2 * time.Second)
 	if err := c.Kill("node-2"); err != nil {
 		t.Fatal(err)
@@ -418,9 +420,7 @@ func edgeOrphanLock(t *testing.T) error {
 // 8. An idle unit whose fetches fail now and then, always with successful
 // (empty) fetches between, never fails to its supervisor.
 func edgeSparseFailures(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 22, Nodes: 1})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 1))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 22, Nodes: 1}, 50, 1)
 	c.Run(time.Second)
 	if err := c.FailSporadically("s", 2*time.Second, 8); err != nil {
 		t.Fatal(err)
@@ -506,9 +506,7 @@ func edgeNackSerialized(t *testing.T) error {
 // 11. Ten crashes of a supervisor: it restarts after a growing backoff
 // and leaves none of its timers behind.
 func edgeSupervisorRestarts(t *testing.T) error {
-	c := edgeCluster(t, testkit.Config{Seed: 24, Nodes: 1})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 50}, 2))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 24, Nodes: 1}, 50, 2)
 	c.Run(2 * time.Second)
 	jobs := c.PendingJobs("node-1")
 	for range 10 {
@@ -664,9 +662,7 @@ func edgeNonRetryable(t *testing.T) error {
 // INFO when it recovers; the tree keeps the last error with its time.
 func edgeLogs(t *testing.T) error {
 	var logs syncbuf.Buffer
-	c := edgeCluster(t, testkit.Config{Seed: 29, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 10}, 1))
-	mustStart(t, c)
+	c := edgeStarted(t, testkit.Config{Seed: 29, Nodes: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))}, 10, 1)
 	c.Run(time.Second)
 	c.Disturb("store")
 	c.StoreFaults().SetDown(true)

@@ -27,26 +27,34 @@ func TestMain(m *testing.M) {
 	os.Exit(Main(m, sqsSrv, kinesisSrv))
 }
 
-func TestSQSAnswers(t *testing.T) {
-	ep := sqsSrv.Endpoint(t)
-	if !strings.HasPrefix(ep, "http://") {
-		t.Fatalf("endpoint %q", ep)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c := SQSClient(ep, false)
-	if _, err := c.ListQueues(ctx, &sqs.ListQueuesInput{}); err != nil {
-		t.Fatalf("ListQueues: %v", err)
-	}
-}
-
-func TestKinesisAnswers(t *testing.T) {
-	ep := kinesisSrv.Endpoint(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c := KinesisClient(ep, false)
-	if _, err := c.ListStreams(ctx, &kinesis.ListStreamsInput{}); err != nil {
-		t.Fatalf("ListStreams: %v", err)
+// TestEmulatorsAnswer: each emulator's endpoint is an http URL whose
+// server answers a listing.
+func TestEmulatorsAnswer(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		srv  *Server
+		list func(ctx context.Context, ep string) error
+	}{
+		{"SQS", sqsSrv, func(ctx context.Context, ep string) error {
+			_, err := SQSClient(ep, false).ListQueues(ctx, &sqs.ListQueuesInput{})
+			return err
+		}},
+		{"Kinesis", kinesisSrv, func(ctx context.Context, ep string) error {
+			_, err := KinesisClient(ep, false).ListStreams(ctx, &kinesis.ListStreamsInput{})
+			return err
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ep := tc.srv.Endpoint(t)
+			if !strings.HasPrefix(ep, "http://") {
+				t.Fatalf("endpoint %q", ep)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := tc.list(ctx, ep); err != nil {
+				t.Fatalf("list: %v", err)
+			}
+		})
 	}
 }
 

@@ -58,7 +58,9 @@
 // server-restart and connection-cut methods) and Open are the parts the
 // SQS and Kinesis test fixtures share; CheckValidate, CheckSecretsHidden
 // and CheckTranslated their config and error tests; Compare their
-// benchmarks against the raw SDK client.
+// benchmarks against the raw SDK client. PutKinesis writes messages to a
+// Kinesis stream with the raw client (the Kinesis fixture and the node's
+// end-to-end tests).
 //
 // # Goroutines
 //

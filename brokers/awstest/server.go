@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/drover-dev/drover/internal/testserver"
 )
 
 // Environment variables awstest reads.
@@ -93,18 +95,7 @@ func Kinesis() *Server { return &Server{kind: kindKinesis} }
 // Main runs the tests and then closes every server; use it as
 //
 //	func TestMain(m *testing.M) { os.Exit(awstest.Main(m, srv)) }
-func Main(m *testing.M, servers ...*Server) int {
-	code := m.Run()
-	for _, s := range servers {
-		if err := s.Close(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			if code == 0 {
-				code = 1
-			}
-		}
-	}
-	return code
-}
+func Main(m *testing.M, servers ...*Server) int { return testserver.Main(m, servers...) }
 
 // Endpoint returns the server's URL ("http://127.0.0.1:PORT"), starting it
 // on first use. It skips t when node is missing (fails it under CI=true) and
@@ -113,10 +104,9 @@ func (s *Server) Endpoint(t testing.TB) string {
 	t.Helper()
 	s.once.Do(s.setup)
 	if s.skip != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("awstest: CI=true and no %s emulator: %s", s.kind.name, s.skip)
-		}
-		t.Skipf("awstest: no %s emulator: %s", s.kind.name, s.skip)
+		testserver.SkipOrFailWith(t,
+			fmt.Sprintf("awstest: CI=true and no %s emulator: %s", s.kind.name, s.skip),
+			fmt.Sprintf("awstest: no %s emulator: %s", s.kind.name, s.skip))
 	}
 	if s.err != nil {
 		t.Fatalf("awstest: %s: %v", s.kind.name, s.err)
@@ -127,15 +117,7 @@ func (s *Server) Endpoint(t testing.TB) string {
 // Close stops an emulator awstest started (it kills its process group) and
 // waits for it. It does nothing to an external server. It may be called
 // more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
-	return s.stopLocked()
-}
+func (s *Server) Close() error { return testserver.CloseOnce(&s.mu, &s.closed, s.stopLocked) }
 
 func (s *Server) stopLocked() error {
 	if s.cmd == nil {

@@ -2,6 +2,7 @@ package brokertest
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -54,4 +55,14 @@ func Open[C interface{ Close() error }](t testing.TB, d time.Duration, what stri
 	}
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// Headers is m's headers as "key=value" pairs in their order, joined by
+// commas, for a test to compare with what it sent.
+func Headers(m brokers.Message) string {
+	hs := make([]string, 0, len(m.Headers))
+	for _, h := range m.Headers {
+		hs = append(hs, h.Key+"="+string(h.Value))
+	}
+	return strings.Join(hs, ",")
 }

@@ -31,10 +31,10 @@
 //
 // # Helpers for adapters' own tests
 //
-// Context, PollN, Open, ReceiveAck and ReportRates are what the adapters'
-// focused tests and benchmarks share (a bounded context, reading n
-// messages, opening with cleanup, draining with acks, reporting raw and
-// adapter rates). They assert nothing about an adapter beyond what their
+// Context, PollN, Open, Headers, ReceiveAck and ReportRates are what the
+// adapters' focused tests and benchmarks share (a bounded context, reading
+// n messages, opening with cleanup, a message's headers as one string,
+// draining with acks, reporting raw and adapter rates). They assert nothing about an adapter beyond what their
 // callers ask.
 //
 // # Goroutines

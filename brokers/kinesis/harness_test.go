@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/brokers/awstest"
 	"github.com/drover-dev/drover/brokers/brokertest"
 	"github.com/drover-dev/drover/brokers/kinesis"
+	"github.com/drover-dev/drover/internal/kinesistest"
 )
 
 var server = awstest.Kinesis()
@@ -70,22 +71,7 @@ func (h harness) newFixture(t testing.TB, shards int) *fixture {
 }
 
 func (f *fixture) waitActive(ctx context.Context) error {
-	tick := time.NewTicker(20 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		out, err := f.client.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(f.name)})
-		if err != nil {
-			return fmt.Errorf("describe stream %s: %w", f.name, err)
-		}
-		if out.StreamDescriptionSummary.StreamStatus == kintypes.StreamStatusActive {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("stream %s not active: %w", f.name, ctx.Err())
-		case <-tick.C:
-		}
-	}
+	return kinesistest.WaitActive(ctx, f.client, f.name)
 }
 
 // config is the adapter's config for this stream, through the proxy.
@@ -208,33 +194,18 @@ func (f *fixture) Produce(ctx context.Context, partition string, msgs ...brokers
 	if err != nil {
 		return nil, err
 	}
-	hash := aws.ToString(sh.HashKeyRange.StartingHashKey)
 	var seqs []string
-	for start := 0; start < len(msgs); start += 500 {
-		chunk := msgs[start:min(start+500, len(msgs))]
-		entries := make([]kintypes.PutRecordsRequestEntry, len(chunk))
-		for i, m := range chunk {
-			pk := string(m.Key)
-			if pk == "" {
-				pk = "-"
+	err = awstest.PutKinesis(ctx, f.client, f.name, aws.ToString(sh.HashKeyRange.StartingHashKey), msgs,
+		func(_ []brokers.Message, answers []kintypes.PutRecordsResultEntry) error {
+			for _, r := range answers {
+				if aws.ToString(r.ShardId) != partition {
+					return fmt.Errorf("record went to %s, not %s", aws.ToString(r.ShardId), partition)
+				}
+				seqs = append(seqs, aws.ToString(r.SequenceNumber))
 			}
-			entries[i] = kintypes.PutRecordsRequestEntry{Data: m.Value, PartitionKey: aws.String(pk), ExplicitHashKey: aws.String(hash)}
-		}
-		out, err := f.client.PutRecords(ctx, &awskinesis.PutRecordsInput{StreamName: aws.String(f.name), Records: entries})
-		if err != nil {
-			return seqs, err
-		}
-		if n := aws.ToInt32(out.FailedRecordCount); n > 0 {
-			return seqs, fmt.Errorf("put records: %d failed", n)
-		}
-		for _, r := range out.Records {
-			if aws.ToString(r.ShardId) != partition {
-				return seqs, fmt.Errorf("record went to %s, not %s", aws.ToString(r.ShardId), partition)
-			}
-			seqs = append(seqs, aws.ToString(r.SequenceNumber))
-		}
-	}
-	return seqs, nil
+			return nil
+		})
+	return seqs, err
 }
 
 // Split splits partition in the middle of its hash range and returns the

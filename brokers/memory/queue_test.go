@@ -15,20 +15,13 @@ import (
 
 func newTestQueue(t *testing.T, deadline time.Duration) (*Queue, *fakeClock) {
 	t.Helper()
-	c := newFakeClock()
-	q := mustQueue(t, QueueConfig{AckDeadline: deadline, Clock: c})
-	t.Cleanup(func() { _ = q.Close() })
-	return q, c
+	return onFakeClock(t, func(c *fakeClock) (*Queue, error) { return NewQueue(QueueConfig{AckDeadline: deadline, Clock: c}) })
 }
 
 // mustQueue is a new wall-clock queue of cfg.
 func mustQueue(t *testing.T, cfg QueueConfig) *Queue {
 	t.Helper()
-	q, err := NewQueue(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return q
+	return mustNew(t, NewQueue, cfg)
 }
 
 func sendN(q *Queue, n int) []string {
@@ -501,15 +494,23 @@ func TestQueueClientCloseLeavesBroker(t *testing.T) {
 	}
 }
 
+// oneInFlight is a queue with an ack deadline of 10 s on a fake clock,
+// holding one message that receiver r (slot-0) received as msgs, and a
+// second receiver, other (slot-1).
+func oneInFlight(t *testing.T) (q *Queue, c *fakeClock, r, other *Receiver, msgs []brokers.Message) {
+	t.Helper()
+	q, c = newTestQueue(t, 10*time.Second)
+	sendN(q, 1)
+	r, other = openReceiver(t, q, "slot-0"), openReceiver(t, q, "slot-1")
+	return q, c, r, other, receive(t, r, 1)
+}
+
 // An apply slower than the ack deadline, extended on a timer (issue 9,
 // item 9): the message stays invisible to every other receiver for as
 // long as the extensions come in time, and is acked once.
 func TestExtendKeepsMessageInvisible(t *testing.T) {
 	ctx := context.Background()
-	q, c := newTestQueue(t, 10*time.Second)
-	sendN(q, 1)
-	r, other := openReceiver(t, q, "slot-0"), openReceiver(t, q, "slot-1")
-	msgs := receive(t, r, 1)
+	q, c, r, other, msgs := oneInFlight(t)
 	var ext brokers.Extender = r
 	for i := range 6 { // 48 s in all, almost five deadlines
 		c.Advance(8 * time.Second)
@@ -541,10 +542,7 @@ func TestExtendKeepsMessageInvisible(t *testing.T) {
 // message yet, which hid a too-slow extension timer from the simulator.
 func TestExtendAfterDeadlineIsLate(t *testing.T) {
 	ctx := context.Background()
-	q, c := newTestQueue(t, 10*time.Second)
-	sendN(q, 1)
-	r, other := openReceiver(t, q, "slot-0"), openReceiver(t, q, "slot-1")
-	msgs := receive(t, r, 1)
+	q, c, r, other, msgs := oneInFlight(t)
 	c.Advance(10 * time.Second)
 	if err := r.Extend(ctx, msgs, time.Minute); err != nil {
 		t.Fatal(err)

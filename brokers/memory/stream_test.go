@@ -14,20 +14,33 @@ import (
 
 func newTestStream(t *testing.T, partitions int) (*Stream, *fakeClock) {
 	t.Helper()
-	c := newFakeClock()
-	s := mustStream(t, StreamConfig{Partitions: partitions, Clock: c})
-	t.Cleanup(func() { _ = s.Close() })
-	return s, c
+	return onFakeClock(t, func(c *fakeClock) (*Stream, error) { return NewStream(StreamConfig{Partitions: partitions, Clock: c}) })
 }
 
 // mustStream is a new wall-clock stream of cfg.
 func mustStream(t *testing.T, cfg StreamConfig) *Stream {
 	t.Helper()
-	s, err := NewStream(cfg)
+	return mustNew(t, NewStream, cfg)
+}
+
+// mustNew is open(cfg), failing t on an error.
+func mustNew[C any, B any](t *testing.T, open func(C) (B, error), cfg C) B {
+	t.Helper()
+	b, err := open(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return s
+	return b
+}
+
+// onFakeClock is what open makes on a new fake clock, closed when t ends,
+// and the clock.
+func onFakeClock[B interface{ Close() error }](t *testing.T, open func(*fakeClock) (B, error)) (B, *fakeClock) {
+	t.Helper()
+	c := newFakeClock()
+	b := mustNew(t, open, c)
+	t.Cleanup(func() { _ = b.Close() })
+	return b, c
 }
 
 // signalWaits makes every wait behind hook (a stream's or a queue's

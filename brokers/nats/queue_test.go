@@ -94,11 +94,7 @@ func TestQueueMessageFields(t *testing.T) {
 	if time.Since(m.Time) > time.Minute || m.Time.After(time.Now().Add(time.Second)) {
 		t.Fatalf("time %v is not the store time", m.Time)
 	}
-	var hs []string
-	for _, h := range m.Headers {
-		hs = append(hs, h.Key+"="+string(h.Value))
-	}
-	if strings.Join(hs, ",") != "Other=x,key=k-7,trace=abc" {
+	if hs := brokertest.Headers(m); hs != "Other=x,key=k-7,trace=abc" {
 		t.Fatalf("headers = %v, want sorted by name", hs)
 	}
 	if string(got[1].Key) != "42" {

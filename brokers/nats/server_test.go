@@ -13,6 +13,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/drover-dev/drover/internal/testserver"
 )
 
 // testServer is the NATS server of one test: an embedded nats-server with
@@ -36,15 +38,6 @@ func uniqueName(prefix string) string {
 	return fmt.Sprintf("%s%d_%d", prefix, os.Getpid(), names.Add(1))
 }
 
-// skipOrFail skips the test with reason, or fails it when CI=true.
-func skipOrFail(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: %s", reason)
-	}
-	t.Skip(reason)
-}
-
 // startServer returns the test's server. It is shut down in t.Cleanup.
 func startServer(t testing.TB) *testServer {
 	t.Helper()
@@ -60,7 +53,7 @@ func startServer(t testing.TB) *testServer {
 		NoSigs:    true,
 	}}
 	if err := ts.start(); err != nil {
-		skipOrFail(t, fmt.Sprintf("no NATS server: DROVER_TEST_NATS_URL is not set and the embedded server did not start: %v", err))
+		testserver.SkipOrFail(t, fmt.Sprintf("no NATS server: DROVER_TEST_NATS_URL is not set and the embedded server did not start: %v", err))
 	}
 	ts.url = ts.srv.ClientURL()
 	// Later starts reuse the port the first one got.
@@ -148,7 +141,7 @@ func (ts *testServer) client(t testing.TB) (*natsgo.Conn, jetstream.JetStream) {
 		natsgo.MaxReconnects(-1),
 	)
 	if err != nil {
-		skipOrFail(t, fmt.Sprintf("connect to NATS at %s: %v", ts.url, err))
+		testserver.SkipOrFail(t, fmt.Sprintf("connect to NATS at %s: %v", ts.url, err))
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)

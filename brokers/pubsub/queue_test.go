@@ -50,11 +50,7 @@ func TestMessageFields(t *testing.T) {
 	if time.Since(m.Time) > time.Minute {
 		t.Fatalf("time %v is not the publish time", m.Time)
 	}
-	var hs []string
-	for _, h := range m.Headers {
-		hs = append(hs, h.Key+"="+string(h.Value))
-	}
-	if strings.Join(hs, ",") != "a=1,b=2,key=k-1" {
+	if hs := brokertest.Headers(m); hs != "a=1,b=2,key=k-1" {
 		t.Fatalf("headers = %v", hs)
 	}
 	if _, ok := m.Handle.(ackID); !ok || m.Handle.(ackID) == "" {

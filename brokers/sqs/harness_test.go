@@ -168,3 +168,15 @@ var (
 	_ brokertest.ServerRestarter  = (*fixture)(nil)
 	_ brokertest.ConnectionCutter = (*fixture)(nil)
 )
+
+// onBothKinds runs body as the subtests fifo=false and fifo=true, each on
+// a fresh fixture (visibility timeout vis) of a standard or a FIFO queue.
+func onBothKinds(t *testing.T, vis time.Duration, body func(t *testing.T, f *fixture)) {
+	for _, fifo := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
+			h := newHarness(t)
+			h.fifo = fifo
+			body(t, h.newFixture(t, vis))
+		})
+	}
+}

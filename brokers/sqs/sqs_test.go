@@ -53,54 +53,49 @@ func msgs(prefix string, n int) []brokers.Message {
 // queue the group id (the key when there is no key attribute) and the
 // deduplication id.
 func TestFieldsAndHeaders(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
-			h := newHarness(t)
-			h.fifo = fifo
-			f := h.newFixture(t, 30*time.Second)
-			before := time.Now().Add(-2 * time.Second)
-			ids, err := f.send(brokertest.Context(t, 10*time.Second),
-				brokers.Message{Key: []byte("k1"), Value: []byte(`{"a":1}`), Headers: []brokers.Header{{Key: "zeta", Value: []byte("z")}, {Key: "alpha", Value: []byte("a")}}},
-			)
-			if err != nil {
+	onBothKinds(t, 30*time.Second, func(t *testing.T, f *fixture) {
+		before := time.Now().Add(-2 * time.Second)
+		ids, err := f.send(brokertest.Context(t, 10*time.Second),
+			brokers.Message{Key: []byte("k1"), Value: []byte(`{"a":1}`), Headers: []brokers.Header{{Key: "zeta", Value: []byte("z")}, {Key: "alpha", Value: []byte("a")}}},
+		)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := f.open(t, f.config())
+		r := receiver(t, q, "slot-0")
+		m := receiveN(t, r, 1, 10*time.Second)[0]
+		if m.ID != ids[0] || m.Position != m.ID || string(m.Value) != `{"a":1}` || string(m.Key) != "k1" || m.Deliveries != 1 {
+			t.Fatalf("message %+v, want id %s, key k1, deliveries 1", m, ids[0])
+		}
+		if m.Time.Before(before) || m.Time.After(time.Now().Add(2*time.Second)) {
+			t.Fatalf("time %v is not SentTimestamp", m.Time)
+		}
+		var keys []string
+		for _, hd := range m.Headers {
+			keys = append(keys, hd.Key+"="+string(hd.Value))
+		}
+		want := []string{"alpha=a", "key=k1", "zeta=z"}
+		if f.fifo {
+			want = append(want, sqs.HeaderGroupID+"=k1", sqs.HeaderDeduplicationID+"=d-1")
+		}
+		got := strings.Join(keys, ",")
+		if !strings.HasPrefix(got, strings.Join(want, ",")) {
+			t.Fatalf("headers %s, want %s first", got, strings.Join(want, ","))
+		}
+		if err := r.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}); err != nil {
+			t.Fatal(err)
+		}
+		if f.fifo {
+			// Without a key attribute the group id is the key.
+			if _, err := f.client.SendMessage(brokertest.Context(t, 10*time.Second), sendInput(f.url, "v", "grp", "dd")); err != nil {
 				t.Fatal(err)
 			}
-			q := f.open(t, f.config())
-			r := receiver(t, q, "slot-0")
 			m := receiveN(t, r, 1, 10*time.Second)[0]
-			if m.ID != ids[0] || m.Position != m.ID || string(m.Value) != `{"a":1}` || string(m.Key) != "k1" || m.Deliveries != 1 {
-				t.Fatalf("message %+v, want id %s, key k1, deliveries 1", m, ids[0])
+			if string(m.Key) != "grp" {
+				t.Fatalf("FIFO message without key attribute: key %q, want the group id", m.Key)
 			}
-			if m.Time.Before(before) || m.Time.After(time.Now().Add(2*time.Second)) {
-				t.Fatalf("time %v is not SentTimestamp", m.Time)
-			}
-			var keys []string
-			for _, hd := range m.Headers {
-				keys = append(keys, hd.Key+"="+string(hd.Value))
-			}
-			want := []string{"alpha=a", "key=k1", "zeta=z"}
-			if fifo {
-				want = append(want, sqs.HeaderGroupID+"=k1", sqs.HeaderDeduplicationID+"=d-1")
-			}
-			got := strings.Join(keys, ",")
-			if !strings.HasPrefix(got, strings.Join(want, ",")) {
-				t.Fatalf("headers %s, want %s first", got, strings.Join(want, ","))
-			}
-			if err := r.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}); err != nil {
-				t.Fatal(err)
-			}
-			if fifo {
-				// Without a key attribute the group id is the key.
-				if _, err := f.client.SendMessage(brokertest.Context(t, 10*time.Second), sendInput(f.url, "v", "grp", "dd")); err != nil {
-					t.Fatal(err)
-				}
-				m := receiveN(t, r, 1, 10*time.Second)[0]
-				if string(m.Key) != "grp" {
-					t.Fatalf("FIFO message without key attribute: key %q, want the group id", m.Key)
-				}
-			}
-		})
-	}
+		}
+	})
 }
 
 // TestRedeliveryAfterReceiverDies: a receiver takes a batch, applies one
@@ -171,53 +166,48 @@ func TestRedeliveryAfterReceiverDies(t *testing.T) {
 // applied, the message would be handed to another receiver (another node)
 // while the first still processes it.
 func TestUnsetVisibilityTimeoutIsTheDefault(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
-			h := newHarness(t)
-			h.fifo = fifo
-			f := h.newFixture(t, time.Second) // the queue's attribute: 1 s
-			ids, err := f.send(brokertest.Context(t, 10*time.Second), brokers.Message{Key: []byte("k"), Value: []byte("v")})
+	onBothKinds(t, time.Second, func(t *testing.T, f *fixture) { // the queue's attribute: 1 s
+		ids, err := f.send(brokertest.Context(t, 10*time.Second), brokers.Message{Key: []byte("k"), Value: []byte("v")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := f.config()
+		cfg.VisibilityTimeout = 0 // unset
+		first := receiver(t, f.open(t, cfg), "slot-0")
+		m := receiveN(t, first, 1, 10*time.Second)[0]
+		took := time.Now()
+		if m.ID != ids[0] {
+			t.Fatalf("received %s, want %s", m.ID, ids[0])
+		}
+		other := receiver(t, f.open(t, cfg), "slot-0")
+
+		// Absent from every receive for 3 s, three times the queue's own
+		// timeout: each Receive long-polls for what is left of them.
+		deadline := time.Now().Add(3 * time.Second)
+		ctx := brokertest.Context(t, 15*time.Second)
+		for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
+			res, err := other.Receive(ctx, 10, left)
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg := f.config()
-			cfg.VisibilityTimeout = 0 // unset
-			first := receiver(t, f.open(t, cfg), "slot-0")
-			m := receiveN(t, first, 1, 10*time.Second)[0]
-			took := time.Now()
-			if m.ID != ids[0] {
-				t.Fatalf("received %s, want %s", m.ID, ids[0])
+			for _, got := range res.Messages {
+				t.Fatalf("message %s (delivery %d) handed to another receiver %v after the first took it: the queue's 1 s applied, not 30 s",
+					got.ID, got.Deliveries, time.Since(took).Round(time.Millisecond))
 			}
-			other := receiver(t, f.open(t, cfg), "slot-0")
+		}
 
-			// Absent from every receive for 3 s, three times the queue's own
-			// timeout: each Receive long-polls for what is left of them.
-			deadline := time.Now().Add(3 * time.Second)
-			ctx := brokertest.Context(t, 15*time.Second)
-			for left := time.Until(deadline); left > 0; left = time.Until(deadline) {
-				res, err := other.Receive(ctx, 10, left)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for _, got := range res.Messages {
-					t.Fatalf("message %s (delivery %d) handed to another receiver %v after the first took it: the queue's 1 s applied, not 30 s",
-						got.ID, got.Deliveries, time.Since(took).Round(time.Millisecond))
-				}
-			}
-
-			// The other receiver does see it once the first gives it back.
-			if err := first.Nack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}, 0); err != nil {
-				t.Fatal(err)
-			}
-			again := receiveN(t, other, 1, 10*time.Second)[0]
-			if again.ID != m.ID || again.Deliveries != 2 {
-				t.Fatalf("after the nack: %s (deliveries %d), want %s delivered a second time", again.ID, again.Deliveries, m.ID)
-			}
-			if err := other.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{again}); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		// The other receiver does see it once the first gives it back.
+		if err := first.Nack(brokertest.Context(t, 10*time.Second), []brokers.Message{m}, 0); err != nil {
+			t.Fatal(err)
+		}
+		again := receiveN(t, other, 1, 10*time.Second)[0]
+		if again.ID != m.ID || again.Deliveries != 2 {
+			t.Fatalf("after the nack: %s (deliveries %d), want %s delivered a second time", again.ID, again.Deliveries, m.ID)
+		}
+		if err := other.Ack(brokertest.Context(t, 10*time.Second), []brokers.Message{again}); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // TestFIFOGroupOrderAcrossReceivers: two receivers compete for a FIFO
@@ -548,40 +538,35 @@ func TestNackPartialFailure(t *testing.T) {
 // dedupe id is unique per message, not per content), on a standard and a
 // FIFO queue (distinct deduplication ids).
 func TestMessageIDsUniquePerSend(t *testing.T) {
-	for _, fifo := range []bool{false, true} {
-		t.Run(fmt.Sprintf("fifo=%v", fifo), func(t *testing.T) {
-			h := newHarness(t)
-			h.fifo = fifo
-			f := h.newFixture(t, 30*time.Second)
-			body := brokers.Message{Value: []byte(`{"same":"body"}`)}
-			var sent []string
-			for range 2 {
-				ids, err := f.send(brokertest.Context(t, 10*time.Second), body)
-				if err != nil {
-					t.Fatal(err)
-				}
-				sent = append(sent, ids...)
-			}
-			r := receiver(t, f.open(t, f.config()), "slot-0")
-			// A FIFO queue holds the group's next message until the one
-			// before is acked.
-			got := receiveN(t, r, 1, 20*time.Second)
-			if err := r.Ack(brokertest.Context(t, 10*time.Second), got); err != nil {
+	onBothKinds(t, 30*time.Second, func(t *testing.T, f *fixture) {
+		body := brokers.Message{Value: []byte(`{"same":"body"}`)}
+		var sent []string
+		for range 2 {
+			ids, err := f.send(brokertest.Context(t, 10*time.Second), body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			got = append(got, receiveN(t, r, 1, 20*time.Second)...)
-			if got[0].ID == "" || got[0].ID == got[1].ID {
-				t.Fatalf("two sends of one body received with ids %q and %q, want two different ids", got[0].ID, got[1].ID)
+			sent = append(sent, ids...)
+		}
+		r := receiver(t, f.open(t, f.config()), "slot-0")
+		// A FIFO queue holds the group's next message until the one
+		// before is acked.
+		got := receiveN(t, r, 1, 20*time.Second)
+		if err := r.Ack(brokertest.Context(t, 10*time.Second), got); err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, receiveN(t, r, 1, 20*time.Second)...)
+		if got[0].ID == "" || got[0].ID == got[1].ID {
+			t.Fatalf("two sends of one body received with ids %q and %q, want two different ids", got[0].ID, got[1].ID)
+		}
+		want := map[string]bool{sent[0]: true, sent[1]: true}
+		for _, m := range got {
+			if !want[m.ID] || string(m.Value) != string(body.Value) {
+				t.Fatalf("received %q with id %q, sent ids %v", m.Value, m.ID, sent)
 			}
-			want := map[string]bool{sent[0]: true, sent[1]: true}
-			for _, m := range got {
-				if !want[m.ID] || string(m.Value) != string(body.Value) {
-					t.Fatalf("received %q with id %q, sent ids %v", m.Value, m.ID, sent)
-				}
-			}
-			if err := r.Ack(brokertest.Context(t, 10*time.Second), got[1:]); err != nil {
-				t.Fatal(err)
-			}
-		})
-	}
+		}
+		if err := r.Ack(brokertest.Context(t, 10*time.Second), got[1:]); err != nil {
+			t.Fatal(err)
+		}
+	})
 }

@@ -41,9 +41,6 @@ func TestKinesisReshardConvergesWithSQLite(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	stream := kinesistest.CreateStream(ctx, t, kc, "drover-demo", 2)
-	if err := kinesisActive(ctx, kc, stream); err != nil {
-		t.Fatal(err)
-	}
 	shards, err := kinesisShards(ctx, kc, stream)
 	if err != nil {
 		t.Fatal(err)
@@ -225,23 +222,6 @@ func waitKinesisConverged(ctx context.Context, c *Cluster, open map[string]bool,
 	}
 }
 
-func kinesisActive(ctx context.Context, kc *awskinesis.Client, stream string) error {
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		out, err := kc.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(stream)})
-		if err != nil {
-			return fmt.Errorf("describe stream %s: %w", stream, err)
-		}
-		if out.StreamDescriptionSummary.StreamStatus == kintypes.StreamStatusActive {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("stream %s is %s after 15 s", stream, out.StreamDescriptionSummary.StreamStatus)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a condition with a deadline
-	}
-}
-
 // kinesisShards lists every shard of the stream, closed ones included.
 func kinesisShards(ctx context.Context, kc *awskinesis.Client, stream string) ([]kintypes.Shard, error) {
 	var out []kintypes.Shard
@@ -271,7 +251,7 @@ func kinesisSplit(ctx context.Context, kc *awskinesis.Client, stream string, s k
 	}); err != nil {
 		return nil, err
 	}
-	if err := kinesisActive(ctx, kc, stream); err != nil {
+	if err := kinesistest.WaitActive(ctx, kc, stream); err != nil {
 		return nil, err
 	}
 	all, err := kinesisShards(ctx, kc, stream)

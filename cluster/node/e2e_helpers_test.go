@@ -79,15 +79,6 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// skipOrFail skips t with reason, or fails it when CI=true.
-func skipOrFail(t testing.TB, reason string) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("CI=true: %s", reason)
-	}
-	t.Skip(reason)
-}
-
 // e2eSQLiteURL is a fresh SQLite store in the test's temporary directory.
 func e2eSQLiteURL(t *testing.T) string {
 	return "sqlite:" + filepath.Join(t.TempDir(), "drover.db")

@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/internal/testserver"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -67,7 +68,7 @@ func e2eKafka(t *testing.T, storeURL string) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(e2eKafkaParts, e2eKafkaTopic),
 		kfake.EnableSASL(), kfake.Superuser("PLAIN", e2eKafkaUser, password))
 	if err != nil {
-		skipOrFail(t, "kfake did not start: "+err.Error())
+		testserver.SkipOrFail(t, "kfake did not start: "+err.Error())
 	}
 	t.Cleanup(c.Close)
 	addr := c.ListenAddrs()[0]

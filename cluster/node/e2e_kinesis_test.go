@@ -23,17 +23,6 @@ func TestE2EKinesis(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e", 2)
-	err := e2eWaitFor(ctx, 20*time.Millisecond, 15*time.Second, func() (bool, string) {
-		out, err := c.DescribeStreamSummary(ctx, &awskinesis.DescribeStreamSummaryInput{StreamName: aws.String(name)})
-		if err != nil {
-			return false, err.Error()
-		}
-		s := out.StreamDescriptionSummary.StreamStatus
-		return s == kintypes.StreamStatusActive, "stream is " + string(s)
-	})
-	if err != nil {
-		t.Fatalf("stream %s: %v", name, err)
-	}
 	sent := e2ePutKinesis(ctx, t, c, name, e2eWorkload(t, 51, false, false))
 
 	rec := &e2eSource{Name: "kin-orders", Table: "kin_orders", Sent: sent}
@@ -56,30 +45,18 @@ func e2ePutKinesis(ctx context.Context, t *testing.T, c *awskinesis.Client, stre
 	t.Helper()
 	out := make([]e2eMsg, 0, len(msgs))
 	shards := map[string]int{}
-	for start := 0; start < len(msgs); start += 500 {
-		chunk := msgs[start:min(start+500, len(msgs))]
-		entries := make([]kintypes.PutRecordsRequestEntry, len(chunk))
-		for i, m := range chunk {
-			pk := string(m.Key)
-			if pk == "" {
-				pk = "-"
-			}
-			entries[i] = kintypes.PutRecordsRequestEntry{Data: m.Value, PartitionKey: aws.String(pk)}
-		}
-		resp, err := c.PutRecords(ctx, &awskinesis.PutRecordsInput{StreamName: aws.String(stream), Records: entries})
-		if err != nil {
-			t.Fatalf("put records: %v", err)
-		}
-		if n := aws.ToInt32(resp.FailedRecordCount); n > 0 || len(resp.Records) != len(chunk) {
-			t.Fatalf("put records: %d failed, %d answers for %d", n, len(resp.Records), len(chunk))
-		}
-		for i, r := range resp.Records {
+	err := awstest.PutKinesis(ctx, c, stream, "", msgs, func(chunk []brokers.Message, answers []kintypes.PutRecordsResultEntry) error {
+		for i, r := range answers {
 			m := chunk[i]
 			m.Position = aws.ToString(r.SequenceNumber)
 			shard := aws.ToString(r.ShardId)
 			shards[shard]++
 			out = append(out, e2eMsg{Part: shard, Msg: m})
 		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(shards) != 2 {
 		t.Fatalf("records went to shards %v: want both shards used", shards)

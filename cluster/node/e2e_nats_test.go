@@ -12,6 +12,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/testserver"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -94,7 +95,7 @@ func e2eJetStream(t *testing.T) (string, *natsgo.Conn, jetstream.JetStream) {
 	url := e2eStartNATS(t)
 	nc, err := natsgo.Connect(url)
 	if err != nil {
-		skipOrFail(t, fmt.Sprintf("connect to the embedded NATS server at %s: %v", url, err))
+		testserver.SkipOrFail(t, fmt.Sprintf("connect to the embedded NATS server at %s: %v", url, err))
 	}
 	t.Cleanup(nc.Close)
 	js, err := jetstream.New(nc)
@@ -115,7 +116,7 @@ func e2eRunNATS(t *testing.T, opts *server.Options) *server.Server {
 	t.Helper()
 	s, err := server.NewServer(opts)
 	if err != nil {
-		skipOrFail(t, "embedded NATS server: "+err.Error())
+		testserver.SkipOrFail(t, "embedded NATS server: "+err.Error())
 	}
 	go s.Start()
 	t.Cleanup(func() {
@@ -123,7 +124,7 @@ func e2eRunNATS(t *testing.T, opts *server.Options) *server.Server {
 		s.WaitForShutdown()
 	})
 	if !s.ReadyForConnections(10 * time.Second) {
-		skipOrFail(t, "embedded NATS server: not ready for connections after 10s")
+		testserver.SkipOrFail(t, "embedded NATS server: not ready for connections after 10s")
 	}
 	return s
 }

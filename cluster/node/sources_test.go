@@ -12,6 +12,7 @@ import (
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/testserver"
 )
 
 // A Kafka source is a brokers.Committer (the runtime records its position
@@ -22,7 +23,7 @@ import (
 func TestKafkaSourceCommitsOnlyWithAGroup(t *testing.T) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(1, "events"))
 	if err != nil {
-		skipOrFail(t, "kfake did not start: "+err.Error())
+		testserver.SkipOrFail(t, "kfake did not start: "+err.Error())
 	}
 	t.Cleanup(c.Close)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -5,11 +5,13 @@ import (
 	"os"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/postgres/pgtest"
 	"github.com/drover-dev/drover/persistence/storetest"
+	"github.com/drover-dev/drover/testkit"
 )
 
 // pg is this test binary's PostgreSQL server.
@@ -127,4 +129,41 @@ func TestConformance(t *testing.T) {
 
 func TestConformanceInSchema(t *testing.T) {
 	storetest.Run(t, harness(Config{Schema: "drover_conf"}))
+}
+
+// Issue 10 item 7, on PostgreSQL: the test adds the CHECK constraint
+// (doc->>'bad' IS NULL) to a records table drover made; the records of a
+// batch that violate it are dead-lettered with the server's message
+// (SQLSTATE 23514), alone, the rest of the batch applied, the checkpoint
+// at the last message. In handler mode a Put the constraint refuses,
+// returned by the handler, is handled the same way.
+func TestRefusedRecordsDeadLettered(t *testing.T) {
+	storetest.RunRefused(t, storetest.Refusal{
+		Seed: 52,
+		Store: func(t *testing.T) (func(*testkit.Clock) (persistence.Store, error), func(*testing.T, *testkit.Cluster)) {
+			url := pg.URL(t)
+			var store *Store
+			open := func(*testkit.Clock) (persistence.Store, error) {
+				s, err := Open(context.Background(), url, Config{})
+				store = s
+				return s, err
+			}
+			// a first message makes the table; then the constraint
+			constrain := func(t *testing.T, c *testkit.Cluster) {
+				if _, err := c.Publish("orders", "0", storetest.RefusedDocs(1, "first")...); err != nil {
+					t.Fatal(err)
+				}
+				if !c.Settle(time.Minute) {
+					t.Fatal("the first message did not settle")
+				}
+				if _, err := store.pool.Exec(context.Background(), `ALTER TABLE `+store.name("orders")+
+					` ADD CONSTRAINT no_bad CHECK (doc->>'bad' IS NULL)`); err != nil {
+					t.Fatalf("add the constraint: %v", err)
+				}
+			}
+			return open, constrain
+		},
+		Records: 28,
+		Reason:  `violates check constraint "no_bad" (SQLSTATE 23514)`,
+	})
 }

@@ -6,69 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/persistence"
-	"github.com/drover-dev/drover/persistence/storetest"
-	"github.com/drover-dev/drover/testkit"
 )
-
-// Issue 10 item 7, on PostgreSQL: the test adds the CHECK constraint
-// (doc->>'bad' IS NULL) to a records table drover made; the records of a
-// batch that violate it are dead-lettered with the server's message
-// (SQLSTATE 23514), alone, the rest of the batch applied, the checkpoint
-// at the last message. In handler mode a Put the constraint refuses,
-// returned by the handler, is handled the same way.
-func TestRefusedRecordsDeadLettered(t *testing.T) {
-	for _, handler := range []bool{false, true} {
-		name := map[bool]string{false: "records", true: "handler"}[handler]
-		t.Run(name, func(t *testing.T) {
-			url := pg.URL(t)
-			var store *Store
-			c, err := testkit.New(testkit.Config{Seed: 52, Nodes: 1, Store: func(*testkit.Clock) (persistence.Store, error) {
-				s, err := Open(context.Background(), url, Config{})
-				store = s
-				return s, err
-			}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			spec := actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 100}
-			if handler {
-				spec = actors.SourceSpec{Name: "orders", BatchSize: 100, Handler: storetest.PutAll("orders")}
-			}
-			if _, err := c.AddStream(spec, 1); err != nil {
-				t.Fatal(err)
-			}
-			if err := c.Start(); err != nil {
-				t.Fatal(err)
-			}
-			// a first message makes the table; then the constraint
-			if _, err := c.Publish("orders", "0", storetest.RefusedDocs(1, "first")...); err != nil {
-				t.Fatal(err)
-			}
-			if !c.Settle(time.Minute) {
-				t.Fatal("the first message did not settle")
-			}
-			if _, err := store.pool.Exec(context.Background(), `ALTER TABLE `+store.name("orders")+
-				` ADD CONSTRAINT no_bad CHECK (doc->>'bad' IS NULL)`); err != nil {
-				t.Fatalf("add the constraint: %v", err)
-			}
-			bad := []int{3, 4, 20}
-			pos, err := c.Publish("orders", "0", storetest.RefusedDocs(30, "k", bad...)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !c.Settle(time.Minute) {
-				t.Fatalf("did not settle: %v", c.Report().Violations)
-			}
-			if r := c.Report(); r.Lost != 0 || r.Duplicated != 0 || len(r.Violations) != 0 {
-				t.Fatalf("lost=%d duplicated=%d %v", r.Lost, r.Duplicated, r.Violations)
-			}
-			storetest.CheckRefused(t, store, "orders", pos, 28, bad, `violates check constraint "no_bad" (SQLSTATE 23514)`)
-		})
-	}
-}
 
 // Issue 10 item 6: a batch larger than one statement may carry is refused
 // before it is sent, as permanent (the server's own refusal, a protocol

@@ -52,16 +52,18 @@ func seedDeadLetter(t *testing.T, path string) int64 {
 	return dls[0].ID
 }
 
-func TestReadOnlyReadsAndNeverWrites(t *testing.T) {
-	ctx := context.Background()
+// seeded is a store at a fresh path that seedDeadLetter seeded, opened
+// with cfg (closed when t ends), and the dead letter's id.
+func seeded(t *testing.T, cfg sqlite.Config) (*sqlite.Store, int64) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "d.db")
 	id := seedDeadLetter(t, path)
+	return openConfig(t, path, cfg), id
+}
 
-	s, err := sqlite.Open(ctx, path, sqlite.Config{ReadOnly: true})
-	if err != nil {
-		t.Fatalf("read-only open of a drover store: %v", err)
-	}
-	defer s.Close()
+func TestReadOnlyReadsAndNeverWrites(t *testing.T) {
+	ctx := context.Background()
+	s, id := seeded(t, sqlite.Config{ReadOnly: true})
 	d, err := s.DeadLetter(ctx, id)
 	if err != nil || string(d.Payload) != "junk" {
 		t.Fatalf("DeadLetter(%d) = %+v, %v", id, d, err)
@@ -140,13 +142,7 @@ func refusedReadOnly(t *testing.T, path, what, want string) {
 // MustExist opens an existing file read-write, migrations included.
 func TestMustExistOpensAnExistingFile(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "d.db")
-	id := seedDeadLetter(t, path)
-	s, err := sqlite.Open(ctx, path, sqlite.Config{MustExist: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s, id := seeded(t, sqlite.Config{MustExist: true})
 	if err := s.SetDeadLetterStatus(ctx, id, persistence.DeadLetterResolved); err != nil {
 		t.Fatalf("a write through a MustExist store: %v", err)
 	}

@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/drover-dev/drover/internal/pglocal"
 	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-dev/drover/internal/pglocal"
+	"github.com/drover-dev/drover/internal/testserver"
 )
 
 // Environment variables pgtest reads.
@@ -60,16 +62,7 @@ func NewLocal() *Server { return &Server{local: true} }
 // Main runs the tests and then closes s; use it as
 //
 //	func TestMain(m *testing.M) { os.Exit(pgtest.Main(m, pg)) }
-func Main(m *testing.M, s *Server) int {
-	code := m.Run()
-	if err := s.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		if code == 0 {
-			code = 1
-		}
-	}
-	return code
-}
+func Main(m *testing.M, s *Server) int { return testserver.Main(m, s) }
 
 // URL creates a fresh database for the calling test and returns its URL.
 // It skips the test when no server can be had (fails under CI=true) and
@@ -78,10 +71,7 @@ func (s *Server) URL(t testing.TB) string {
 	t.Helper()
 	s.once.Do(s.setup)
 	if s.skip != "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("pgtest: CI=true and no PostgreSQL: %s", s.skip)
-		}
-		t.Skipf("pgtest: %s", s.skip)
+		testserver.SkipOrFailWith(t, "pgtest: CI=true and no PostgreSQL: "+s.skip, "pgtest: "+s.skip)
 	}
 	if s.err != nil {
 		t.Fatalf("pgtest: %v", s.err)
@@ -171,13 +161,10 @@ func (s *Server) startLocked() error {
 
 // Close stops and removes a throwaway server; it does nothing to an
 // external one. It may be called more than once.
-func (s *Server) Close() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return nil
-	}
-	s.closed = true
+func (s *Server) Close() error { return testserver.CloseOnce(&s.mu, &s.closed, s.removeLocked) }
+
+// removeLocked removes a throwaway cluster; s.mu is held.
+func (s *Server) removeLocked() error {
 	if s.cluster == nil {
 		return nil
 	}
