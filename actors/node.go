@@ -31,7 +31,9 @@ type Metrics interface {
 	// had their position (on_position_reset).
 	PositionReset(source, unit string)
 	// UnitState records the state a unit's tree entry shows now (one of
-	// the State constants), each time it changes.
+	// the State constants), each time it changes. It is called with the
+	// tree's lock held: it must not call back into the Node (Tree) or
+	// block.
 	UnitState(source, unit, state string)
 	// Forget drops a unit's series: it no longer runs on this node.
 	Forget(source, unit string)

@@ -143,9 +143,13 @@ func (e *env) runLoop(ctx context.Context, addr string, w *workload, out io.Writ
 		close(c)
 	}
 	if loopErr != nil {
+		// stopped by the writers (their failure cancelled ctx), or by its
+		// own error (a fetch or decode), which the writers' cancellation
+		// must not hide
+		byWriters := errors.Is(loopErr, context.Canceled)
 		cancel()
-		if werr := <-errc; werr != nil {
-			loopErr = werr // a writer's failure is why the loop stopped
+		if werr := <-errc; byWriters && werr != nil && !errors.Is(werr, context.Canceled) {
+			loopErr = werr
 		}
 		return 0, fmt.Errorf("loop: %w", loopErr)
 	}

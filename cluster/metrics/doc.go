@@ -3,7 +3,8 @@
 // New registers the drover_* collectors on a registry the caller owns (never
 // the default one) and returns a *Metrics that implements actors.Metrics.
 // Every series carries a constant label node=<name>. A unit has two series
-// of its own (what an operator alerts on), the counters are per source:
+// of its own (what an operator alerts on), and position_resets_total once
+// a reset happens; the counters are per source:
 //
 //	drover_unit_lag                      messages behind the end of the unit (gauge)
 //	drover_unit_state{state}             1 for the unit's tree state, one series per unit

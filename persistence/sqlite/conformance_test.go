@@ -96,7 +96,8 @@ BEGIN SELECT RAISE(ABORT, 'CHECK constraint failed: doc->>''bad'' IS NULL'); END
 // returned by the handler, is handled the same way.
 func TestRefusedRecordsDeadLettered(t *testing.T) {
 	storetest.RunRefused(t, storetest.Refusal{
-		Seed: 51,
+		Seed:    51,
+		Backlog: true,
 		Store: func(t *testing.T) (func(*testkit.Clock) (persistence.Store, error), func(*testing.T, *testkit.Cluster)) {
 			path := filepath.Join(t.TempDir(), "drover.db")
 			db, err := sql.Open("sqlite", "file:"+path+"?_pragma=busy_timeout(10000)")

@@ -23,6 +23,9 @@ type Refusal struct {
 	Records int
 	// Reason is what the store's message contains (CheckRefused).
 	Reason string
+	// Backlog publishes the docs before the cluster starts, so that they
+	// wait for the unit's first fetch (constrain must then be nil).
+	Backlog bool
 }
 
 // RunRefused runs r as two subtests, "records" (a keyed source) and
@@ -47,16 +50,25 @@ func RunRefused(t *testing.T, r Refusal) {
 			if _, err := c.AddStream(spec, 1); err != nil {
 				t.Fatal(err)
 			}
+			bad := []int{3, 4, 20}
+			var pos []string
+			publish := func() {
+				var err error
+				if pos, err = c.Publish("orders", "0", RefusedDocs(30, "k", bad...)...); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if r.Backlog {
+				publish()
+			}
 			if err := c.Start(); err != nil {
 				t.Fatal(err)
 			}
 			if constrain != nil {
 				constrain(t, c)
 			}
-			bad := []int{3, 4, 20}
-			pos, err := c.Publish("orders", "0", RefusedDocs(30, "k", bad...)...)
-			if err != nil {
-				t.Fatal(err)
+			if !r.Backlog {
+				publish()
 			}
 			if !c.Settle(time.Minute) {
 				t.Fatalf("did not settle: %v", c.Report().Violations)
