@@ -127,14 +127,13 @@ func tallyApply(ops []persistence.Op, duplicates []string, late map[string]bool,
 			t.sample = quality.New(schema)
 		}
 		t.sample.Observe(op)
-		if op.Kind == persistence.OpDeadLetter {
-			t.deadLettered++
-		} else {
+		switch {
+		case op.Kind != persistence.OpDeadLetter:
 			t.applied++
-		}
-	}
-	for _, op := range ops {
-		if op.Kind == persistence.OpDeadLetter && !late[op.Position] && !(op.MessageID != "" && dup[op.MessageID]) {
+		case late[op.Position]: // dead-lettered by a handler or the store
+			t.deadLettered++
+		default: // by decoding
+			t.deadLettered++
 			t.rejected++
 		}
 	}

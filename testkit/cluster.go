@@ -122,10 +122,10 @@ type simNode struct {
 	sid     int
 	node    *actors.Node
 	member  *simMembership
-	state   string    // new, running, stopping, stopped, killed
-	sources []string  // the sources its next start runs; nil: all
-	running []string  // the sources its current process runs; nil: all
-	stopAt  time.Time // when its graceful stop began
+	state   string        // new, running, stopping, stopped, killed
+	sources []string      // the sources its next start runs; nil: all
+	running []string      // the sources its current process runs; nil: all
+	stopAt  time.Time     // when its graceful stop began
 	metrics *stateMetrics // the current process's unit states, as its metrics report them
 }
 

@@ -3,11 +3,9 @@ package bench
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +18,7 @@ import (
 
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/freeport"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
 )
@@ -282,7 +281,7 @@ func (e *env) startNodes(ctx context.Context, addr, source string) (*nodeSet, er
 		}
 		return &nodeSet{what: "one node in this process", inner: n, innerLog: logf}, nil
 	}
-	ports, err := freePorts(e.o.Nodes)
+	ports, err := freeport.Take(e.o.Nodes)
 	if err != nil {
 		return nil, err
 	}
@@ -372,24 +371,4 @@ func (s *nodeSet) stop() {
 			<-p.done
 		}
 	}
-}
-
-// freePorts returns n free loopback ports.
-func freePorts(n int) ([]int, error) {
-	out := make([]int, n)
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, errors.Join(errors.New("find a free port"), err)
-		}
-		ls = append(ls, l)
-		out[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return out, nil
 }

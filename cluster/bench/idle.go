@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/internal/freeport"
 	"github.com/drover-dev/drover/persistence/stores"
 )
 
@@ -96,7 +97,7 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 		names, sizes = append(names, name), append(sizes, n)
 		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", name, n, name)
 	}
-	ports, err := freePorts(1)
+	ports, err := freeport.Take(1)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 
+	"github.com/drover-dev/drover/internal/freeport"
 	"github.com/drover-dev/drover/internal/tcpproxy"
 )
 
@@ -315,15 +316,11 @@ func ports(first, n int) ([]int, error) {
 		}
 		return out, nil
 	}
-	for i := range out {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("demo: find a free port: %w", err)
-		}
-		out[i] = l.Addr().(*net.TCPAddr).Port
-		defer l.Close()
+	free, err := freeport.Take(n)
+	if err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return out, nil
+	return free, nil
 }
 
 // storeHostPort is the host:port of a postgres:// store URL with one
