@@ -134,6 +134,11 @@ func (p *partition) lso() int64 {
 func (p *partition) notify() {
 	close(p.wake)
 	p.wake = make(chan struct{})
+	p.callWakers()
+}
+
+// callWakers calls the Wake arrangements made on p, and forgets them.
+func (p *partition) callWakers() {
 	ws := p.wakers
 	p.wakers = nil
 	for _, w := range ws {

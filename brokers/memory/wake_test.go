@@ -114,3 +114,23 @@ func TestWakeOnEndsAndErrors(t *testing.T) {
 		})
 	}
 }
+
+// An injected fetch failure is something a Fetch returns at once: it wakes.
+func TestWakeOnInjectedFetchFailure(t *testing.T) {
+	for _, op := range []string{OpFetch, OpAny} {
+		s, _ := newTestStream(t, 2)
+		r, _ := s.Open(context.Background(), "1", brokers.Start{})
+		calls, _ := wakeCount(t, r)
+		s.FailNext(OpReceive, 1, nil) // not a stream's
+		if *calls != 0 {
+			t.Fatalf("woken by a receive failure")
+		}
+		s.FailNext(op, 1, nil)
+		if *calls != 1 {
+			t.Fatalf("FailNext(%s) woke %d times, want once", op, *calls)
+		}
+		if _, err := r.Fetch(context.Background(), 10, 0); err == nil {
+			t.Fatalf("no injected error")
+		}
+	}
+}
