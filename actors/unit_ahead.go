@@ -12,8 +12,9 @@ import (
 
 // ---- fetch ahead (stream units) ----
 //
-// While a stream unit applies a fetch, its reader is idle: the unit
-// fetches the next batch meanwhile, at most one ahead. Its result is held
+// While a stream unit applies a fetch, its reader is idle: when the fetch
+// left it behind the broker (behind), the unit fetches the next batch
+// meanwhile, at most one ahead. Its result is held
 // until every batch of the fetch before committed, then handled as if the
 // fetch had just returned (onFetch), so the order, the checkpoint filter
 // and the error handling are those of the sequential loop. If the apply
@@ -39,6 +40,17 @@ type fetchAhead struct {
 	awaited  bool               // in flight as the main-line fetch (the apply ended first)
 	result   *fetchResult       // arrived while the apply was in flight
 	reopened bool               // dropped after the reader moved: open it again before the next fetch
+}
+
+// behind reports whether a fetch left the reader behind the broker: it
+// came back full, or with a lag. Only then is the next fetch worth
+// starting during the apply: a unit that has caught up would fetch ahead
+// only the first messages that arrive during the apply and apply the
+// others a batch later, in more and smaller batches, than one that
+// fetches after its apply and finds all of them. A fetch that ended its
+// partition has nothing after it.
+func behind(r brokers.Result, batchSize int) bool {
+	return !r.End && (len(r.Messages) >= batchSize || r.Lag > 0)
 }
 
 // fetchesAhead: the unit fetches ahead of its applies.

@@ -76,7 +76,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		u.startExtend(ctx)
 	}
 	u.apply(ctx, pb, 0)
-	if !r.fetched.End {
+	if behind(r.fetched, u.spec.BatchSize) {
 		u.startAhead(ctx)
 	}
 }

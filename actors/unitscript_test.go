@@ -372,11 +372,12 @@ func (w *unitWorld) command(cmd string, args []string) error {
 // start builds the world and spawns the unit: a stream source "s" with one
 // partition "0" of a memory stream, node n1 in a view of n1 and n2.
 //
-//	start [queue] [handler] [max-failures=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew] [ahead] [wake]
+//	start [queue] [handler] [max-failures=N] [batch-size=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew] [ahead] [wake]
 //
-// ahead lets a stream unit fetch ahead of its applies (the default of
-// Tuning): the other scripts pin the sequential loop, so that each of
-// their steps is one job. wake makes the stream's readers brokers.Wakers
+// batch-size is 10 unless given. ahead lets a stream unit fetch ahead of
+// its applies (the default of Tuning; it does when a fetch comes back full
+// or with a lag): the other scripts pin the sequential loop, so that each
+// of their steps is one job. wake makes the stream's readers brokers.Wakers
 // (as the memory reader is): an empty fetch is followed by no job, the
 // unit waits for the reader's call or the WakeSafety timer (1 minute here).
 // handler gives the source a Handler (handler-refuses makes it return
@@ -395,9 +396,14 @@ func (w *unitWorld) start(args []string) error {
 	if err != nil {
 		return err
 	}
-	maxFailures, batchBytes := 3, 0
+	maxFailures, batchBytes, batchSize := 3, 0, 10
 	if v, ok := kv["max-failures"]; ok {
 		if maxFailures, err = strconv.Atoi(v); err != nil {
+			return err
+		}
+	}
+	if v, ok := kv["batch-size"]; ok {
+		if batchSize, err = strconv.Atoi(v); err != nil {
 			return err
 		}
 	}
@@ -409,7 +415,7 @@ func (w *unitWorld) start(args []string) error {
 	clk := scriptClock{w}
 	w.mem = memstore.New(memstore.Config{Clock: clk})
 	w.store = &scriptStore{Store: w.mem, w: w, inject: map[string]error{}}
-	s := SourceSpec{Name: "s", KeyField: "id", BatchSize: 10, BatchBytes: batchBytes, MaxMessageBytes: batchBytes, MaxDeadLetterBytes: batchBytes,
+	s := SourceSpec{Name: "s", KeyField: "id", BatchSize: batchSize, BatchBytes: batchBytes, MaxMessageBytes: batchBytes, MaxDeadLetterBytes: batchBytes,
 		MaxWait: time.Second, MaxConsecutiveFailures: maxFailures, LeaseTTL: 9 * time.Second}
 	w.part = brokers.Partition{ID: "0"}
 	w.refuse = map[string]bool{}
