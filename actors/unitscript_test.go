@@ -227,7 +227,7 @@ type unitWorld struct {
 	renewEvery  time.Duration // the leaser's round, when it runs
 	extendEvery time.Duration // a queue unit's deadline extension
 	lastRow     string
-	nextWake    int // the last Wake arrangement's number
+	nextWake    int             // the last Wake arrangement's number
 	refuse      map[string]bool // positions the handler refuses (Permanent)
 }
 
