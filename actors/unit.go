@@ -22,7 +22,7 @@ import (
 //   - at most one main-line job is in flight (parents, acquire, open,
 //     fetch, apply, ack, nack), and besides it at most one fetch ahead: a
 //     stream unit whose apply is in flight fetches its next batch meanwhile
-//     (unit_ahead.go). So the reader or receiver is used by one job at a
+//     when the fetch applied left it behind (unit_ahead.go). So the reader or receiver is used by one job at a
 //     time (while the fetch ahead runs, the main-line job is an apply,
 //     which uses only the store); the only side job that touches a
 //     receiver, the deadline extension of the batch in flight, takes the
