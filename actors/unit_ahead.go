@@ -14,10 +14,10 @@ import (
 //
 // While a stream unit applies a fetch, its reader is idle: when the fetch
 // left it behind the broker (behind), the unit fetches the next batch
-// meanwhile, at most one ahead. Its result is held
-// until every batch of the fetch before committed, then handled as if the
-// fetch had just returned (onFetch), so the order, the checkpoint filter
-// and the error handling are those of the sequential loop. If the apply
+// meanwhile, at most one ahead. Its result is held until every batch of
+// the fetch before committed, then handled as if the fetch had just
+// returned (onFetch), so the order, the checkpoint filter and the error
+// handling are those of the sequential loop. If the apply
 // ends first, the fetch ahead becomes the main-line fetch (awaited: it
 // counts in inflight and a stop cancels it like any fetch).
 //
@@ -31,7 +31,7 @@ import (
 // Queue units do not fetch ahead: the messages received ahead would stay
 // invisible, and so away from the other slots, while the batch before is
 // applied, and would need their deadline extended and a nack on every
-// failure; a slot that wants more throughput is given more slots.
+// failure; a queue that wants more throughput is given more slots.
 
 // fetchAhead is the unit's fetch ahead of the apply in flight.
 type fetchAhead struct {
