@@ -87,12 +87,23 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 		return 0, 0, fmt.Errorf("idle store: %w", err)
 	}
 	defer st.Close()
+	var sources strings.Builder
+	var names []string
+	var sizes []int
+	for left, i := units, 0; left > 0; i++ {
+		n := min(left, maxMemoryPartitions)
+		left -= n
+		name := fmt.Sprintf("idle_%d", i)
+		names, sizes = append(names, name), append(sizes, n)
+		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", name, n, name)
+	}
 	ports, err := freeport.Take(1)
 	if err != nil {
 		return 0, 0, err
 	}
 	name := fmt.Sprintf("idle-%d", units)
-	cfg, names, sizes := idleConfig(name, ports[0], units)
+	cfg := fmt.Sprintf("# drover bench idle node (generated)\nnode:\n  name: %s\n  debug_addr: 127.0.0.1:0\ncluster:\n  bind: 127.0.0.1:%d\n  profile: fast\nstore:\n  url: ${env:%s}\nlog:\n  level: warn\nsources:\n%s",
+		name, ports[0], storeEnv, sources.String())
 	path := filepath.Join(o.Dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return 0, 0, err
@@ -149,23 +160,6 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 	// /proc counts CPU in clock ticks, USER_HZ: 100 on Linux
 	cpu = float64(c1-c0) / 100 / took.Seconds() * 100
 	return rss, cpu, s.dead()
-}
-
-// idleConfig is the configuration of node name, bound to port, with units
-// idle units in memory sources of at most maxMemoryPartitions partitions:
-// their names and sizes. The store's URL is read from storeEnv.
-func idleConfig(name string, port, units int) (cfg string, names []string, sizes []int) {
-	var sources strings.Builder
-	for left, i := units, 0; left > 0; i++ {
-		n := min(left, maxMemoryPartitions)
-		left -= n
-		src := fmt.Sprintf("idle_%d", i)
-		names, sizes = append(names, src), append(sizes, n)
-		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", src, n, src)
-	}
-	cfg = fmt.Sprintf("# drover bench idle node (generated)\nnode:\n  name: %s\n  debug_addr: 127.0.0.1:0\ncluster:\n  bind: 127.0.0.1:%d\n  profile: fast\nstore:\n  url: ${env:%s}\nlog:\n  level: warn\nsources:\n%s",
-		name, port, storeEnv, sources.String())
-	return cfg, names, sizes
 }
 
 // cpuTicks is the process's user + system time in clock ticks
