@@ -20,10 +20,26 @@ import (
 //
 // Life cycle: unitPhase (unit_phase.go). Invariants:
 //   - at most one main-line job is in flight (parents, acquire, open,
-//     fetch, apply, ack, nack), so the reader or receiver is used by one
-//     job at a time; the only side job that touches a receiver, the
-//     deadline extension of the batch in flight, takes the connection's lock
-//     like every receiver job;
+//     fetch, apply, ack, nack), and besides it at most one fetch ahead: a
+//     stream unit whose apply is in flight fetches its next batch meanwhile
+//     when the fetch applied left it behind (unit_ahead.go). So the reader or receiver is used by one job at a
+//     time (while the fetch ahead runs, the main-line job is an apply,
+//     which uses only the store); the only side job that touches a
+//     receiver, the deadline extension of the batch in flight, takes the
+//     connection's lock like every receiver job;
+//   - at most one fetch is ahead of the batch applied: it is applied only
+//     after every batch of the fetch before it committed, in order; a
+//     failed apply, a stop or a lost lease drops it unapplied, and after a
+//     failure the reader is opened again at the checkpoint before the
+//     next fetch (what the reader had passed is read again, nothing is
+//     skipped; what was applied is at or below the checkpoint and dropped
+//     as a re-read);
+//   - an idle unit (its last fetch returned nothing) whose reader or
+//     receiver is a brokers.Waker has no job in flight: it waits for the
+//     broker's call (woken, checked against the incarnation and the
+//     arrangement like a timer) or the WakeSafety timer, and then fetches
+//     without waiting; a stop, a lost lease, a restart or a reopen cancels
+//     the arrangement;
 //   - a batch is applied only while the actor believes it holds the lease,
 //     and the store checks the token, so a stale belief cannot commit;
 //   - a stream unit's start is resolved once, on its first open, and
@@ -75,6 +91,8 @@ type unitActor struct {
 	resumeAt    step
 	inflight    int                // main-line jobs in flight
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
+	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
+	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer
 	retryTimer  clock.Timer
 	extendTimer clock.Timer
@@ -147,6 +165,11 @@ type (
 		incarnation *incarnation
 		kind        timerKind
 	}
+	// woken is a Waker's call for the arrangement seq of an incarnation.
+	woken struct {
+		incarnation *incarnation
+		seq         uint64
+	}
 )
 
 type timerKind int
@@ -158,6 +181,7 @@ const (
 	timerAcquire
 	timerCommit
 	timerExtend
+	timerWake
 )
 
 // step is where a unit resumes after a failure.
@@ -194,6 +218,9 @@ type (
 	fetchResult struct {
 		fetched brokers.Result
 		err     error
+		// ahead: a fetch ahead, the seq-th of the incarnation
+		ahead bool
+		seq   uint64
 	}
 	applyResult struct {
 		batch    *pendingBatch
@@ -291,6 +318,11 @@ func (u *unitActor) Receive(ctx actor.Context) {
 			return
 		}
 		u.onTimer(ctx, m.kind)
+	case *woken:
+		if m.incarnation != u.incarnation {
+			return
+		}
+		u.onWoken(ctx, m.seq)
 	case *stopUnit:
 		u.beginStop(ctx)
 	case *parentsListed:
@@ -361,10 +393,16 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 	case timerExtend:
 		u.extendTimer = nil
 		u.extend(ctx)
+	case timerWake:
+		u.onWakeSafety(ctx)
 	}
 }
 
 func (u *unitActor) onJob(ctx actor.Context, v any) {
+	if r, ok := v.(fetchResult); ok && r.ahead {
+		u.onAhead(ctx, r) // counted as main-line only once awaited
+		return
+	}
 	switch v.(type) {
 	case releaseResult, extendResult:
 	default:

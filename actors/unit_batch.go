@@ -22,19 +22,7 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
-	conn, spec := u.conn, u.spec
-	u.cancelFetch = u.runMainJob(ctx, "fetch", func(c context.Context) any {
-		var r brokers.Result
-		err := conn.use(func() (err error) {
-			if conn.reader != nil {
-				r, err = conn.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
-			} else {
-				r, err = conn.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
-			}
-			return err
-		})
-		return fetchResult{fetched: r, err: err}
-	})
+	u.cancelFetch = u.runMainJob(ctx, "fetch", u.fetchJob(false, 0))
 }
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
@@ -77,6 +65,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	}
 	pb := u.prepare(r.fetched)
 	if pb == nil {
+		if len(r.fetched.Messages) == 0 && !r.fetched.End && u.waitWake(ctx) {
+			return // idle: no job in flight until the broker calls
+		}
 		u.fetch(ctx)
 		return
 	}
@@ -85,6 +76,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		u.startExtend(ctx)
 	}
 	u.apply(ctx, pb, 0)
+	if behind(r.fetched, u.spec.BatchSize) {
+		u.startAhead(ctx)
+	}
 }
 
 // prepare decodes a fetch into batches (prepareFetch); nil when there is
@@ -153,7 +147,7 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 func (u *unitActor) reapply(ctx actor.Context) {
 	pb := u.held
 	if pb == nil || pb.batch == nil {
-		u.fetch(ctx)
+		u.next(ctx)
 		return
 	}
 	if u.spec.isQueue() {
@@ -204,6 +198,9 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
 			return
 		}
+		// The fetch ahead is dropped: the reader is opened again at the
+		// checkpoint once this batch committed.
+		u.dropAhead()
 		if mutate.On(mutate.RefetchFailedBatch) && !u.spec.isQueue() {
 			u.held = nil // the bug of issue 9 item 13: fetched again, other bounds
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
@@ -269,7 +266,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		return
 	}
 	u.held = nil
-	u.fetch(ctx)
+	u.next(ctx)
 }
 
 // commitToBroker tells a stream that records positions in the broker
