@@ -343,17 +343,8 @@ ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, token = excluded.token,
 		{&st.leaseRenew, `UPDATE drover_leases SET expires_at = ?, renewed_at = ?
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
 RETURNING owner, token, expires_at, acquired_at, renewed_at`},
-		// Every lease of a JSON list of [unit, token] pairs that the owner
-		// holds with that token.
-		{&st.leaseRenewMany, `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
-FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
-WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND owner = ?3 AND owner <> ''
-RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`},
-		// The same list's leases the owner holds with that token, as stored.
-		{&st.leaseHeld, `SELECT l.unit, owner, l.token, expires_at, acquired_at, renewed_at FROM drover_leases l
-JOIN (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?2)) AS r
-	ON l.unit = r.unit AND l.token = r.token
-WHERE owner = ?1 AND owner <> ''`},
+		{&st.leaseRenewMany, sqlRenewMany},
+		{&st.leaseHeld, sqlLeaseHeld},
 		{&st.nodeBeat, `INSERT INTO drover_nodes (node, heartbeat_at) VALUES (?1, ?2)
 ON CONFLICT (node) DO UPDATE SET heartbeat_at = max(heartbeat_at, excluded.heartbeat_at)
 RETURNING lease_changes`},
@@ -404,6 +395,23 @@ func (st *statements) close() {
 		}
 	}
 }
+
+// sqlRenewMany extends every lease of a JSON list of [unit, token] pairs
+// that the owner holds with that token. +owner keeps the index on owner
+// out of the plan: with it SQLite would scan the owner's rows and the
+// whole list for each, not look each pair up by unit (TestRenewPlans).
+const sqlRenewMany = `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
+FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
+WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''
+RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`
+
+// sqlLeaseHeld reads the leases of the same list the owner holds with
+// that token, as stored. CROSS JOIN keeps the list the outer loop (SQLite
+// does not reorder it): one primary-key lookup per pair.
+const sqlLeaseHeld = `SELECT l.unit, owner, l.token, expires_at, acquired_at, renewed_at
+FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?2)) AS r
+CROSS JOIN drover_leases l ON l.unit = r.unit AND l.token = r.token
+WHERE owner = ?1 AND owner <> ''`
 
 // seenRenewedAt is the renewed_at of lease row l as reported: the later
 // of its own and its owner's heartbeat.
