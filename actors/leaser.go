@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -222,21 +221,26 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	byTTL := map[time.Duration][]persistence.Lease{}
 	sent := make([]persistence.Lease, 0, len(l.held))
+	ttlSet := map[time.Duration]bool{}
 	for _, u := range l.units() {
 		h := l.held[u]
-		byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
+		ttlSet[h.ttl] = true
 		sent = append(sent, h.lease)
 	}
-	ttls := make([]time.Duration, 0, len(byTTL))
-	for ttl := range byTTL {
-		ttls = append(ttls, ttl)
-	}
-	if len(ttls) == 0 {
+	ttls := slices.Sorted(maps.Keys(ttlSet))
+	byTTL := map[time.Duration][]persistence.Lease{}
+	switch len(ttls) {
+	case 0:
 		ttls = append(ttls, time.Minute) // a probe: RenewLeases of nothing
+	case 1:
+		byTTL[ttls[0]] = sent // the usual case: no second slice of every lease
+	default:
+		for _, u := range l.units() {
+			h := l.held[u]
+			byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
+		}
 	}
-	sort.Slice(ttls, func(i, j int) bool { return ttls[i] < ttls[j] })
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -247,6 +251,10 @@ func (l *leaser) round(ctx actor.Context) {
 			if err != nil {
 				d.err = err
 				return d
+			}
+			if len(ttls) == 1 {
+				d.renewed, d.lost = renewed, lost
+				break
 			}
 			d.renewed = append(d.renewed, renewed...)
 			d.lost = append(d.lost, lost...)

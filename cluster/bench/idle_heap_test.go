@@ -107,13 +107,15 @@ func idleHeap(b *testing.B, units int) {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			b.Fatal(err)
 		}
-		defer pprof.StopCPUProfile()
 		wait = 10 * time.Second
 	}
 	select {
 	case <-ctx.Done():
 		b.Fatal(ctx.Err())
 	case <-time.After(wait):
+	}
+	if *idleCPUProfile != "" {
+		pprof.StopCPUProfile() // before the collections below
 	}
 	// The least of a few samples: a renewal round in flight (every lease
 	// extended once per TTL/2) is transient, not what a unit retains.

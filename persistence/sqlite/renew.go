@@ -74,7 +74,8 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	last, ok := s.checked[owner]
 	s.checkedMu.Unlock()
 	renewed = make([]persistence.Lease, 0, len(ls))
-	if ok && last == found && found.rows == int64(len(ls)) {
+	quiet := ok && last == found && found.rows == int64(len(ls))
+	if quiet {
 		for _, l := range ls {
 			l.Owner = owner
 			renewed = append(renewed, l)
@@ -82,7 +83,8 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	} else if renewed, lost, err = s.heldOf(ctx, tx, owner, ls, renewed); err != nil {
 		return nil, nil, err
 	}
-	if renewed, lost, err = s.extendDue(ctx, tx, owner, renewed, lost, now, ttl); err != nil {
+	extended := 0
+	if renewed, lost, extended, err = s.extendDue(ctx, tx, owner, renewed, lost, now, ttl); err != nil {
 		return nil, nil, err
 	}
 	if err = tx.Commit(); err != nil {
@@ -91,7 +93,9 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	for i := range renewed {
 		renewed[i].RenewedAt = fromNanos(now) // the heartbeat
 	}
-	found.fp = fingerprint(renewed)
+	if !quiet || extended > 0 || len(lost) > 0 {
+		found.fp = fingerprint(renewed)
+	} // else renewed holds ls's units, tokens, expiries and acquisitions
 	s.checkedMu.Lock()
 	s.checked[owner] = found
 	s.checkedMu.Unlock()
@@ -136,7 +140,7 @@ func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held [
 // rows as updated. A lease the update does not find is no longer held: it
 // moves to lost (a quiet round's leases are the owner's rows, so this
 // does not happen unless the file was edited by hand).
-func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, lost []string, now int64, ttl time.Duration) ([]persistence.Lease, []string, error) {
+func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, lost []string, now int64, ttl time.Duration) (_ []persistence.Lease, _ []string, extended int, _ error) {
 	var due []persistence.Lease
 	for _, l := range held {
 		if persistence.RenewDue(l.ExpiresAt, fromNanos(now), ttl) {
@@ -144,19 +148,19 @@ func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []
 		}
 	}
 	if len(due) == 0 {
-		return held, lost, nil
+		return held, lost, 0, nil
 	}
 	arg, err := leasePairs(due)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, err
 	}
 	rows, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).QueryContext(ctx, now+int64(ttl), now, owner, arg)
 	if err != nil {
-		return nil, nil, dbErr(err)
+		return nil, nil, 0, dbErr(err)
 	}
 	got, err := collect(rows, scanLease)
 	if err != nil {
-		return nil, nil, dbErr(err)
+		return nil, nil, 0, dbErr(err)
 	}
 	byUnit := make(map[string]persistence.Lease, len(got))
 	for _, l := range got {
@@ -174,7 +178,7 @@ func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []
 		}
 		lost = append(lost, l.Unit)
 	}
-	return out, lost, nil
+	return out, lost, len(due), nil
 }
 
 // leasePairs is the JSON list of [unit, token] pairs the lease statements
