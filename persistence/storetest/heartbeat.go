@@ -60,15 +60,7 @@ func testHeartbeatStale(e *env) {
 		e.t.Errorf("listed RenewedAt %s not after the acquire's %s: the heartbeat counts", got.RenewedAt, l.RenewedAt)
 	}
 	// node-1 stops: its heartbeat goes stale and orders/0 is taken over.
-	var taken persistence.Lease
-	e.waitFor(stale, "node-1's heartbeat went stale and node-2 took orders/0 over", func() bool {
-		var err error
-		taken, err = e.takeover("orders/0", stale)
-		if err != nil && !errors.Is(err, persistence.ErrLeaseHeld) {
-			e.t.Fatalf("takeover: %v", err)
-		}
-		return err == nil
-	})
+	taken := e.waitTakeover("orders/0", stale, "node-1's heartbeat went stale and node-2 took orders/0 over")
 	if taken.Owner != "node-2" || taken.Token != l.Token+1 {
 		e.t.Errorf("lease = %+v, want node-2 token %d", taken, l.Token+1)
 	}
