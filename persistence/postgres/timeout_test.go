@@ -106,6 +106,10 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	s := openTest(t, url, Config{Timeout: timeout})
 	stuck := acquire(t, s, "orders/0", "node-1")
 	other := acquire(t, s, "orders/1", "node-1")
+	// The orphan's idle timer starts on the server when its last
+	// statement ends, inside startOrphan: begun is no later than that, so
+	// a time since begun never understates how long the orphan was idle.
+	begun := time.Now()
 	o := startOrphan(t, url, timeout, s, stuck)
 	orphanedAt := time.Now()
 
@@ -199,7 +203,7 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	// backend leaves pg_stat_activity a moment later, when it has exited.
 	// So the takeover must not come before the idle timeout could fire, and
 	// the backend must be gone soon after it.
-	if since := time.Since(orphanedAt); since < timeout {
+	if since := time.Since(begun); since < timeout {
 		t.Errorf("the takeover succeeded %s after the orphan went silent, before its idle timeout (%s): the orphan still held the fence", since, timeout)
 	}
 	poll := time.NewTicker(5 * time.Millisecond)
