@@ -108,11 +108,68 @@ type unitActor struct {
 }
 
 // incarnation scopes the jobs and timers of one actor instance: results
-// that arrive after it ended (stopped or restarted) are dropped.
+// that arrive after it ended (stopped or restarted) are dropped, and its
+// jobs in flight are cancelled when it ends. Their context exists only
+// while a job is in flight: an idle unit (waiting for its Waker) holds
+// none, which keeps idle units cheap (a cancel context registers itself
+// with its parent).
 type incarnation struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	parent context.Context
 	ended  atomic.Bool
+
+	mu     sync.Mutex
+	ctx    context.Context // of the jobs in flight; nil when there are none
+	cancel context.CancelFunc
+	jobs   int
+}
+
+func newIncarnation(parent context.Context) *incarnation { return &incarnation{parent: parent} }
+
+// begin returns the context for a job of the incarnation and the function
+// the job calls when it returns. Once the incarnation ended, the context
+// is cancelled already.
+func (i *incarnation) begin() (context.Context, func()) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.ended.Load() {
+		c, cancel := context.WithCancel(i.parent)
+		cancel()
+		return c, func() {}
+	}
+	if i.ctx == nil {
+		i.ctx, i.cancel = context.WithCancel(i.parent)
+	}
+	i.jobs++
+	return i.ctx, i.done
+}
+
+func (i *incarnation) done() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.jobs--; i.jobs == 0 && i.cancel != nil {
+		i.cancel()
+		i.ctx, i.cancel = nil, nil
+	}
+}
+
+// end marks the incarnation ended and cancels its jobs in flight.
+func (i *incarnation) end() {
+	i.ended.Store(true)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cancel != nil {
+		i.cancel()
+	}
+}
+
+// goJob runs job on the executor under the incarnation's context, labelled,
+// and then calls then with its result (on the executor's goroutine).
+func (i *incarnation) goJob(x exec.Executor, label string, job func(context.Context) any, then func(any)) context.CancelFunc {
+	c, done := i.begin()
+	return x.Go(exec.WithLabel(c, label), func(c context.Context) any {
+		defer done()
+		return job(c)
+	}, then)
 }
 
 // brokerConn guards a Reader or Receiver: every call on it holds mu, so two
@@ -298,8 +355,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		u.supervisor = ctx.Parent()
-		c, cancel := context.WithCancel(u.node.ctx)
-		u.incarnation = &incarnation{ctx: c, cancel: cancel}
+		u.incarnation = newIncarnation(u.node.ctx)
 		u.started = u.node.env.Clock.Now()
 		u.becomeStarting(noRetryAt)
 		u.node.env.trace("started", u.id, "")
@@ -356,7 +412,7 @@ func (u *unitActor) runMainJob(ctx actor.Context, label string, job func(context
 // extend) to the executor, uncounted; its result comes back as a jobDone.
 func (u *unitActor) runSideJob(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
 	self, current, root := ctx.Self(), u.incarnation, ctx.ActorSystem().Root
-	return u.node.env.Executor.Go(exec.WithLabel(current.ctx, label), job, func(v any) {
+	return current.goJob(u.node.env.Executor, label, job, func(v any) {
 		if current.ended.Load() {
 			return
 		}

@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -192,7 +191,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			conn, msgs, delay := u.conn, pb.msgs, u.spec.NackDelay
 			u.stopExtend()
 			u.held = nil
-			u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "nack"), func(c context.Context) any {
+			u.incarnation.goJob(u.node.env.Executor, "nack", func(c context.Context) any {
 				return conn.receiver.Nack(c, msgs, delay)
 			}, func(any) {})
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
@@ -293,7 +292,7 @@ func (u *unitActor) sendCommit(pos string) {
 	c := u.spec.Stream.(brokers.Committer)
 	u.committedAt, u.commitPending = u.now(), ""
 	part, unit, log, off := u.part.ID, u.id, u.node.env.logger(), &u.commitRefused
-	u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "commit"), func(c2 context.Context) any {
+	u.incarnation.goJob(u.node.env.Executor, "commit", func(c2 context.Context) any {
 		err := c.Committed(c2, part, pos)
 		switch {
 		case err == nil || c2.Err() != nil:

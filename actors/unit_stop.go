@@ -96,8 +96,7 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 	if u.incarnation == nil || u.incarnation.ended.Load() {
 		return
 	}
-	u.incarnation.ended.Store(true)
-	u.incarnation.cancel()
+	u.incarnation.end()
 	u.cancelWake()
 	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {
 		if t != nil {
