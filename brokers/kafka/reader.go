@@ -37,6 +37,9 @@ type Reader struct {
 	// for; the next Fetch decides it.
 	undecided error
 	offs      []int64 // scratch: the offsets of a fetch's messages
+	// answered is set while failed or undecided is: Fetch answers at
+	// once. Wake reads it from any goroutine.
+	answered atomic.Bool
 
 	// Read by Stream.Committed from other goroutines.
 	hint      sync.Mutex
@@ -158,11 +161,10 @@ wait:
 // Wake calls f once as soon as Fetch may return something without
 // waiting: records (or an error) are buffered, the reader has a decided
 // error, or it closed. When that is already so, f runs before Wake
-// returns; otherwise the poll loop calls it. Call it from the goroutine
-// that uses the reader.
+// returns; otherwise the poll loop (or Close) calls it. Safe to call from
+// any goroutine, also while a Fetch runs.
 func (r *Reader) Wake(f func()) (cancel func()) {
-	ready := r.closed.Load() || r.failed != nil || r.undecided != nil
-	return r.buf.wake(f, ready)
+	return r.buf.wake(f, r.closed.Load() || r.answered.Load())
 }
 
 // fetchState gathers one Fetch's messages from the buffer.
@@ -266,6 +268,7 @@ func (r *Reader) decide(ctx context.Context, posErr error) error {
 			f()
 		}
 	}
+	r.answered.Store(r.failed != nil || r.undecided != nil)
 	return err
 }
 
