@@ -286,6 +286,20 @@ func TestTwoReadersOfOnePartition(t *testing.T) {
 	if got, _ := readAll(t, c, 1, 100); !slices.Equal(positionsOf(got), []string{"4"}) {
 		t.Fatalf("reopened reader read %v", positionsOf(got))
 	}
+	_ = c.Close()
+	// A reader that closes with records buffered ahead of a later reader's
+	// start: none of them reaches the later one.
+	ahead, err := s.Open(ctx, "0", brokers.Start{After: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readAll(t, ahead, 1, 1); !slices.Equal(positionsOf(got), []string{"2"}) {
+		t.Fatalf("reader after 1 read %v", positionsOf(got))
+	}
+	_ = ahead.Close()
+	if got, _ := readAll(t, openEarliest(t, s), 5, 100); !slices.Equal(positionsOf(got), []string{"0", "1", "2", "3", "4"}) {
+		t.Fatalf("reader from the start after a reader ahead closed read %v", positionsOf(got))
+	}
 }
 
 // Opening a reader lists offsets of its own partition only: listing every
