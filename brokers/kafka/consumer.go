@@ -18,9 +18,12 @@ import (
 const fetchMaxWait = 250 * time.Millisecond
 
 // defaultBufferLimit is how many records a partition's buffer takes before
-// its reader's first Fetch names its batch size: drover's default
-// batch_size.
-const defaultBufferLimit = 500
+// its reader's first Fetch names its batch size: one, so that the
+// partition is paused after its first fetch response, as a client of its
+// own held one response until it was polled. A reader opened well before
+// it first fetches (or a partition trimmed meanwhile) is then at most one
+// response ahead of its unit.
+const defaultBufferLimit = 1
 
 // consumer is one franz-go client shared by the readers of a Stream, at
 // most one reader per partition, with the goroutine that polls it and

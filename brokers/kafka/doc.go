@@ -87,12 +87,13 @@
 // at a time.
 //
 // Back-pressure: a reader's buffer holds about one batch (the max of its
-// last Fetch; 500 before the first). When it holds that many records the
-// partition is paused in the client (PauseFetchPartitions), which then
-// drops what it fetches of it and fetches it again from the same offset
-// when Fetch has taken the buffer below a batch and resumed it. A unit
-// that does not fetch therefore holds at most a batch and one fetch
-// response of its partition, and never stalls the other partitions.
+// last Fetch; one fetch response before the first). When it holds that
+// many records the partition is paused in the client
+// (PauseFetchPartitions), which then drops what it fetches of it and
+// fetches it again from the same offset when Fetch has taken the buffer
+// below a batch and resumed it. A unit that does not fetch therefore holds
+// at most a batch and one fetch response of its partition, and never
+// stalls the other partitions.
 // Fetch requests wait at most 250 ms at the broker, so that a partition
 // added or resumed while a fetch to its broker is in flight is fetched
 // soon; that costs a few empty fetches a second per broker, not per

@@ -140,7 +140,7 @@ func TestBackPressurePausesPartition(t *testing.T) {
 	}
 	defer idle.Close()
 	// The first Fetch names the reader's batch; until then the buffer
-	// takes drover's default batch.
+	// takes one fetch response.
 	if res, err := slow.Fetch(ctx, batch, 0); err != nil || len(res.Messages) > 0 {
 		t.Fatalf("fetch of an empty partition: %v, %v", res.Messages, err)
 	}
@@ -342,5 +342,39 @@ func TestOffsetListingsNameOnePartition(t *testing.T) {
 	}
 	if listings.Load() == 0 || most.Load() != 1 {
 		t.Fatalf("%d offset listings, the largest naming %d partitions: want each to name one", listings.Load(), most.Load())
+	}
+}
+
+// Before a reader's first Fetch names its batch, the client fetches one
+// response of its partition and pauses it: a reader opened long before it
+// reads (or whose records are trimmed meanwhile) is not read ahead (a
+// default of 500 records let a trimmed partition's reader miss its
+// ErrPositionGone).
+func TestNoReadAheadBeforeFirstFetch(t *testing.T) {
+	const perBatch = 10
+	fc := startCluster(t, 2)
+	produceTo(t, fc.addr(), 0, 100, perBatch)
+	c := fc.cluster()
+	var fetches atomic.Int64
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
+	s := newStreamOf(t, fc, kafka.Config{FetchMaxPartitionBytes: 1})
+	r := openEarliest(t, s)
+	idle, err := s.Open(brokertest.Context(t, 10*time.Second), "1", brokers.Start{Mode: brokers.Earliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer idle.Close()
+	waitFor(t, "a first fetch response", func() bool { return kafka.Buffer(r).Buffered > 0 })
+	at := fetches.Load()
+	waitFor(t, "fetch requests after it", func() bool { return fetches.Load() >= at+3 })
+	if st := kafka.Buffer(r); st.Peak > perBatch || !st.Paused {
+		t.Fatalf("before the first Fetch: %+v, want one response (%d records) held and the partition paused", st, perBatch)
+	}
+	if got, _ := readAll(t, r, 100, 100); len(got) != 100 || got[99].Position != "99" {
+		t.Fatalf("read %d records, the last at %s", len(got), got[len(got)-1].Position)
 	}
 }
