@@ -123,13 +123,7 @@ func TestBackPressurePausesPartition(t *testing.T) {
 		batch    = 20 // the reader's Fetch max
 	)
 	fc := startCluster(t, 2)
-	c := fc.cluster()
-	var fetches atomic.Int64
-	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		fetches.Add(1)
-		return nil, nil, false
-	})
+	fetches := countFetches(fc)
 	// One record batch per partition per fetch response.
 	s := newStreamOf(t, fc, kafka.Config{FetchMaxPartitionBytes: 1})
 	ctx := brokertest.Context(t, 30*time.Second)
@@ -168,6 +162,18 @@ func TestBackPressurePausesPartition(t *testing.T) {
 	if st := kafka.Buffer(slow); st.Paused || st.Peak > bound {
 		t.Fatalf("after reading everything: %+v, want resumed, never more than %d held", st, bound)
 	}
+}
+
+// countFetches counts the fetch requests fc receives from now on.
+func countFetches(fc *fakeCluster) *atomic.Int64 {
+	c := fc.cluster()
+	var fetches atomic.Int64
+	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		fetches.Add(1)
+		return nil, nil, false
+	})
+	return &fetches
 }
 
 // readRest reads n messages with Fetch max at a time.
@@ -354,13 +360,7 @@ func TestNoReadAheadBeforeFirstFetch(t *testing.T) {
 	const perBatch = 10
 	fc := startCluster(t, 2)
 	produceTo(t, fc.addr(), 0, 100, perBatch)
-	c := fc.cluster()
-	var fetches atomic.Int64
-	c.ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
-		c.KeepControl()
-		fetches.Add(1)
-		return nil, nil, false
-	})
+	fetches := countFetches(fc)
 	s := newStreamOf(t, fc, kafka.Config{FetchMaxPartitionBytes: 1})
 	r := openEarliest(t, s)
 	idle, err := s.Open(brokertest.Context(t, 10*time.Second), "1", brokers.Start{Mode: brokers.Earliest})
