@@ -3,6 +3,9 @@ package kafka_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -110,4 +113,52 @@ func BenchmarkFetch(b *testing.B) {
 		}
 		b.ReportMetric(float64(records*b.N)/b.Elapsed().Seconds(), "records/s")
 	})
+}
+
+// BenchmarkOpenPartitions resolves and opens a reader of every partition
+// of a 1,024-partition topic, 64 at a time, as a node taking over its
+// units does, and reports partitions opened per second.
+func BenchmarkOpenPartitions(b *testing.B) {
+	const partitions = 1024
+	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(partitions, testTopic))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for range b.N {
+		s, err := kafka.New(kafka.Config{Brokers: c.ListenAddrs(), Topic: testTopic})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var (
+			wg   sync.WaitGroup
+			fail atomic.Value
+		)
+		sem := make(chan struct{}, 64)
+		for p := range partitions {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer wg.Done()
+				defer func() { <-sem }()
+				id := strconv.Itoa(p)
+				start, err := s.Resolve(ctx, id, brokers.Earliest)
+				if err == nil {
+					_, err = s.Open(ctx, id, start)
+				}
+				if err != nil {
+					fail.Store(err)
+				}
+			}()
+		}
+		wg.Wait()
+		b.StopTimer()
+		_ = s.Close()
+		if err, _ := fail.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(partitions*b.N)/b.Elapsed().Seconds(), "partitions/s")
 }

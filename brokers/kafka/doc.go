@@ -1,6 +1,6 @@
 // Package kafka reads a Kafka topic as a brokers.Stream on franz-go, with
 // drover keeping the positions: partitions are consumed directly
-// (kgo.ConsumePartitions from the checkpoint), never through a consumer
+// (added to a shared client at the checkpoint), never through a consumer
 // group, and no offset is committed unless CommitToGroup asks for a copy.
 //
 // # Guarantees
@@ -68,27 +68,48 @@
 //
 // # Clients and goroutines
 //
-// Each Reader has its own franz-go client consuming exactly one partition.
-// A shared client would return records of all assigned partitions from one
-// poll, and would need a goroutine and a buffer per partition to hand them
-// to their readers, plus pause/resume bookkeeping so that a slow unit does
-// not stall the others or grow a buffer nobody bounds. One client per
-// partition keeps each reader's buffer bounded by FetchMaxPartitionBytes,
-// makes Close of one unit independent of the others, and costs one broker
-// connection per owned partition, which is small for the tens of
-// partitions a drover node owns. A further client, owned by the Stream,
-// does metadata, offset listing and group commits.
+// A Stream reads every partition it opens through one franz-go client,
+// shared by its readers (issue 12: a client per partition meant 1,000
+// clients, some 3,000 connections and as many metadata refreshes and fetch
+// loops for 1,000 partitions). Open adds the partition to the client
+// (AddConsumePartitions) at the offset it resolved; Reader.Close removes
+// it (RemoveConsumePartitions) and returns once nothing fetched for it can
+// reach a later reader of the same partition. One goroutine per Stream
+// polls the client and routes each partition's records and errors, in the
+// client's order, into that reader's buffer; an error about one partition
+// reaches its reader only, and one about the whole topic (or no topic)
+// reaches every reader. A client consumes a partition at most once, so a
+// second reader of a partition whose first is still open gets a client of
+// its own, closed with it. The first client stays until Stream.Close. A
+// further client, owned by the Stream, does metadata, offset listing and
+// group commits; callers that ask for metadata while a request runs share
+// the next one (see metaQueue), and offsets are listed for one partition
+// at a time.
 //
-// A reader's client keeps control records (kgo.KeepControlRecords) so
-// that the reader sees where the next fetch starts; Fetch never returns
-// them. When a poll reaches max, Fetch also takes what the client already
-// holds beyond it without waiting: control records are stepped past, and
-// the first data record (with whatever follows it) is held, in order, for
-// the next Fetch.
+// Back-pressure: a reader's buffer holds about one batch (the max of its
+// last Fetch; one fetch response before the first). When it holds that
+// many records the partition is paused in the client
+// (PauseFetchPartitions), which then drops what it fetches of it and
+// fetches it again from the same offset when Fetch has taken the buffer
+// below a batch and resumed it. A unit that does not fetch therefore holds
+// at most a batch and one fetch response of its partition, and never
+// stalls the other partitions.
+// Fetch requests wait at most 250 ms at the broker, so that a partition
+// added or resumed while a fetch to its broker is in flight is fetched
+// soon; that costs a few empty fetches a second per broker, not per
+// partition.
 //
-// The franz-go clients own their goroutines; Reader.Close and Stream.Close
-// close the clients and return after they have stopped. Fetch runs on the
-// caller's goroutine (an exec job): it waits on the client's buffer with a
-// context bounded by wait, so cancellation returns at once with ctx.Err(),
-// and Stream.Close from another goroutine ends it with brokers.ErrClosed.
+// The client keeps control records (kgo.KeepControlRecords) so that the
+// reader sees where the next fetch starts; Fetch never returns them. When
+// Fetch reaches max it also takes the control records at the head of its
+// buffer: they are stepped past, and the first data record stays for the
+// next Fetch.
+//
+// Fetch runs on the caller's goroutine (an exec job): it takes from the
+// buffer and waits, up to wait, for the poll loop to push more, so
+// cancellation returns at once with ctx.Err(), and Stream.Close from
+// another goroutine ends it with brokers.ErrClosed. A Reader is also a
+// brokers.Waker: the poll loop calls a Wake arrangement when it pushes
+// into the empty buffer. Stream.Close closes the clients and returns after
+// their goroutines, the poll loops and any metadata request have stopped.
 package kafka

@@ -16,24 +16,30 @@ import (
 	"github.com/drover-dev/drover/brokers/internal/lifetime"
 )
 
-// Reader reads one partition with a client of its own. It implements
-// brokers.Reader; one goroutine uses it at a time, while Stream.Close may
-// close it from another.
+// Reader reads one partition from its Stream's shared client: the
+// client's poll loop routes the partition's records into the reader's
+// buffer, and Fetch takes them from there. It implements brokers.Reader
+// and brokers.Waker; one goroutine uses it at a time, while Stream.Close
+// may close it from another.
 type Reader struct {
 	s         *Stream
-	cl        *kgo.Client
+	c         *consumer
+	buf       *partBuf
 	partition int32
-	topicID   [16]byte // as of Open; zero when the broker has no topic IDs
+	topicID   [16]byte      // as of Open; zero when the broker has no topic IDs
+	done      chan struct{} // closed by close: ends a Fetch in flight
 
 	// Used only by the goroutine calling Fetch.
-	next    int64         // offset of the next record to return; -1 until known
-	end     int64         // last end seen (LSO, or HWM when read_uncommitted); -1 until known
-	pending []*kgo.Record // records polled beyond max, taken first by the next Fetch
-	failed  error         // a final error: every later Fetch returns it
+	next   int64 // offset of the next record to return; -1 until known
+	end    int64 // last end seen (LSO, or HWM when read_uncommitted); -1 until known
+	failed error // a final error: every later Fetch returns it
 	// undecided is an out of range error the bounds could not be listed
 	// for; the next Fetch decides it.
 	undecided error
 	offs      []int64 // scratch: the offsets of a fetch's messages
+	// answered is set while failed or undecided is: Fetch answers at
+	// once. Wake reads it from any goroutine.
+	answered atomic.Bool
 
 	// Read by Stream.Committed from other goroutines.
 	hint      sync.Mutex
@@ -44,12 +50,17 @@ type Reader struct {
 	closeOnce sync.Once
 }
 
-var _ brokers.Reader = (*Reader)(nil)
+var (
+	_ brokers.Reader = (*Reader)(nil)
+	_ brokers.Waker  = (*Reader)(nil)
+)
 
 // Fetch returns up to max records. With none buffered it waits up to wait
-// for the client's background fetch to bring some, returning as soon as it
-// does. wait 0 returns only what is already buffered. Control records
-// (transaction markers) are never returned: the reader steps past them.
+// for the shared client to bring some, returning as soon as it does. wait
+// 0 returns only what is already buffered. Control records (transaction
+// markers) are never returned: the reader steps past them. max is also
+// the reader's batch: the client stops fetching the partition while its
+// buffer holds that many records.
 func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	const op = "fetch"
 	if max <= 0 {
@@ -69,41 +80,32 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		// be decided yet (the bounds were not listed): decide it first.
 		return brokers.Result{}, r.decide(ctx, r.undecided)
 	}
-	var pctx context.Context // nil: only what is buffered
-	if wait > 0 {
-		var cancel context.CancelFunc
-		pctx, cancel = context.WithTimeout(ctx, wait)
-		defer cancel()
-	}
 
 	f := fetchState{r: r, max: max, offs: r.offs[:0]}
-	held := r.pending
-	r.pending = nil
-	for _, rec := range held {
-		f.add(rec)
-	}
-	for len(f.msgs) < max && f.posErr == nil {
-		fetches := r.cl.PollRecords(pctx, max-len(f.msgs)) //nolint:staticcheck // a nil ctx polls only what is buffered
-		if r.closed.Load() {
-			return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
-		}
-		f.absorb(ctx, fetches)
+	var timer *time.Timer
+wait:
+	for {
+		f.take()
 		// Only control records, or nothing: wait on while wait lasts.
-		if len(f.msgs) > 0 || f.err != nil || pctx == nil || pctx.Err() != nil || ctx.Err() != nil {
+		if len(f.msgs) > 0 || f.err != nil || f.posErr != nil || wait <= 0 {
 			break
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-r.buf.notify:
+		case <-timer.C:
+			break wait
+		case <-ctx.Done():
+			return brokers.Result{}, ctx.Err()
+		case <-r.done:
+			break wait
 		}
 	}
-	// The records after the last one returned may be control records the
-	// client already holds (a transaction's commit marker follows its last
-	// record): step past them now, so that Lag and Committed count from
-	// the next offset that can hold data. A data record is kept for the
-	// next Fetch.
-	for len(f.msgs) == max && len(r.pending) == 0 && f.posErr == nil && f.err == nil {
-		fetches := r.cl.PollRecords(nil, 1) //nolint:staticcheck // only what is buffered
-		if fetches.NumRecords() == 0 && len(fetches.Errors()) == 0 {
-			break
-		}
-		f.absorb(ctx, fetches)
+	if r.closed.Load() {
+		return brokers.Result{}, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
 	r.offs = f.offs
 
@@ -156,7 +158,16 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	return brokers.Result{Messages: msgs, Lag: lag}, nil
 }
 
-// fetchState gathers one Fetch's messages over one or more polls.
+// Wake calls f once as soon as Fetch may return something without
+// waiting: records (or an error) are buffered, the reader has a decided
+// error, or it closed. When that is already so, f runs before Wake
+// returns; otherwise the poll loop (or Close) calls it. Safe to call from
+// any goroutine, also while a Fetch runs.
+func (r *Reader) Wake(f func()) (cancel func()) {
+	return r.buf.wake(f, r.closed.Load() || r.answered.Load())
+}
+
+// fetchState gathers one Fetch's messages from the buffer.
 type fetchState struct {
 	r       *Reader
 	max     int
@@ -167,64 +178,59 @@ type fetchState struct {
 	stepped bool  // a control record moved next
 }
 
-// absorb takes the records and errors of one poll, in the client's order,
-// up to the first position error.
-func (f *fetchState) absorb(ctx context.Context, fetches kgo.Fetches) {
-	r := f.r
-	if n := fetches.NumRecords(); n > 0 && f.msgs == nil {
-		f.msgs = make([]brokers.Message, 0, min(n, f.max))
+// take takes from the buffer, in the client's order, up to max messages
+// and up to the first position error. Past max it also takes the control
+// records at the head, so that Lag and Committed count from the next
+// offset that can hold data; the first data record beyond max stays for
+// the next Fetch. It resumes the partition when the buffer fell below the
+// reader's batch.
+func (f *fetchState) take() {
+	r, b := f.r, f.r.buf
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.limit = f.max
+	if f.msgs == nil && b.records > 0 {
+		f.msgs = make([]brokers.Message, 0, min(b.records, f.max))
 	}
-	for _, ft := range fetches {
-		for _, t := range ft.Topics {
-			for i := range t.Partitions {
-				fp := &t.Partitions[i]
-				if fp.Partition == r.partition && t.Topic == r.s.cfg.Topic {
-					end := fp.LastStableOffset
-					if r.s.cfg.readUncommitted() {
-						end = fp.HighWatermark
-					}
-					if end >= 0 {
-						r.end = end
-					}
-					for _, rec := range fp.Records {
-						f.add(rec)
-					}
-				}
-				if fp.Err == nil {
-					continue
-				}
-				switch {
-				case errors.Is(fp.Err, context.DeadlineExceeded) && ctx.Err() == nil:
-					// our wait ended: nothing arrived in time
-				case isPositionErr(fp.Err):
-					f.posErr = fp.Err
-					return
-				case f.err == nil:
-					f.err = fp.Err
-				}
+	i := 0
+	for ; i < len(b.entries) && f.posErr == nil; i++ {
+		e := &b.entries[i]
+		if e.err != nil {
+			if isPositionErr(e.err) {
+				f.posErr = e.err
+			} else if f.err == nil {
+				f.err = e.err
 			}
+			continue
 		}
+		rec := e.rec
+		if len(f.msgs) == f.max && !rec.Attrs.IsControl() && (r.next < 0 || rec.Offset >= r.next) {
+			break // a data record for the next Fetch
+		}
+		b.records--
+		f.add(rec)
 	}
+	clear(b.entries[:i]) // the records belong to the messages now
+	if i == len(b.entries) {
+		b.entries = b.entries[:0]
+	} else {
+		b.entries = b.entries[i:]
+	}
+	if b.end >= 0 {
+		r.end = b.end
+	}
+	b.resumeIfDrained()
 }
 
-// add takes one polled record: a message, a control record to step past,
-// or, beyond max, a record held for the next Fetch.
+// add takes one record: a message, or a control record to step past.
 func (f *fetchState) add(rec *kgo.Record) {
 	r := f.r
-	if len(r.pending) > 0 {
-		r.pending = append(r.pending, rec) // in order, after what is held
-		return
-	}
 	if r.next >= 0 && rec.Offset < r.next {
 		return // already returned
 	}
 	if rec.Attrs.IsControl() {
 		r.next = rec.Offset + 1
 		f.stepped = true
-		return
-	}
-	if len(f.msgs) == f.max {
-		r.pending = append(r.pending, rec)
 		return
 	}
 	if len(f.msgs) == cap(f.msgs) {
@@ -257,7 +263,12 @@ func (r *Reader) decide(ctx context.Context, posErr error) error {
 		r.undecided = posErr
 	case !brokers.Retryable(err):
 		r.failed = err
+		// Nothing fetched after it is ever returned: keep none of it.
+		for _, f := range r.buf.stop(true) {
+			f()
+		}
 	}
+	r.answered.Store(r.failed != nil || r.undecided != nil)
 	return err
 }
 
@@ -294,12 +305,9 @@ func (r *Reader) positionError(ctx context.Context, err error) (_ error, again b
 		}
 		return translate(ctx, op, fmt.Errorf("partition %d: %w", r.partition, err)), false
 	}
-	// Out of range: the client fetches where it stopped polling, which is
-	// after the records held for the next Fetch when there are some.
+	// Out of range: the client fetched where the records before the
+	// error, all taken now, end.
 	at := r.next
-	if n := len(r.pending); n > 0 {
-		at = r.pending[n-1].Offset + 1
-	}
 	if at < 0 {
 		return &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: the log start moved before the first fetch: %w: %s", r.partition, brokers.ErrPositionGone, err)}, false
 	}
@@ -340,18 +348,34 @@ func fill(m *brokers.Message, rec *kgo.Record) {
 	}
 }
 
-// Close closes the reader's client. Closing twice is harmless.
+// Close stops the shared client fetching the reader's partition and
+// drops what it buffered; the client itself stays for the stream's other
+// readers. Closing twice is harmless.
 func (r *Reader) Close() error {
 	lifetime.Leave(&r.s.mu, r.s.readers, r)
-	r.close()
+	if r.close(true) {
+		r.s.retire(r.c)
+	}
 	return nil
 }
 
-func (r *Reader) close() {
+// close ends the reader: a Fetch in flight returns ErrClosed, and a Wake
+// arrangement is called. With remove the partition is removed from the
+// shared client (Stream.Close closes the client instead). It reports
+// whether this call closed it.
+func (r *Reader) close(remove bool) (closed bool) {
 	r.closeOnce.Do(func() {
+		closed = true
 		r.closed.Store(true)
-		r.cl.Close()
+		close(r.done)
+		for _, f := range r.buf.stop(remove) {
+			f()
+		}
+		if remove {
+			r.c.remove(r.buf)
+		}
 	})
+	return closed
 }
 
 func max64(a, b int64) int64 {

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -27,10 +26,19 @@ type Stream struct {
 	base  []kgo.Opt // connection options shared by every client
 	admin *kgo.Client
 	adm   *kadm.Client
+	meta  metaQueue
+	// life ends with Close: the metadata requests callers share run
+	// under it, not under one caller's context.
+	life    context.Context
+	endLife context.CancelFunc
 
 	mu      sync.Mutex
 	readers map[*Reader]struct{}
-	closed  bool
+	// consumers are the shared clients readers fetch from: the first is
+	// kept until Close; a further one exists only while two readers of
+	// one partition are open at once (see consumerFor).
+	consumers []*consumer
+	closed    bool
 }
 
 var _ brokers.Stream = (*Stream)(nil)
@@ -38,6 +46,12 @@ var _ brokers.Stream = (*Stream)(nil)
 // New validates cfg and returns a Stream. It does not connect: the first
 // call does, so New succeeds while the brokers are down.
 func New(cfg Config) (*Stream, error) {
+	return newStream(cfg)
+}
+
+// newStream is New with further options for every client (tests count
+// connections with a dialer of their own).
+func newStream(cfg Config, extra ...kgo.Opt) (*Stream, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -46,11 +60,15 @@ func New(cfg Config) (*Stream, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka config: %w", err)
 	}
+	base = append(base, extra...)
 	admin, err := kgo.NewClient(base...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka: new client: %s", err)
 	}
+	life, endLife := context.WithCancel(context.Background())
 	return &Stream{
+		life:    life,
+		endLife: endLife,
 		cfg:     cfg,
 		log:     cfg.Logger.With("topic", cfg.Topic),
 		base:    base,
@@ -95,42 +113,58 @@ func (s *Stream) partitionIDs(ctx context.Context, op string) ([]int32, error) {
 }
 
 // topicMeta returns the topic's partitions, sorted, and its topic ID (zero
-// when the broker predates topic IDs, Kafka < 2.8).
+// when the broker predates topic IDs, Kafka < 2.8), from a metadata
+// request that starts after this call (see metaQueue).
 func (s *Stream) topicMeta(ctx context.Context, op string) ([]int32, [16]byte, error) {
 	if err := s.closedErr(op); err != nil {
 		return nil, [16]byte{}, err
 	}
-	rctx, cancel := s.requestCtx(ctx)
+	call := s.meta.join(s.fetchMeta)
+	select {
+	case <-call.done:
+	case <-ctx.Done():
+		return nil, [16]byte{}, ctx.Err()
+	}
+	if call.err == nil {
+		return call.ids, call.topicID, nil
+	}
+	if cerr := s.closedErr(op); cerr != nil {
+		return nil, [16]byte{}, cerr
+	}
+	return nil, [16]byte{}, translate(ctx, op, fmt.Errorf("topic %s: %w", s.cfg.Topic, call.err))
+}
+
+// fetchMeta asks for the topic's metadata under the stream's lifetime and
+// the request timeout. A metadata request of our own, not kadm's
+// ListTopics: kadm answers from the client's cache for up to
+// MetadataMinAge, which would hide both new partitions and a broker that
+// is down.
+func (s *Stream) fetchMeta() (ids []int32, topicID [16]byte, err error) {
+	rctx, cancel := context.WithTimeout(s.life, s.cfg.RequestTimeout)
 	defer cancel()
-	// A metadata request of our own, not kadm's ListTopics: kadm answers
-	// from the client's cache for up to MetadataMinAge, which would hide
-	// both new partitions and a broker that is down.
 	req := kmsg.NewPtrMetadataRequest()
 	rt := kmsg.NewMetadataRequestTopic()
 	rt.Topic = kmsg.StringPtr(s.cfg.Topic)
 	req.Topics = append(req.Topics, rt)
 	resp, err := req.RequestWith(rctx, s.admin)
-	if err == nil {
-		err = kerr.UnknownTopicOrPartition
-		for _, t := range resp.Topics {
-			if t.Topic == nil || *t.Topic != s.cfg.Topic {
-				continue
-			}
-			if err = kerr.ErrorForCode(t.ErrorCode); err != nil {
-				break
-			}
-			ids := make([]int32, 0, len(t.Partitions))
-			for _, p := range t.Partitions {
-				ids = append(ids, p.Partition)
-			}
-			slices.Sort(ids)
-			return ids, t.TopicID, nil
+	if err != nil {
+		return nil, topicID, err
+	}
+	for _, t := range resp.Topics {
+		if t.Topic == nil || *t.Topic != s.cfg.Topic {
+			continue
 		}
+		if err = kerr.ErrorForCode(t.ErrorCode); err != nil {
+			return nil, topicID, err
+		}
+		ids = make([]int32, 0, len(t.Partitions))
+		for _, p := range t.Partitions {
+			ids = append(ids, p.Partition)
+		}
+		slices.Sort(ids)
+		return ids, t.TopicID, nil
 	}
-	if cerr := s.closedErr(op); cerr != nil {
-		return nil, [16]byte{}, cerr
-	}
-	return nil, [16]byte{}, translate(ctx, op, fmt.Errorf("topic %s: %w", s.cfg.Topic, err))
+	return nil, topicID, kerr.UnknownTopicOrPartition
 }
 
 // partition parses a partition id and checks that the topic has it. It
@@ -203,34 +237,54 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 		offset = kgo.NewOffset().At(next)
 	}
 
-	opts := append(slices.Clip(s.base),
-		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{s.cfg.Topic: {p: offset}}),
-		kgo.ConsumeResetOffset(kgo.NoResetOffset()),
-		kgo.FetchMaxBytes(s.cfg.FetchMaxBytes),
-		kgo.FetchMaxPartitionBytes(s.cfg.FetchMaxPartitionBytes),
-		// Control records (transaction markers) are handed to the reader,
-		// which never returns them but steps past them: Lag and Committed
-		// need to know where the next fetch starts.
-		kgo.KeepControlRecords(),
-	)
-	if !s.cfg.readUncommitted() {
-		opts = append(opts, kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
 	}
-	cl, err := kgo.NewClient(opts...)
+	c, err := s.consumerFor(p)
 	if err != nil {
 		return nil, &brokers.Error{Op: op, Err: errors.New(err.Error())}
 	}
-	r := &Reader{s: s, cl: cl, partition: p, topicID: topicID, next: next, end: -1, lastData: -1, afterData: -1}
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
-		cl.Close()
-		return nil, &brokers.Error{Op: op, Err: brokers.ErrClosed}
-	}
+	r := &Reader{s: s, c: c, buf: c.add(p, offset), partition: p, topicID: topicID, done: make(chan struct{}),
+		next: next, end: -1, lastData: -1, afterData: -1}
 	s.readers[r] = struct{}{}
-	s.mu.Unlock()
 	s.log.Debug("kafka reader opened", "partition", p, "after", start.After, "at", start.At, "mode", start.Mode, "offset", next)
 	return r, nil
+}
+
+// consumerFor returns the shared client a new reader of partition p
+// fetches from: the first that does not consume p already, started when
+// there is none. A client consumes a partition at most once, so a second
+// reader of a partition whose first is still open (a unit's reader closed
+// late, a test) gets a client of its own, closed with its last reader.
+// Called with s.mu held.
+func (s *Stream) consumerFor(p int32) (*consumer, error) {
+	for _, c := range s.consumers {
+		if !c.busy(p) {
+			return c, nil
+		}
+	}
+	c, err := newConsumer(s)
+	if err != nil {
+		return nil, err
+	}
+	s.consumers = append(s.consumers, c)
+	return c, nil
+}
+
+// retire closes c when it is not the stream's first client and no reader
+// uses it any more.
+func (s *Stream) retire(c *consumer) {
+	s.mu.Lock()
+	i := slices.Index(s.consumers, c)
+	if i <= 0 || !c.empty() {
+		s.mu.Unlock()
+		return
+	}
+	s.consumers = slices.Delete(s.consumers, i, i+1)
+	s.mu.Unlock()
+	c.close()
 }
 
 var _ brokers.Resolver = (*Stream)(nil)
@@ -244,10 +298,10 @@ var _ brokers.Resolver = (*Stream)(nil)
 // partition resolves to the beginning.
 func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
 	const op = "resolve"
-	var list lister
+	var list listing
 	switch mode {
 	case brokers.Earliest:
-		list = s.adm.ListStartOffsets
+		list = startListing
 	case brokers.Latest:
 		list = s.endLister()
 	default:
@@ -265,55 +319,6 @@ func (s *Stream) Resolve(ctx context.Context, partition string, mode brokers.Sta
 		return brokers.Start{Mode: brokers.Earliest}, nil
 	}
 	return brokers.Start{After: strconv.FormatInt(off-1, 10)}, nil
-}
-
-// lister is one of kadm's offset listings.
-type lister func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error)
-
-// endLister lists where a reader that starts at the end starts: the last
-// stable offset when read_committed, the high watermark otherwise.
-func (s *Stream) endLister() lister {
-	if s.cfg.readUncommitted() {
-		return s.adm.ListEndOffsets
-	}
-	return s.adm.ListCommittedOffsets
-}
-
-// listOne returns partition p's offset from one listing.
-func (s *Stream) listOne(ctx context.Context, op string, p int32, list lister) (int64, error) {
-	rctx, cancel := s.requestCtx(ctx)
-	defer cancel()
-	listed, err := list(rctx, s.cfg.Topic)
-	if err != nil {
-		return 0, translate(ctx, op, err)
-	}
-	o, ok := listed.Lookup(s.cfg.Topic, p)
-	switch {
-	case !ok:
-		return 0, &brokers.Error{Op: op, Retryable: true, Err: fmt.Errorf("partition %d: offsets not listed", p)}
-	case o.Err != nil:
-		return 0, translate(ctx, op, fmt.Errorf("partition %d: %w", p, o.Err))
-	}
-	return o.Offset, nil
-}
-
-// offsetAt returns the offset of partition p's first record stamped at or
-// after t, or the end when there is none.
-func (s *Stream) offsetAt(ctx context.Context, op string, p int32, t time.Time) (int64, error) {
-	return s.listOne(ctx, op, p, func(ctx context.Context, topics ...string) (kadm.ListedOffsets, error) {
-		return s.adm.ListOffsetsAfterMilli(ctx, t.UnixMilli(), topics...)
-	})
-}
-
-// bounds returns partition p's log start offset and high watermark.
-func (s *Stream) bounds(ctx context.Context, op string, p int32) (lo, hi int64, err error) {
-	if lo, err = s.listOne(ctx, op, p, s.adm.ListStartOffsets); err != nil {
-		return 0, 0, err
-	}
-	if hi, err = s.listOne(ctx, op, p, s.adm.ListEndOffsets); err != nil {
-		return 0, 0, err
-	}
-	return lo, hi, nil
 }
 
 // Committed records in the CommitToGroup consumer group that everything up
@@ -370,17 +375,26 @@ func (s *Stream) nextAfter(p int32, off int64) int64 {
 	return next
 }
 
-// Close closes every reader and the stream's admin client; fetches in
-// flight return brokers.ErrClosed. It waits for the clients' goroutines.
-// Closing twice is harmless.
+// Close closes every reader, the shared clients and the admin client;
+// fetches in flight return brokers.ErrClosed. It waits for the clients'
+// goroutines and the poll loops. Closing twice is harmless.
 func (s *Stream) Close() error {
 	readers, first := lifetime.ShutAll(&s.mu, &s.closed, s.readers)
 	if !first {
 		return nil
 	}
 	for _, r := range readers {
-		r.close()
+		r.close(false)
 	}
+	s.mu.Lock()
+	consumers := s.consumers
+	s.consumers = nil
+	s.mu.Unlock()
+	for _, c := range consumers {
+		c.close()
+	}
+	s.endLife()
+	s.meta.close()
 	s.admin.Close()
 	return nil
 }
