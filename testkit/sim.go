@@ -32,6 +32,9 @@ type SimOptions struct {
 	// Inspect, when set, is called with the cluster after it settled and
 	// before the invariants are checked (to look at its event log).
 	Inspect func(*Cluster)
+	// GroupCommit, when set, says whether the nodes group their commits
+	// (node.group_commit); nil draws it from the seed.
+	GroupCommit *bool
 }
 
 // SimResult is the outcome of one random run.
@@ -78,6 +81,8 @@ func (r SimResult) OK() bool {
 //     the store, a storm of supervisor crashes (sometimes while a row lock
 //     keeps one of its units from stopping at once), and the first node
 //     restarting with an empty join list into a cluster of its own;
+//   - group commit on (3 runs in 4) or off (node.group_commit), drawn
+//     apart as the next item;
 //   - sometimes (drawn apart, so the rest of the scenario is as without
 //     them) a check constraint that refuses some records for good, and a
 //     store that takes at most 2 KiB per batch (less than the oversize
@@ -86,7 +91,16 @@ func (r SimResult) OK() bool {
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
-	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second})
+	// Group commit (node.group_commit) is drawn from a source of its own,
+	// like the store faults below: the rest of the scenario does not
+	// depend on it. On in most runs, as it is by default.
+	group := opt.GroupCommit
+	if group == nil {
+		on := rand.New(rand.NewPCG(seed^0x9c0, seed+0x9c1)).IntN(4) > 0
+		group = &on
+	}
+	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second,
+		ApplyAlone: !*group})
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -104,6 +118,12 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		if opt.Log != nil {
 			opt.Log(s)
 		}
+	}
+
+	if *group {
+		step(0, "group commit on: batches ready while the store is busy share one call")
+	} else {
+		step(0, "group commit off: every batch is a store call of its own")
 	}
 
 	// The store faults of issue 10 are drawn from a source of their own, so

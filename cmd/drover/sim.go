@@ -29,6 +29,7 @@ func newSim() *cobra.Command {
 		store        string
 		verbose      bool
 		breakFencing bool
+		groupCommit  string
 	)
 	cmd := &cobra.Command{
 		Use:   "sim --seed N [--runs M] [--store memory|sqlite]",
@@ -66,6 +67,15 @@ invariant broke; the broken invariant and a replay hint are printed above.`,
 			default:
 				return &exitError{2, fmt.Errorf("--store %q: must be memory or sqlite", store)}
 			}
+			var group *bool
+			switch groupCommit {
+			case "seed", "":
+			case "on", "off":
+				on := groupCommit == "on"
+				group = &on
+			default:
+				return &exitError{2, fmt.Errorf("--group-commit %q: must be on, off or seed", groupCommit)}
+			}
 			if breakFencing && store == "sqlite" {
 				return &exitError{2, fmt.Errorf("--break-fencing needs --store memory")}
 			}
@@ -88,7 +98,7 @@ invariant broke; the broken invariant and a replay hint are printed above.`,
 						defer wg.Done()
 						defer func() { <-sem }()
 						s := seed + uint64(first+i)
-						opt := testkit.SimOptions{BreakFencing: breakFencing}
+						opt := testkit.SimOptions{BreakFencing: breakFencing, GroupCommit: group}
 						if tmp != "" {
 							path := filepath.Join(tmp, fmt.Sprintf("seed-%d.db", s))
 							opt.Store = func(c *testkit.Clock) (persistence.Store, error) {
@@ -130,6 +140,7 @@ invariant broke; the broken invariant and a replay hint are printed above.`,
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the (first) run")
 	cmd.Flags().IntVar(&runs, "runs", 1, "run seeds seed..seed+runs-1")
 	cmd.Flags().StringVar(&store, "store", "memory", "store under test: memory or sqlite (a temporary file per run)")
+	cmd.Flags().StringVar(&groupCommit, "group-commit", "seed", "node.group_commit of every node: on, off, or seed (drawn from the seed, on in 3 runs of 4)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print each run's scenario")
 	cmd.Flags().BoolVar(&breakFencing, "break-fencing", false, "switch off the store's token check, to see the invariants catch it")
 	_ = cmd.Flags().MarkHidden("break-fencing")
