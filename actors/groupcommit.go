@@ -3,7 +3,6 @@ package actors
 import (
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -15,14 +14,19 @@ import (
 // committer is the node's group committer: units whose batch is ready at
 // the same moment share store round trips (persistence.GroupApplier).
 //
-// Classic group commit, with no timer: a batch that arrives while no
-// group is in flight goes at once, alone (a plain Apply, under its unit's
-// context, exactly the call the unit would have made itself); batches that
-// arrive while a group is in flight queue, and when it completes they all
-// go as the next group (at most maxGroupBatches batches or maxGroupBytes
-// bytes; the rest wait for the group after it). Under load the queue fills
-// while the store works, so the groups grow with the load and the latency
-// of a batch is at most about two store calls.
+// Classic group commit, with no timer: a batch that arrives while fewer
+// groups are in flight than the store applies in parallel
+// (persistence.ParallelGroups: PostgreSQL's pool size; 1 for SQLite and
+// memory) goes at once, alone (a plain Apply, under its unit's context,
+// exactly the call the unit would have made itself); batches that arrive
+// while that many are in flight queue, and when one completes they all go
+// as the next group (at most maxGroupBatches batches or maxGroupBytes
+// bytes; the rest wait for the group after it). Under light load nothing
+// waits; under load the queue fills while the store works, so the groups
+// grow with the load and a batch waits at most for the groups before it.
+// Several groups in flight keep a store that works in parallel busy and
+// keep the units from moving in one convoy (all waiting for one group,
+// then all fetching while the store idles).
 //
 // Each unit gets its result back as it gets that of its own apply job (a
 // jobDone of its incarnation, holding its applyResult); a unit whose
@@ -41,17 +45,15 @@ type committer struct {
 	node     *nodeEnv
 	group    persistence.GroupApplier
 	queue    []*commitItem
-	inflight int // groups in flight
+	inflight int // groups in the store now
+	limit    int // groups in flight at most (persistence.ParallelGroups)
 }
 
 // Bounds of one group.
 const (
 	maxGroupBatches = 64
-	maxGroupBytes   = 64 << 20 // persistence.Op.Size summed over the group's batches
+	maxGroupBytes   = 8 << 20 // persistence.Op.Size summed over the group's batches
 )
-
-// groupsInFlight is how many groups may be in the store at once.
-var groupsInFlight = envInt("DROVER_GROUPS", 1)
 
 // commitItem is one unit's batch handed to the committer.
 type commitItem struct {
@@ -85,14 +87,18 @@ func groupCommits(env *Env) (persistence.GroupApplier, bool) {
 }
 
 func newCommitter(node *nodeEnv, g persistence.GroupApplier) *committer {
-	return &committer{node: node, group: g}
+	limit := 1
+	if p, ok := g.(persistence.ParallelGroups); ok {
+		limit = max(1, p.ParallelGroups())
+	}
+	return &committer{node: node, group: g, limit: limit}
 }
 
 func (c *committer) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *commitBatch:
 		c.queue = append(c.queue, m.item)
-		if c.inflight < groupsInFlight {
+		if c.inflight < c.limit {
 			c.send(ctx)
 			return
 		}
@@ -109,7 +115,7 @@ func (c *committer) Receive(ctx actor.Context) {
 			r := m.results[i]
 			root.Send(it.unit, &jobDone{incarnation: it.inc, v: it.result(r.Applied, r.Err)})
 		}
-		if len(c.queue) > 0 {
+		if len(c.queue) > 0 && c.inflight < c.limit {
 			c.send(ctx)
 		}
 	}
@@ -199,11 +205,4 @@ func (u *unitActor) storeApply(ctx actor.Context, b *persistence.Batch, result f
 	}
 	u.inflight++
 	ctx.Send(u.node.committer, &commitBatch{item: &commitItem{batch: b, result: result, unit: ctx.Self(), inc: u.incarnation}})
-}
-
-func envInt(k string, d int) int {
-	if v, err := strconv.Atoi(os.Getenv(k)); err == nil && v > 0 {
-		return v
-	}
-	return d
 }

@@ -26,9 +26,19 @@ import "context"
 // whose commit was not answered.
 //
 // ApplyGroup returns one result per batch, in the batches' order; bs and
-// its batches are not modified.
+// its batches are not modified. It is safe to call concurrently.
 type GroupApplier interface {
 	ApplyGroup(ctx context.Context, bs []*Batch) []GroupResult
+}
+
+// ParallelGroups is an optional capability of a GroupApplier: how many
+// groups it applies in parallel to good effect (PostgreSQL: its pool's
+// connections; SQLite's one connection: 1). The runtime keeps that many
+// groups in flight at most, so that under light load a batch goes at once
+// and only batches that would otherwise wait share a call. Without it,
+// one.
+type ParallelGroups interface {
+	ParallelGroups() int
 }
 
 // GroupResult is the outcome of one batch of ApplyGroup: what Apply would

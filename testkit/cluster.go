@@ -51,6 +51,10 @@ type Config struct {
 	// ApplyAlone switches group commit off on every node
 	// (node.group_commit: false): each batch is a store call of its own.
 	ApplyAlone bool
+	// ParallelGroups is how many groups of batches a node keeps in the
+	// store at once with group commit (persistence.ParallelGroups; default
+	// 1, as SQLite; PostgreSQL says its pool size).
+	ParallelGroups int
 	// FailoverBound, when set, makes Report flag every unit of a node
 	// killed while the cluster was otherwise healthy that was not owned
 	// again within it.

@@ -529,6 +529,10 @@ func (n nodeStore) ApplyGroup(ctx context.Context, bs []*persistence.Batch) []pe
 	return n.auditStore.ApplyGroup(ctx, bs)
 }
 
+// ParallelGroups is Config.ParallelGroups: how many groups a node keeps
+// in flight, as PostgreSQL's pool size gives it.
+func (n nodeStore) ParallelGroups() int { return max(1, n.auditStore.c.cfg.ParallelGroups) }
+
 func (n nodeStore) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
 	if err := n.cutErr(); err != nil {
 		return persistence.Checkpoint{}, err

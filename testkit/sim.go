@@ -81,8 +81,8 @@ func (r SimResult) OK() bool {
 //     the store, a storm of supervisor crashes (sometimes while a row lock
 //     keeps one of its units from stopping at once), and the first node
 //     restarting with an empty join list into a cluster of its own;
-//   - group commit on (3 runs in 4) or off (node.group_commit), drawn
-//     apart as the next item;
+//   - group commit on (3 runs in 4) or off (node.group_commit), with 1 to
+//     3 groups in flight, drawn apart as the next item;
 //   - sometimes (drawn apart, so the rest of the scenario is as without
 //     them) a check constraint that refuses some records for good, and a
 //     store that takes at most 2 KiB per batch (less than the oversize
@@ -94,13 +94,15 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	// Group commit (node.group_commit) is drawn from a source of its own,
 	// like the store faults below: the rest of the scenario does not
 	// depend on it. On in most runs, as it is by default.
+	rngGroup := rand.New(rand.NewPCG(seed^0x9c0, seed+0x9c1))
 	group := opt.GroupCommit
 	if group == nil {
-		on := rand.New(rand.NewPCG(seed^0x9c0, seed+0x9c1)).IntN(4) > 0
+		on := rngGroup.IntN(4) > 0
 		group = &on
 	}
+	parallel := 1 + rngGroup.IntN(3) // groups in flight: 1 as SQLite, more as PostgreSQL's pool
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second,
-		ApplyAlone: !*group})
+		ApplyAlone: !*group, ParallelGroups: parallel})
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -121,7 +123,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	}
 
 	if *group {
-		step(0, "group commit on: batches ready while the store is busy share one call")
+		step(0, "group commit on, %d group(s) in flight: batches ready while the store is busy share one call", parallel)
 	} else {
 		step(0, "group commit off: every batch is a store call of its own")
 	}

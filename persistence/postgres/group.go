@@ -13,7 +13,10 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-var _ persistence.GroupApplier = (*Store)(nil)
+var (
+	_ persistence.GroupApplier   = (*Store)(nil)
+	_ persistence.ParallelGroups = (*Store)(nil)
+)
 
 // ApplyGroup implements persistence.GroupApplier. The stream batches of
 // the group that Apply writes in one round trip (no dedupe, no handler, a
@@ -123,6 +126,9 @@ func (s *Store) pipes() int {
 	return max(1, int(s.pool.Config().MaxConns))
 }
 
+// ParallelGroups implements persistence.ParallelGroups: the pool's size.
+func (s *Store) ParallelGroups() int { return s.pipes() }
+
 // pipeline writes planned stream batches in one round trip, each batch
 // its own implicit transaction, and returns each one's error.
 func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
@@ -209,7 +215,7 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 				// The connection is gone: the outcome of every later batch
 				// is unknown.
 				_ = p.Close()
-				return fail(wrapf(err, "pipeline"))
+				return fail(dbErr(err))
 			}
 		}
 	}
