@@ -99,7 +99,7 @@ func (c *committer) Receive(ctx actor.Context) {
 	case *commitBatch:
 		c.queue = append(c.queue, m.item)
 		if c.inflight < c.limit {
-			c.send(ctx)
+			c.sendAll(ctx)
 			return
 		}
 		if c.node.env.Trace != nil {
@@ -115,9 +115,15 @@ func (c *committer) Receive(ctx actor.Context) {
 			r := m.results[i]
 			root.Send(it.unit, &jobDone{incarnation: it.inc, v: it.result(r.Applied, r.Err)})
 		}
-		if len(c.queue) > 0 && c.inflight < c.limit {
-			c.send(ctx)
-		}
+		c.sendAll(ctx)
+	}
+}
+
+// sendAll sends what is queued, in groups, while fewer groups than the
+// limit are in flight.
+func (c *committer) sendAll(ctx actor.Context) {
+	for len(c.queue) > 0 && c.inflight < c.limit {
+		c.send(ctx)
 	}
 }
 

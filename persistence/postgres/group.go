@@ -157,7 +157,9 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 			if descs[qq.SQL] != nil {
 				continue
 			}
-			sd, err := s.describe(ctx, conn.Conn().PgConn(), qq.SQL)
+			// prepared once per connection (pgx keeps it), as Apply's
+			// statements are in pgx's statement cache
+			sd, err := conn.Conn().Prepare(ctx, qq.SQL, qq.SQL)
 			if err != nil {
 				return fail(wrapf(err, "prepare"))
 			}
@@ -176,7 +178,7 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 				errs[k], encoded[k] = fmt.Errorf("encode: %w", err), nil
 				break
 			}
-			eq := encodedQuery{sql: qq.SQL, oids: sd.ParamOIDs, formats: slices.Clone(eqb.ParamFormats), results: slices.Clone(eqb.ResultFormats)}
+			eq := encodedQuery{name: sd.Name, formats: slices.Clone(eqb.ParamFormats), results: slices.Clone(eqb.ResultFormats)}
 			for _, v := range eqb.ParamValues {
 				eq.values = append(eq.values, slices.Clone(v))
 			}
@@ -189,7 +191,7 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 			continue
 		}
 		for _, eq := range encoded[k] {
-			p.SendQueryParams(eq.sql, eq.values, eq.oids, eq.formats, eq.results)
+			p.SendQueryPrepared(eq.name, eq.values, eq.formats, eq.results)
 		}
 		p.SendPipelineSync()
 	}
@@ -227,26 +229,9 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 
 // encodedQuery is one statement of a pipeline, its arguments encoded.
 type encodedQuery struct {
-	sql              string
+	name             string // of the prepared statement
 	values           [][]byte
-	oids             []uint32
 	formats, results []int16
-}
-
-// describe returns the parameter types of sql, asked of the server once
-// per statement text (an unnamed statement: nothing stays prepared on the
-// connection, so a table dropped and created again cannot leave a stale
-// plan behind).
-func (s *Store) describe(ctx context.Context, c *pgconn.PgConn, sql string) (*pgconn.StatementDescription, error) {
-	if sd, ok := s.descs.Load(sql); ok {
-		return sd.(*pgconn.StatementDescription), nil
-	}
-	sd, err := c.Prepare(ctx, "", sql, nil)
-	if err != nil {
-		return nil, err
-	}
-	s.descs.Store(sql, sd)
-	return sd, nil
 }
 
 // segment reads the results of one batch of a pipeline, up to its Sync,

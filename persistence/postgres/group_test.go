@@ -85,4 +85,24 @@ func TestApplyGroupOnePipeline(t *testing.T) {
 		Ops: upserts(1, "after-", "6"), Checkpoint: "6"}); err != nil {
 		t.Fatalf("apply after the group: %v", err)
 	}
+	// A records table dropped and created again: the statements the
+	// connection prepared for the group write to the new table.
+	if _, err := s.pool.Exec(ctx, `DROP TABLE `+s.name("orders")); err != nil {
+		t.Fatal(err)
+	}
+	again := func(pos string) []persistence.GroupResult {
+		return s.ApplyGroup(ctx, []*persistence.Batch{
+			{Source: "orders", Unit: ls[0].Unit, Lease: ls[0], Table: "orders", Ops: upserts(2, "new-0-", pos), Checkpoint: pos},
+			{Source: "orders", Unit: ls[3].Unit, Lease: ls[3], Table: "orders", Ops: upserts(2, "new-3-", pos), Checkpoint: pos},
+		})
+	}
+	again("7") // finds the table gone: it is created again by the next apply
+	for i, r := range again("8") {
+		if r.Err != nil {
+			t.Errorf("batch %d after the table came back: %v", i, r.Err)
+		}
+	}
+	if recs, err := s.Records(ctx, "orders", "", 0); err != nil || len(recs) != 4 {
+		t.Errorf("records after the table came back: %d, %v; want 4", len(recs), err)
+	}
 }

@@ -26,8 +26,6 @@ type Store struct {
 
 	mu     sync.Mutex             // guards tables
 	tables map[string]*recordsSQL // records tables known to exist
-
-	descs sync.Map // statement text -> *pgconn.StatementDescription (ApplyGroup)
 }
 
 var _ persistence.Store = (*Store)(nil)
