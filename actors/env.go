@@ -68,6 +68,13 @@ type Env struct {
 	ApplyAlone bool
 	// Tuning; zero values mean the defaults.
 	Tuning Tuning
+	// Placement, when set, is called instead of placement.Owned and must
+	// return what it returns for the same arguments (it is a pure
+	// function), without changing units or members. The testkit's scale
+	// mode shares one memo of it among its simulated nodes, which compute
+	// the same placement from the same views, and times it. nil means
+	// placement.Owned.
+	Placement func(self string, units []string, members []placement.Member, maxCapacity float64) []string
 }
 
 // Tuning holds the runtime's timing knobs.

@@ -98,6 +98,9 @@ type registry struct {
 	sources map[string]*sourceEntry
 	order   []string
 	gens    uint64 // unit generations handed out (addUnit)
+	// states counts the changes of what UnitStates shows: the sources,
+	// their states, the unit entries and their states.
+	states uint64
 	// retryLogs rate-limits each unit's WARN lines about retrying, across
 	// the unit's restarts (by unit id).
 	retryLogs map[string]*logGate
@@ -159,6 +162,7 @@ func (r *registry) addSource(name, typ string) {
 	if _, ok := r.sources[name]; !ok {
 		r.sources[name] = &sourceEntry{status: SourceStatus{Name: name, Type: typ, State: StateStarting}, units: map[string]*unitEntry{}}
 		r.order = append(r.order, name)
+		r.states++
 	}
 }
 
@@ -166,7 +170,11 @@ func (r *registry) source(name string, f func(*SourceStatus)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if s, ok := r.sources[name]; ok {
+		was := s.status.State
 		f(&s.status)
+		if s.status.State != was {
+			r.states++
+		}
 	}
 }
 
@@ -189,6 +197,7 @@ func (r *registry) addUnit(source, unit string) uint64 {
 		return 0
 	}
 	r.gens++
+	r.states++
 	s.units[unit] = &unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}, gen: r.gens}
 	r.noteState(source, unit, StateStarting)
 	return r.gens
@@ -220,6 +229,7 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 			s.units[unit] = e
 		}
 		f(&e.status)
+		r.states++
 		return
 	}
 	if !ok || e.gen != gen {
@@ -227,6 +237,9 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	}
 	was := e.status.State
 	f(&e.status)
+	if e.status.State != was {
+		r.states++
+	}
 	if e.status.State != was && !mutate.On(mutate.StaleStateMetrics) {
 		r.noteState(source, unit, e.status.State)
 	}
@@ -254,6 +267,7 @@ func (r *registry) removeUnit(source, unit string, gen uint64) {
 	if s, ok := r.sources[source]; ok {
 		if e, ok := s.units[unit]; ok && (e.gen == gen || mutate.On(mutate.GhostUnits)) {
 			delete(s.units, unit)
+			r.states++
 		}
 	}
 }

@@ -36,6 +36,11 @@ type supervisor struct {
 	finished map[string]bool              // units read to their end
 	stale    map[string]bool              // units whose finished checkpoint is of an earlier stream
 	cooldown map[string]time.Time         // units that lost their lease: not started again before
+	// eligibleSorted caches the units placement is asked about (listed,
+	// not finished), sorted; nil when units or finished changed since
+	// (unitsChanged). A reconcile runs at every child's end: sorting
+	// thousands of ids each time was most of a large simulation's time.
+	eligibleSorted []string
 	// initial are the source's units at its first discovery, recorded in
 	// the store (persistence.Sources); nil until known. A unit not among
 	// them appeared later and starts at its earliest.
@@ -257,6 +262,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.jobs, s.cancel = context.WithCancel(s.node.ctx)
 	s.units = map[string]brokers.Partition{}
 	s.finished = map[string]bool{}
+	s.unitsChanged()
 	s.stale = map[string]bool{}
 	s.cooldown = map[string]time.Time{}
 	s.finishedAt = map[string]uint64{}

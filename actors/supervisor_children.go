@@ -38,17 +38,15 @@ func (s *supervisor) eligible() []placement.Member {
 func (s *supervisor) reconcile(ctx actor.Context) {
 	want := map[string]bool{}
 	if !s.draining {
-		eligible := make([]string, 0, len(s.units))
-		for u := range s.units {
-			if !s.finished[u] {
-				eligible = append(eligible, u)
-			}
-		}
-		sort.Strings(eligible)
+		eligible := s.eligibleUnits()
 		// The clamp of the whole view, not of the eligible members: the
 		// same on every node that sees the same view.
 		limit := placement.EffectiveMaxCapacity(s.members, s.node.env.MaxCapacity)
-		for _, u := range placement.Owned(s.node.env.Node, eligible, s.eligible(), limit) {
+		owned := placement.Owned
+		if s.node.env.Placement != nil {
+			owned = s.node.env.Placement
+		}
+		for _, u := range owned(s.node.env.Node, eligible, s.eligible(), limit) {
 			want[u] = true
 		}
 	}
@@ -88,6 +86,25 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 	}
 }
 
+// eligibleUnits are the units placement is asked about: listed and not
+// finished, sorted. The caller must not change the slice.
+func (s *supervisor) eligibleUnits() []string {
+	if s.eligibleSorted == nil {
+		eligible := make([]string, 0, len(s.units))
+		for u := range s.units {
+			if !s.finished[u] {
+				eligible = append(eligible, u)
+			}
+		}
+		sort.Strings(eligible)
+		s.eligibleSorted = eligible
+	}
+	return s.eligibleSorted
+}
+
+// unitsChanged is called after every change of units or finished.
+func (s *supervisor) unitsChanged() { s.eligibleSorted = nil }
+
 func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	p := s.units[unit]
 	node, spec := s.node, s.spec
@@ -126,6 +143,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	exit := c.exit.Load()
 	if exit == exitFinished {
 		s.finished[c.unit] = true
+		s.unitsChanged()
 		s.finishedAt[c.unit] = s.discSeq
 		delete(s.stale, c.unit)
 	}

@@ -133,6 +133,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	for u := range m.finished {
 		s.finished[u] = true
 	}
+	s.unitsChanged()
 	// A unit is finished because it was closed by a reshard, so its
 	// children are listed as long as it is. A finished unit listed with no
 	// child listed is a partition of a stream created again with the same
@@ -150,6 +151,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		}
 		if _, listed := units[u]; listed && !children[u] && !s.spec.isQueue() {
 			delete(s.finished, u)
+			s.unitsChanged()
 			s.stale[u] = true
 			s.node.env.trace("finished-stale", u, "")
 		}

@@ -294,6 +294,13 @@ func (c *Cluster) onAcquired(l persistence.Lease) {
 	}
 	c.led.tokens[k] = l.Owner
 	c.event("lease", l.Owner, l.Unit, fmt.Sprintf("token=%d", l.Token))
+	if c.scale != nil {
+		sid := 0
+		if n := c.nodes[l.Owner]; n != nil {
+			sid = n.sid
+		}
+		c.scale.acquired(l, sid)
+	}
 	led := c.led
 	if !led.acquired[l.Unit] {
 		led.acquired[l.Unit] = true

@@ -120,6 +120,8 @@ type Cluster struct {
 	checks    []Violation          // broken invariants found while running
 	unowned   map[string]time.Time // unit -> since when nobody owns it (quiet cluster)
 	ghosts    map[string]bool      // node|unit the tree invariant reported, while it stays
+	treeUnits map[string]int       // scratch of the tree invariant's fast path
+	scale     *scaleStats          // the scale mode's counters (scale.go); nil otherwise
 
 	ackDeadline  map[string]time.Duration // queue source -> its ack deadline
 	expiriesSeen map[string]int           // queue source -> expiries checked
@@ -135,6 +137,9 @@ type simNode struct {
 	running []string      // the sources its current process runs; nil: all
 	stopAt  time.Time     // when its graceful stop began
 	metrics *stateMetrics // the current process's unit states, as its metrics report them
+	// clean is what the tree invariant last found clean: the process, its
+	// tree's and its metrics' versions of the states (checkTrees).
+	clean treeVersion
 }
 
 // New builds a cluster; add sources, then Start it.
@@ -372,6 +377,10 @@ func (c *Cluster) startNode(n *simNode) error {
 	}
 	n.metrics = newStateMetrics()
 	env.Metrics = n.metrics
+	if c.scale != nil {
+		env.Placement = c.scale.placement(n.name)
+		c.scale.viewChanged(n.name) // a new process: its first view
+	}
 	node, err := actors.Start(env, specs)
 	if err != nil {
 		return fmt.Errorf("testkit: start %s: %w", n.name, err)

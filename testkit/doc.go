@@ -37,6 +37,9 @@
 //     race of concurrent DDL).
 //
 // RandomRun draws a whole scenario from a seed; `drover sim` runs it.
+// Scale takes one large cluster (100 nodes, 20,000 units by default)
+// through a cold start, a kill, a join and a rolling restart and measures
+// each; `drover sim --scale` prints its table (scale.go).
 // Users test their handlers' behaviour with the same Cluster: AddStream /
 // AddQueue with their actors.SourceSpec, Publish, Run, faults, Settle,
 // Report.

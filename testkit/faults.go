@@ -483,6 +483,7 @@ func (n nodeStore) cutErr() error {
 }
 
 func (n nodeStore) Acquire(ctx context.Context, req persistence.AcquireRequest) (persistence.Lease, error) {
+	n.c.countLease()
 	if err := n.cutErr(); err != nil {
 		return persistence.Lease{}, err
 	}
@@ -490,6 +491,7 @@ func (n nodeStore) Acquire(ctx context.Context, req persistence.AcquireRequest) 
 }
 
 func (n nodeStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Duration) (persistence.Lease, error) {
+	n.c.countLease()
 	if err := n.cutErr(); err != nil {
 		return persistence.Lease{}, err
 	}
@@ -497,6 +499,7 @@ func (n nodeStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Dura
 }
 
 func (n nodeStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	n.c.countLease()
 	if err := n.cutErr(); err != nil {
 		return nil, nil, err
 	}
@@ -504,6 +507,7 @@ func (n nodeStore) RenewLeases(ctx context.Context, owner string, ls []persisten
 }
 
 func (n nodeStore) Release(ctx context.Context, l persistence.Lease) error {
+	n.c.countLease()
 	if err := n.cutErr(); err != nil {
 		return err
 	}

@@ -106,13 +106,18 @@ func (c *Cluster) checkOwnership() {
 			}
 		}
 	}
+	running := c.Running()
+	bySource := map[string][]string{} // source -> the nodes that run it now
 	for _, u := range c.readableUnits(cps) {
 		src := sourceOf(u)
-		var runners []string
-		for _, name := range c.Running() {
-			if n := c.nodes[name]; n.state == "running" && c.runs(n, src) && !down[name+"/"+src] {
-				runners = append(runners, name)
+		runners, ok := bySource[src]
+		if !ok {
+			for _, name := range running {
+				if n := c.nodes[name]; n.state == "running" && c.runs(n, src) && !down[name+"/"+src] {
+					runners = append(runners, name)
+				}
 			}
+			bySource[src] = runners
 		}
 		if len(runners) == 0 {
 			delete(c.unowned, u)
@@ -193,8 +198,23 @@ func (c *Cluster) checkTrees(sids map[int]bool) {
 		}
 		if n.node == nil || n.state != "running" || c.s.isPaused(n.sid) {
 			c.forgetGhosts(name, nil)
+			n.clean = treeVersion{} // its ghosts are forgotten: look again
 			continue
 		}
+		v := treeVersion{n.node, n.node.StatesVersion(), n.metrics.version()}
+		if v == n.clean {
+			// nothing it checks changed since it was clean: clean again,
+			// with the same ghosts seen (all already reported)
+			continue
+		}
+		if seen, ok := c.treeClean(name, n); ok {
+			c.forgetGhosts(name, seen)
+			n.clean = v
+			continue
+		}
+		n.clean = treeVersion{}
+		// something to report: go through the tree in its order, so that
+		// what is reported comes in the same order on every run
 		seen := map[string]bool{}
 		units := map[string]int{}
 		reported, keys := n.metrics.snapshot()
@@ -302,4 +322,64 @@ func (c *Cluster) specByName(name string) *specInfo {
 type specInfo struct {
 	Slots     int
 	Discovery time.Duration
+}
+
+// treeClean is the tree invariant's fast path: it reports whether checking
+// node's tree as checkTrees does would report nothing and mark no new
+// ghost, and, if so, the ghosts it would see (nil if none). It walks the
+// tree's states without copying or sorting it (checkTrees runs at nearly
+// every virtual instant: with hundreds of units per node the sorted copy
+// was most of a large simulation's time).
+func (c *Cluster) treeClean(name string, n *simNode) (map[string]bool, bool) {
+	units := c.treeUnits
+	if units == nil {
+		units = map[string]int{}
+		c.treeUnits = units
+	}
+	clear(units)
+	var seen map[string]bool
+	clean, found := true, 0
+	m := n.metrics
+	// the tree's lock, then the metrics' (the order the runtime takes
+	// them in when a state changes)
+	n.node.UnitStates(func(source, sourceState, unit, state string) {
+		units[unit]++
+		if units[unit] > 1 {
+			clean = false
+		}
+		m.mu.Lock()
+		got, ok := m.states[unitKey{source, unit}]
+		m.mu.Unlock()
+		if !ok || got != state {
+			clean = false
+		} else {
+			found++
+		}
+		if sourceState != actors.StateRunning || state != actors.StateStopped {
+			return
+		}
+		k := name + "|" + unit
+		if seen == nil {
+			seen = map[string]bool{}
+		}
+		seen[k] = true
+		if !c.ghosts[k] {
+			clean = false
+		}
+	})
+	// every state series is of a unit shown (the units shown are distinct
+	// per source, so found counts distinct series)
+	m.mu.Lock()
+	if found != len(m.states) {
+		clean = false
+	}
+	m.mu.Unlock()
+	return seen, clean
+}
+
+// treeVersion is a node process and the versions of its tree's and its
+// metrics' states.
+type treeVersion struct {
+	node          *actors.Node
+	tree, metrics uint64
 }

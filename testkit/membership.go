@@ -73,6 +73,7 @@ type world struct {
 	members   map[string]*worldMember
 	order     []string                        // member names, sorted
 	event     func(kind, node, detail string) // notable membership events; may be nil
+	changed   func(node string)               // called at every change of a view; may be nil
 }
 
 // gossipToTheDead is memberlist's default GossipToTheDeadTime.
@@ -80,7 +81,8 @@ const gossipToTheDead = 30 * time.Second
 
 type worldMember struct {
 	name     string
-	schedID  int // the scheduler id of the current process; -1 when not running
+	addr     string // "sim://" + name, made once
+	schedID  int    // the scheduler id of the current process; -1 when not running
 	state    placement.MemberState
 	left     bool
 	isolated bool // partitioned away from every other node
@@ -154,7 +156,7 @@ func (w *world) emit(kind, node, detail string) {
 func (w *world) join(name string, sid int, seeds []string) *simMembership {
 	m, ok := w.members[name]
 	if !ok {
-		m = &worldMember{name: name}
+		m = &worldMember{name: name, addr: "sim://" + name}
 		w.members[name] = m
 		w.order = append(w.order, name)
 		sort.Strings(w.order)
@@ -269,14 +271,16 @@ func (w *world) views() map[string][]string {
 }
 
 func (m *worldMember) member() placement.Member {
-	return placement.Member{Name: m.name, Addr: "sim://" + m.name, DebugAddr: "sim://" + m.name, Version: "sim", Capacity: 1,
+	return placement.Member{Name: m.name, Addr: m.addr, DebugAddr: m.addr, Version: "sim", Capacity: 1,
 		MaxCapacity: placement.DefaultMaxCapacity, State: m.state,
 		Sources: slices.Clone(m.sources)}
 }
 
-func sameMember(a, b placement.Member) bool {
-	return a.Name == b.Name && a.Addr == b.Addr && a.DebugAddr == b.DebugAddr && a.Version == b.Version &&
-		a.Capacity == b.Capacity && a.MaxCapacity == b.MaxCapacity && a.State == b.State && a.SourceDigest == b.SourceDigest && slices.Equal(a.Sources, b.Sources)
+// is reports whether p equals, field by field, what member returns now,
+// without making it: every probe asks it of every member.
+func (m *worldMember) is(p placement.Member) bool {
+	return p.Name == m.name && p.Addr == m.addr && p.DebugAddr == m.addr && p.Version == "sim" && p.Capacity == 1 &&
+		p.MaxCapacity == placement.DefaultMaxCapacity && p.State == m.state && p.SourceDigest == 0 && slices.Equal(p.Sources, m.sources)
 }
 
 // simMembership is one node process's membership view.
@@ -321,10 +325,10 @@ func (v *simMembership) known() []*worldMember {
 // learn adds x in its current incarnation if v can reach it and does not
 // know that incarnation yet; it reports whether the view changed.
 func (v *simMembership) learn(x *worldMember) bool {
-	if !v.w.reachable(v.me, x) {
-		return false
-	}
 	if e, ok := v.view[x.name]; ok && e.sid == x.schedID {
+		return false // known (the cheaper test first)
+	}
+	if !v.w.reachable(v.me, x) {
 		return false
 	}
 	v.view[x.name] = &viewEntry{sid: x.schedID, m: x.member(), heard: v.w.s.now}
@@ -350,8 +354,8 @@ func (v *simMembership) probeOnce() {
 		switch {
 		case in && w.current(v.me, o, e.sid):
 			e.heard = now
-			if cur := o.member(); !sameMember(e.m, cur) {
-				e.m = cur
+			if !o.is(e.m) {
+				e.m = o.member()
 				changed = true
 			}
 		case in && o.left && !v.me.isolated:
@@ -442,6 +446,9 @@ func (v *simMembership) healOnce() {
 }
 
 func (v *simMembership) notify() {
+	if v.w.changed != nil {
+		v.w.changed(v.me.name)
+	}
 	keys := make([]int, 0, len(v.watchers))
 	for k := range v.watchers {
 		keys = append(keys, k)

@@ -12,10 +12,15 @@ import (
 // not kept.
 type stateMetrics struct {
 	mu     sync.Mutex
-	states map[string]string // "source|unit" → the state last reported
+	states map[unitKey]string // the state last reported
+	ver    uint64             // counts the changes of states
 }
 
-func newStateMetrics() *stateMetrics { return &stateMetrics{states: map[string]string{}} }
+// unitKey is a unit of a source (the tree invariant looks units up by it
+// at every virtual instant: no string to build).
+type unitKey struct{ source, unit string }
+
+func newStateMetrics() *stateMetrics { return &stateMetrics{states: map[unitKey]string{}} }
 
 func (*stateMetrics) Received(string, string, int64, int64)       {}
 func (*stateMetrics) Applied(string, string, int64, int64, int64) {}
@@ -27,19 +32,37 @@ func (*stateMetrics) PositionReset(string, string)                {}
 func (m *stateMetrics) UnitState(source, unit, state string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.states[source+"|"+unit] = state
+	k := unitKey{source, unit}
+	if was, ok := m.states[k]; !ok || was != state {
+		m.states[k] = state
+		m.ver++
+	}
 }
 
 func (m *stateMetrics) Forget(source, unit string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.states, source+"|"+unit)
+	if _, ok := m.states[unitKey{source, unit}]; ok {
+		delete(m.states, unitKey{source, unit})
+		m.ver++
+	}
 }
 
-// snapshot is a copy of the reported states and their keys, sorted.
+// snapshot is a copy of the reported states by "source|unit", and those
+// keys, sorted.
 func (m *stateMetrics) snapshot() (map[string]string, []string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	s := maps.Clone(m.states)
+	s := make(map[string]string, len(m.states))
+	for k, v := range m.states {
+		s[k.source+"|"+k.unit] = v
+	}
 	return s, slices.Sorted(maps.Keys(s))
+}
+
+// version counts the changes of the reported states.
+func (m *stateMetrics) version() uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.ver
 }

@@ -635,3 +635,14 @@ func BenchmarkAssign10kUnits50Members(b *testing.B) {
 		Assign(units, members, DefaultMaxCapacity)
 	}
 }
+
+// One source of the scale simulation's default (drover sim --scale):
+// 5,000 units on 100 members of equal capacity.
+func BenchmarkAssign5kUnits100Members(b *testing.B) {
+	units := unitIDs(5000)
+	members := nodes(100, func(int) float64 { return 1 })
+	b.ReportAllocs()
+	for b.Loop() {
+		Assign(units, members, DefaultMaxCapacity)
+	}
+}

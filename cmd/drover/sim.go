@@ -30,9 +30,10 @@ func newSim() *cobra.Command {
 		verbose      bool
 		breakFencing bool
 		groupCommit  string
+		scale        *scaleFlags
 	)
 	cmd := &cobra.Command{
-		Use:   "sim --seed N [--runs M] [--store memory|sqlite]",
+		Use:   "sim --seed N [--runs M] [--store memory|sqlite] | sim --scale [--nodes N] [--units U] [--sources S]",
 		Short: "run deterministic random cluster scenarios and check every invariant",
 		Long: `sim draws a whole scenario from a seed — nodes, a stream and a queue, messages of
 every kind (good, malformed, tombstones, deletes, Debezium), kills, graceful
@@ -45,9 +46,22 @@ README's "The simulator" lists.
 The last line of each run is
   seed=<n> digest=<hex> applied=<n> lost=<n> duplicated=<n>
 The same seed always prints the same line. The exit status is 1 when an
-invariant broke; the broken invariant and a replay hint are printed above.`,
+invariant broke; the broken invariant and a replay hint are printed above.
+
+With --scale it runs one large cluster (default 100 nodes, 20,000 units over
+4 sources) through a cold start, a kill -9 of one node, a node joining and a
+rolling restart, and prints a table: virtual seconds until every unit is owned
+exactly once, units moved, lease statements, and the CPU time placement
+takes per membership change. Rows are the same for a seed but for the
+placement times (the time the run took goes to stderr).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := scale.check(cmd); err != nil {
+				return err
+			}
+			if scale.on {
+				return runScale(cmd, scale, seed, verbose)
+			}
 			if runs < 1 || runs > maxSimRuns {
 				return &exitError{2, fmt.Errorf("--runs %d: must be between 1 and %d", runs, maxSimRuns)}
 			}
@@ -137,6 +151,7 @@ invariant broke; the broken invariant and a replay hint are printed above.`,
 			return nil
 		},
 	}
+	scale = addScaleFlags(cmd)
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the (first) run")
 	cmd.Flags().IntVar(&runs, "runs", 1, "run seeds seed..seed+runs-1")
 	cmd.Flags().StringVar(&store, "store", "memory", "store under test: memory or sqlite (a temporary file per run)")
