@@ -75,11 +75,12 @@ func (s *gateStore) ApplyGroup(ctx context.Context, bs []*persistence.Batch) []p
 	return rs
 }
 
-// Several units' batches ready while the store is busy share one
-// ApplyGroup; the one whose lease was lost in it gets ErrLeaseLost (its
-// unit stops) and the others are applied.
-func TestGroupCommitSharesOneStoreCallAndIsolatesALostLease(t *testing.T) {
-	const parts, perPart = 4, 5
+const parts, perPart = 4, 5
+
+// readyStream is a stream of parts partitions with perPart messages in
+// each: every unit has a batch ready at once.
+func readyStream(t *testing.T) *memory.Stream {
+	t.Helper()
 	st, _ := memory.NewStream(memory.StreamConfig{Partitions: parts})
 	for p := 0; p < parts; p++ {
 		for i := 0; i < perPart; i++ {
@@ -88,6 +89,14 @@ func TestGroupCommitSharesOneStoreCallAndIsolatesALostLease(t *testing.T) {
 			}
 		}
 	}
+	return st
+}
+
+// Several units' batches ready while the store is busy share one
+// ApplyGroup; the one whose lease was lost in it gets ErrLeaseLost (its
+// unit stops) and the others are applied.
+func TestGroupCommitSharesOneStoreCallAndIsolatesALostLease(t *testing.T) {
+	st := readyStream(t)
 	store := &gateStore{Store: memstore.New(memstore.Config{}), gate: make(chan struct{})}
 	var mu sync.Mutex
 	queued := 0
@@ -170,13 +179,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // With ApplyAlone (node.group_commit: false) no batch goes through
 // ApplyGroup, however many are ready at once.
 func TestApplyAloneNeverGroups(t *testing.T) {
-	const parts, perPart = 4, 5
-	st, _ := memory.NewStream(memory.StreamConfig{Partitions: parts})
-	for p := 0; p < parts; p++ {
-		for i := 0; i < perPart; i++ {
-			_, _ = st.Produce(fmt.Sprint(p), brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d-%d"}`, p, i))})
-		}
-	}
+	st := readyStream(t)
 	store := &gateStore{Store: memstore.New(memstore.Config{}), gate: make(chan struct{})}
 	close(store.gate)
 	ex := &exec.Goroutines{}
