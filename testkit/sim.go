@@ -91,18 +91,9 @@ func (r SimResult) OK() bool {
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
-	// Group commit (node.group_commit) is drawn from a source of its own,
-	// like the store faults below: the rest of the scenario does not
-	// depend on it. On in most runs, as it is by default.
-	rngGroup := rand.New(rand.NewPCG(seed^0x9c0, seed+0x9c1))
-	group := opt.GroupCommit
-	if group == nil {
-		on := rngGroup.IntN(4) > 0
-		group = &on
-	}
-	parallel := 1 + rngGroup.IntN(3) // groups in flight: 1 as SQLite, more as PostgreSQL's pool
+	gc := drawGroupCommit(seed, opt)
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second,
-		ApplyAlone: !*group, ParallelGroups: parallel})
+		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -122,11 +113,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 	}
 
-	if *group {
-		step(0, "group commit on, %d group(s) in flight: batches ready while the store is busy share one call", parallel)
-	} else {
-		step(0, "group commit off: every batch is a store call of its own")
-	}
+	step(0, "%s", gc)
 
 	// The store faults of issue 10 are drawn from a source of their own, so
 	// that the draws below, and so the runs without them, are what they
