@@ -236,3 +236,22 @@ func TestCommitted(t *testing.T) {
 		})
 	}
 }
+
+func TestBehindWhenFullOrLagging(t *testing.T) {
+	n := func(k int) []brokers.Message { return make([]brokers.Message, k) }
+	for _, c := range []struct {
+		r    brokers.Result
+		want bool
+	}{
+		{brokers.Result{Messages: n(10)}, true},
+		{brokers.Result{Messages: n(3), Lag: 5}, true},
+		{brokers.Result{Messages: n(3)}, false},
+		{brokers.Result{Messages: n(3), Lag: -1}, false}, // unknown
+		{brokers.Result{}, false},
+		{brokers.Result{Messages: n(10), Lag: 2, End: true}, false},
+	} {
+		if got := behind(c.r, 10); got != c.want {
+			t.Errorf("behind(%d messages, lag %d, end %t) = %t, want %t", len(c.r.Messages), c.r.Lag, c.r.End, got, c.want)
+		}
+	}
+}

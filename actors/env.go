@@ -123,6 +123,15 @@ type Tuning struct {
 	// one, the next comes at most that much later, counting the ones left
 	// out (default 30 s).
 	RetryLogEvery time.Duration
+	// NoFetchAhead switches off a stream unit's fetch ahead: by default it
+	// fetches its next batch while the current one is applied (at most one
+	// batch ahead, architecture §13).
+	NoFetchAhead bool
+	// WakeSafety bounds the wait of an idle unit whose reader tells when
+	// messages may arrive (brokers.Waker): it fetches again after that long
+	// even if it was not woken, so that a broker that misses a call cannot
+	// wedge it (default 30 s).
+	WakeSafety time.Duration
 }
 
 func (t Tuning) withDefaults() Tuning {
@@ -145,6 +154,7 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.PositionCheck, 30*time.Second)
 	def(&t.DiscoverySpacing, 2*time.Second)
 	def(&t.RetryLogEvery, 30*time.Second)
+	def(&t.WakeSafety, 30*time.Second)
 	return t
 }
 

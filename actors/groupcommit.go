@@ -159,7 +159,7 @@ func (c *committer) send(ctx actor.Context) {
 	if len(items) == 1 {
 		// A group of one: the unit's own Apply, under its incarnation.
 		it, store := items[0], c.node.env.Store
-		c.node.env.Executor.Go(exec.WithLabel(it.inc.ctx, "apply"), func(ctx context.Context) any {
+		it.inc.goJob(c.node.env.Executor, "apply", func(ctx context.Context) any {
 			a, err := store.Apply(ctx, it.batch)
 			return &groupApplied{items: items, results: []persistence.GroupResult{{Applied: a, Err: err}}}
 		}, deliver)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sort"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -21,9 +20,13 @@ import (
 // statement per node and round keeps a short interval cheap with thousands
 // of units; the short interval is what lets others take over a dead
 // node's leases soon after failure detection (a holder absent from their
-// view is taken over once its last renewal is older than RenewInterval +
-// TakeoverMargin), while a holder that still renews keeps its leases
-// whatever anyone's view says.
+// view is taken over once its last renewal or heartbeat is older than
+// RenewInterval + TakeoverMargin), while a holder that still renews keeps
+// its leases whatever anyone's view says. A round is the node's heartbeat:
+// the store rewrites a lease row only when its expiry is within half its
+// TTL, so an idle node costs a row write per lease per TTL/2, and the
+// leaser passes every lease back as the store last returned it (its
+// ExpiresAt decides which are due).
 //
 // Units register a lease when they acquire it and drop it when they
 // release or lose it. A lease the store reports lost is told to its unit
@@ -36,6 +39,7 @@ type leaser struct {
 	node   *nodeEnv
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
+	order  []string              // held's units, sorted; nil when held changed since
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
@@ -81,7 +85,7 @@ type (
 		err   error
 	}
 	renewDone struct {
-		sent    map[string]int64 // unit -> token renewed
+		sent    []persistence.Lease // as the round passed them
 		renewed []persistence.Lease
 		lost    []string
 		err     error
@@ -109,10 +113,13 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *actor.Started:
 		l.schedule(ctx)
 	case *leaseHeld:
+		if _, ok := l.held[m.lease.Unit]; !ok {
+			l.order = nil
+		}
 		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseDropped:
 		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
-			delete(l.held, m.unit)
+			l.drop(m.unit)
 		}
 	case *renewTick:
 		l.timer = nil
@@ -186,6 +193,20 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 	return false
 }
 
+// drop forgets the lease of unit.
+func (l *leaser) drop(unit string) {
+	delete(l.held, unit)
+	l.order = nil
+}
+
+// units are the units of held, sorted: rounds renew them in this order.
+func (l *leaser) units() []string {
+	if l.order == nil {
+		l.order = slices.Sorted(maps.Keys(l.held))
+	}
+	return l.order
+}
+
 func (l *leaser) schedule(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.timer = l.node.env.Clock.AfterFunc(l.every, func() { root.Send(self, &renewTick{}) })
@@ -200,21 +221,26 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	byTTL := map[time.Duration][]persistence.Lease{}
-	sent := make(map[string]int64, len(l.held))
-	for _, u := range slices.Sorted(maps.Keys(l.held)) {
+	sent := make([]persistence.Lease, 0, len(l.held))
+	ttlSet := map[time.Duration]bool{}
+	for _, u := range l.units() {
 		h := l.held[u]
-		byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
-		sent[u] = h.lease.Token
+		ttlSet[h.ttl] = true
+		sent = append(sent, h.lease)
 	}
-	ttls := make([]time.Duration, 0, len(byTTL))
-	for ttl := range byTTL {
-		ttls = append(ttls, ttl)
-	}
-	if len(ttls) == 0 {
+	ttls := slices.Sorted(maps.Keys(ttlSet))
+	byTTL := map[time.Duration][]persistence.Lease{}
+	switch len(ttls) {
+	case 0:
 		ttls = append(ttls, time.Minute) // a probe: RenewLeases of nothing
+	case 1:
+		byTTL[ttls[0]] = sent // the usual case: no second slice of every lease
+	default:
+		for _, u := range l.units() {
+			h := l.held[u]
+			byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
+		}
 	}
-	sort.Slice(ttls, func(i, j int) bool { return ttls[i] < ttls[j] })
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -225,6 +251,10 @@ func (l *leaser) round(ctx actor.Context) {
 			if err != nil {
 				d.err = err
 				return d
+			}
+			if len(ttls) == 1 {
+				d.renewed, d.lost = renewed, lost
+				break
 			}
 			d.renewed = append(d.renewed, renewed...)
 			d.lost = append(d.lost, lost...)
@@ -257,19 +287,31 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		if !ok || h.lease.Token != nl.Token {
 			continue // dropped or acquired again meanwhile
 		}
+		moved := !h.lease.ExpiresAt.Equal(nl.ExpiresAt)
 		h.lease = nl
-		l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
+		if moved { // most rounds extend no lease: the tree is left alone
+			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
+		}
+	}
+	sent := make(map[string]int64, len(d.lost))
+	if len(d.lost) > 0 || len(d.renewed)+len(d.lost) < len(d.sent) {
+		for _, sl := range d.sent {
+			sent[sl.Unit] = sl.Token
+		}
 	}
 	lost := make(map[string]bool, len(d.lost))
 	for _, u := range d.lost {
 		lost[u] = true
 		h, ok := l.held[u]
-		if !ok || h.lease.Token != d.sent[u] {
+		if !ok || h.lease.Token != sent[u] {
 			continue
 		}
-		delete(l.held, u)
+		l.drop(u)
 		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
 		ctx.Send(h.pid, &leaseLostNote{token: h.lease.Token})
+	}
+	if len(d.renewed)+len(d.lost) >= len(d.sent) {
+		return // every lease answered (the leaser never sends one twice)
 	}
 	renewed := make(map[string]bool, len(d.renewed))
 	for _, nl := range d.renewed {
@@ -279,12 +321,13 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 	// unit's own apply (the fence) or by a transaction that vanished.
 	// Renew it alone, in a job of its own that may wait for the lock
 	// (store.timeout bounds it) without holding up the next rounds.
-	for _, u := range slices.Sorted(maps.Keys(d.sent)) {
+	for _, sl := range d.sent {
+		u := sl.Unit
 		if renewed[u] || lost[u] {
 			continue
 		}
 		h, ok := l.held[u]
-		if !ok || h.lease.Token != d.sent[u] || h.alone {
+		if !ok || h.lease.Token != sl.Token || h.alone {
 			continue
 		}
 		h.alone = true
@@ -306,7 +349,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	h.alone = false
 	switch {
 	case errors.Is(r.err, persistence.ErrLeaseLost):
-		delete(l.held, r.unit)
+		l.drop(r.unit)
 		l.node.env.trace("renew-lost", r.unit, fmt.Sprintf("token=%d", r.token))
 		ctx.Send(h.pid, &leaseLostNote{token: r.token})
 	case r.err != nil:

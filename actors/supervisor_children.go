@@ -112,6 +112,12 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 	stale := s.stale[unit]
 	// the entry first: the child may write its status before spawn returns
 	c := &child{unit: unit, gen: s.node.reg.addUnit(s.spec.Name, unit)}
+	// The mailbox is protoactor's lock-free unbounded one: two linked
+	// queues that allocate per message, not a ring of ten slots per actor
+	// up front. A unit receives few messages (its jobs' results, its
+	// timers), and a node may hold 10,000 mostly idle ones (issue 12
+	// item 5).
+	unitMailbox := actor.WithMailbox(actor.UnboundedLockfree())
 	props := actor.PropsFromProducer(func() actor.Actor {
 		u := newUnit(node, spec, p, initial)
 		u.gen = c.gen
@@ -120,7 +126,7 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 		// restarted after it failed: its first success is a recovery
 		u.recovering = c.failed.Load()
 		return u
-	}, node.props()...)
+	}, append(node.props(), unitMailbox)...)
 	pid := ctx.SpawnPrefix(props, p.ID)
 	c.pid = pid
 	s.children[unit] = c

@@ -20,10 +20,26 @@ import (
 //
 // Life cycle: unitPhase (unit_phase.go). Invariants:
 //   - at most one main-line job is in flight (parents, acquire, open,
-//     fetch, apply, ack, nack), so the reader or receiver is used by one
-//     job at a time; the only side job that touches a receiver, the
-//     deadline extension of the batch in flight, takes the connection's lock
-//     like every receiver job;
+//     fetch, apply, ack, nack), and besides it at most one fetch ahead: a
+//     stream unit whose apply is in flight fetches its next batch meanwhile
+//     when the fetch applied left it behind (unit_ahead.go). So the reader or receiver is used by one job at a
+//     time (while the fetch ahead runs, the main-line job is an apply,
+//     which uses only the store); the only side job that touches a
+//     receiver, the deadline extension of the batch in flight, takes the
+//     connection's lock like every receiver job;
+//   - at most one fetch is ahead of the batch applied: it is applied only
+//     after every batch of the fetch before it committed, in order; a
+//     failed apply, a stop or a lost lease drops it unapplied, and after a
+//     failure the reader is opened again at the checkpoint before the
+//     next fetch (what the reader had passed is read again, nothing is
+//     skipped; what was applied is at or below the checkpoint and dropped
+//     as a re-read);
+//   - an idle unit (its last fetch returned nothing) whose reader or
+//     receiver is a brokers.Waker has no job in flight: it waits for the
+//     broker's call (woken, checked against the incarnation and the
+//     arrangement like a timer) or the WakeSafety timer, and then fetches
+//     without waiting; a stop, a lost lease, a restart or a reopen cancels
+//     the arrangement;
 //   - a batch is applied only while the actor believes it holds the lease,
 //     and the store checks the token, so a stale belief cannot commit;
 //   - a stream unit's start is resolved once, on its first open, and
@@ -75,6 +91,8 @@ type unitActor struct {
 	resumeAt    step
 	inflight    int                // main-line jobs in flight
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
+	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
+	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer
 	retryTimer  clock.Timer
 	extendTimer clock.Timer
@@ -90,11 +108,68 @@ type unitActor struct {
 }
 
 // incarnation scopes the jobs and timers of one actor instance: results
-// that arrive after it ended (stopped or restarted) are dropped.
+// that arrive after it ended (stopped or restarted) are dropped, and its
+// jobs in flight are cancelled when it ends. Their context exists only
+// while a job is in flight: an idle unit (waiting for its Waker) holds
+// none, which keeps idle units cheap (a cancel context registers itself
+// with its parent).
 type incarnation struct {
-	ctx    context.Context
-	cancel context.CancelFunc
+	parent context.Context
 	ended  atomic.Bool
+
+	mu     sync.Mutex
+	ctx    context.Context // of the jobs in flight; nil when there are none
+	cancel context.CancelFunc
+	jobs   int
+}
+
+func newIncarnation(parent context.Context) *incarnation { return &incarnation{parent: parent} }
+
+// begin returns the context for a job of the incarnation and the function
+// the job calls when it returns. Once the incarnation ended, the context
+// is cancelled already.
+func (i *incarnation) begin() (context.Context, func()) {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.ended.Load() {
+		c, cancel := context.WithCancel(i.parent)
+		cancel()
+		return c, func() {}
+	}
+	if i.ctx == nil {
+		i.ctx, i.cancel = context.WithCancel(i.parent)
+	}
+	i.jobs++
+	return i.ctx, i.done
+}
+
+func (i *incarnation) done() {
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.jobs--; i.jobs == 0 && i.cancel != nil {
+		i.cancel()
+		i.ctx, i.cancel = nil, nil
+	}
+}
+
+// end marks the incarnation ended and cancels its jobs in flight.
+func (i *incarnation) end() {
+	i.ended.Store(true)
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	if i.cancel != nil {
+		i.cancel()
+	}
+}
+
+// goJob runs job on the executor under the incarnation's context, labelled,
+// and then calls then with its result (on the executor's goroutine).
+func (i *incarnation) goJob(x exec.Executor, label string, job func(context.Context) any, then func(any)) context.CancelFunc {
+	c, done := i.begin()
+	return x.Go(exec.WithLabel(c, label), func(c context.Context) any {
+		defer done()
+		return job(c)
+	}, then)
 }
 
 // brokerConn guards a Reader or Receiver: every call on it holds mu, so two
@@ -147,6 +222,11 @@ type (
 		incarnation *incarnation
 		kind        timerKind
 	}
+	// woken is a Waker's call for the arrangement seq of an incarnation.
+	woken struct {
+		incarnation *incarnation
+		seq         uint64
+	}
 )
 
 type timerKind int
@@ -158,6 +238,7 @@ const (
 	timerAcquire
 	timerCommit
 	timerExtend
+	timerWake
 )
 
 // step is where a unit resumes after a failure.
@@ -194,6 +275,9 @@ type (
 	fetchResult struct {
 		fetched brokers.Result
 		err     error
+		// ahead: a fetch ahead, the seq-th of the incarnation
+		ahead bool
+		seq   uint64
 	}
 	applyResult struct {
 		batch    *pendingBatch
@@ -271,8 +355,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		u.supervisor = ctx.Parent()
-		c, cancel := context.WithCancel(u.node.ctx)
-		u.incarnation = &incarnation{ctx: c, cancel: cancel}
+		u.incarnation = newIncarnation(u.node.ctx)
 		u.started = u.node.env.Clock.Now()
 		u.becomeStarting(noRetryAt)
 		u.node.env.trace("started", u.id, "")
@@ -291,6 +374,11 @@ func (u *unitActor) Receive(ctx actor.Context) {
 			return
 		}
 		u.onTimer(ctx, m.kind)
+	case *woken:
+		if m.incarnation != u.incarnation {
+			return
+		}
+		u.onWoken(ctx, m.seq)
 	case *stopUnit:
 		u.beginStop(ctx)
 	case *parentsListed:
@@ -324,7 +412,7 @@ func (u *unitActor) runMainJob(ctx actor.Context, label string, job func(context
 // extend) to the executor, uncounted; its result comes back as a jobDone.
 func (u *unitActor) runSideJob(ctx actor.Context, label string, job func(context.Context) any) context.CancelFunc {
 	self, current, root := ctx.Self(), u.incarnation, ctx.ActorSystem().Root
-	return u.node.env.Executor.Go(exec.WithLabel(current.ctx, label), job, func(v any) {
+	return current.goJob(u.node.env.Executor, label, job, func(v any) {
 		if current.ended.Load() {
 			return
 		}
@@ -361,10 +449,16 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 	case timerExtend:
 		u.extendTimer = nil
 		u.extend(ctx)
+	case timerWake:
+		u.onWakeSafety(ctx)
 	}
 }
 
 func (u *unitActor) onJob(ctx actor.Context, v any) {
+	if r, ok := v.(fetchResult); ok && r.ahead {
+		u.onAhead(ctx, r) // counted as main-line only once awaited
+		return
+	}
 	switch v.(type) {
 	case releaseResult, extendResult:
 	default:

@@ -10,7 +10,6 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -22,19 +21,7 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
-	conn, spec := u.conn, u.spec
-	u.cancelFetch = u.runMainJob(ctx, "fetch", func(c context.Context) any {
-		var r brokers.Result
-		err := conn.use(func() (err error) {
-			if conn.reader != nil {
-				r, err = conn.reader.Fetch(c, spec.BatchSize, spec.MaxWait)
-			} else {
-				r, err = conn.receiver.Receive(c, spec.BatchSize, spec.MaxWait)
-			}
-			return err
-		})
-		return fetchResult{fetched: r, err: err}
-	})
+	u.cancelFetch = u.runMainJob(ctx, "fetch", u.fetchJob(false, 0))
 }
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
@@ -77,6 +64,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	}
 	pb := u.prepare(r.fetched)
 	if pb == nil {
+		if len(r.fetched.Messages) == 0 && !r.fetched.End && u.waitWake(ctx) {
+			return // idle: no job in flight until the broker calls
+		}
 		u.fetch(ctx)
 		return
 	}
@@ -85,6 +75,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		u.startExtend(ctx)
 	}
 	u.apply(ctx, pb, 0)
+	if behind(r.fetched, u.spec.BatchSize) {
+		u.startAhead(ctx)
+	}
 }
 
 // prepare decodes a fetch into batches (prepareFetch); nil when there is
@@ -154,7 +147,7 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 func (u *unitActor) reapply(ctx actor.Context) {
 	pb := u.held
 	if pb == nil || pb.batch == nil {
-		u.fetch(ctx)
+		u.next(ctx)
 		return
 	}
 	if u.spec.isQueue() {
@@ -199,12 +192,15 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 			conn, msgs, delay := u.conn, pb.msgs, u.spec.NackDelay
 			u.stopExtend()
 			u.held = nil
-			u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "nack"), func(c context.Context) any {
+			u.incarnation.goJob(u.node.env.Executor, "nack", func(c context.Context) any {
 				return conn.receiver.Nack(c, msgs, delay)
 			}, func(any) {})
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepFetch)
 			return
 		}
+		// The fetch ahead is dropped: the reader is opened again at the
+		// checkpoint once this batch committed.
+		u.dropAhead()
 		if mutate.On(mutate.RefetchFailedBatch) && !u.spec.isQueue() {
 			u.held = nil // the bug of issue 9 item 13: fetched again, other bounds
 			u.fail(ctx, fmt.Errorf("apply: %w", r.err), stepOpen)
@@ -270,7 +266,7 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		return
 	}
 	u.held = nil
-	u.fetch(ctx)
+	u.next(ctx)
 }
 
 // commitToBroker tells a stream that records positions in the broker
@@ -297,7 +293,7 @@ func (u *unitActor) sendCommit(pos string) {
 	c := u.spec.Stream.(brokers.Committer)
 	u.committedAt, u.commitPending = u.now(), ""
 	part, unit, log, off := u.part.ID, u.id, u.node.env.logger(), &u.commitRefused
-	u.node.env.Executor.Go(exec.WithLabel(u.incarnation.ctx, "commit"), func(c2 context.Context) any {
+	u.incarnation.goJob(u.node.env.Executor, "commit", func(c2 context.Context) any {
 		err := c.Committed(c2, part, pos)
 		switch {
 		case err == nil || c2.Err() != nil:

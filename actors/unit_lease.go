@@ -137,6 +137,8 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 // ---- open ----
 
 func (u *unitActor) open(ctx actor.Context) {
+	u.dropAhead()
+	u.ahead.reopened = false // the open is that
 	u.closeConn()
 	u.stopExtend()
 	if u.spec.isQueue() {

@@ -23,6 +23,8 @@ func (u *unitActor) beginStop(ctx actor.Context) {
 		// a fetch holds nothing yet: cancel it; its result ends the stop
 		u.cancelFetch()
 	}
+	u.dropAhead()  // beside an apply: the next owner's, after the checkpoint
+	u.cancelWake() // idle: nothing in flight, the stop ends below
 	if u.inflight > 0 {
 		// the job in flight (an apply finishes its batch) continues the stop
 		return
@@ -53,6 +55,8 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 		return
 	}
 	u.stopExtend()
+	u.dropAhead()
+	u.cancelWake()
 	if force || !u.holdsLease {
 		ctx.Stop(ctx.Self()) // stopped (end)
 		return
@@ -92,8 +96,8 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 	if u.incarnation == nil || u.incarnation.ended.Load() {
 		return
 	}
-	u.incarnation.ended.Store(true)
-	u.incarnation.cancel()
+	u.incarnation.end()
+	u.cancelWake()
 	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {
 		if t != nil {
 			t.Stop()
@@ -124,6 +128,7 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 // broker I/O and never runs on the mailbox. A job still using it is waited
 // for (the connection's lock), after its context was cancelled.
 func (u *unitActor) closeConn() {
+	u.cancelWake()
 	conn := u.conn
 	if conn == nil {
 		return

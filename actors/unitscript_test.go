@@ -227,6 +227,7 @@ type unitWorld struct {
 	renewEvery  time.Duration // the leaser's round, when it runs
 	extendEvery time.Duration // a queue unit's deadline extension
 	lastRow     string
+	nextWake    int             // the last Wake arrangement's number
 	refuse      map[string]bool // positions the handler refuses (Permanent)
 }
 
@@ -284,7 +285,9 @@ func (w *unitWorld) command(cmd string, args []string) error {
 		if err != nil {
 			return err
 		}
-		return w.produce(n)
+		if err := w.produce(n); err != nil {
+			return err
+		}
 	case "complete":
 		return w.complete(args)
 	case "tick":
@@ -369,8 +372,14 @@ func (w *unitWorld) command(cmd string, args []string) error {
 // start builds the world and spawns the unit: a stream source "s" with one
 // partition "0" of a memory stream, node n1 in a view of n1 and n2.
 //
-//	start [queue] [handler] [max-failures=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew]
+//	start [queue] [handler] [max-failures=N] [batch-size=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew] [ahead] [wake]
 //
+// batch-size is 10 unless given. ahead lets a stream unit fetch ahead of
+// its applies (the default of Tuning; it does when a fetch comes back full
+// or with a lag): the other scripts pin the sequential loop, so that each
+// of their steps is one job. wake makes the stream's readers brokers.Wakers
+// (as the memory reader is): an empty fetch is followed by no job, the
+// unit waits for the reader's call or the WakeSafety timer (1 minute here).
 // handler gives the source a Handler (handler-refuses makes it return
 // Permanent for a message). queue makes it a queue source "s" of one slot (ack deadline 4.5 s, so its
 // deadline is extended every 1.5 s; nack delay 500 ms). renew runs the node's real leaser (renewal rounds every
@@ -387,9 +396,14 @@ func (w *unitWorld) start(args []string) error {
 	if err != nil {
 		return err
 	}
-	maxFailures, batchBytes := 3, 0
+	maxFailures, batchBytes, batchSize := 3, 0, 10
 	if v, ok := kv["max-failures"]; ok {
 		if maxFailures, err = strconv.Atoi(v); err != nil {
+			return err
+		}
+	}
+	if v, ok := kv["batch-size"]; ok {
+		if batchSize, err = strconv.Atoi(v); err != nil {
 			return err
 		}
 	}
@@ -401,7 +415,7 @@ func (w *unitWorld) start(args []string) error {
 	clk := scriptClock{w}
 	w.mem = memstore.New(memstore.Config{Clock: clk})
 	w.store = &scriptStore{Store: w.mem, w: w, inject: map[string]error{}}
-	s := SourceSpec{Name: "s", KeyField: "id", BatchSize: 10, BatchBytes: batchBytes, MaxMessageBytes: batchBytes, MaxDeadLetterBytes: batchBytes,
+	s := SourceSpec{Name: "s", KeyField: "id", BatchSize: batchSize, BatchBytes: batchBytes, MaxMessageBytes: batchBytes, MaxDeadLetterBytes: batchBytes,
 		MaxWait: time.Second, MaxConsecutiveFailures: maxFailures, LeaseTTL: 9 * time.Second}
 	w.part = brokers.Partition{ID: "0"}
 	w.refuse = map[string]bool{}
@@ -412,7 +426,7 @@ func (w *unitWorld) start(args []string) error {
 		w.part = brokers.Partition{ID: "slot-0"}
 	} else {
 		w.broker, _ = memory.NewStream(memory.StreamConfig{Partitions: 1, Clock: clk})
-		w.stream = &scriptStream{Stream: w.broker, w: w, inject: map[string]error{}}
+		w.stream = &scriptStream{Stream: w.broker, w: w, inject: map[string]error{}, wake: flags["wake"]}
 		s.Stream = w.stream
 	}
 	spec, err := s.withDefaults()
@@ -451,6 +465,7 @@ func (w *unitWorld) start(args []string) error {
 			RetryBase: 100 * time.Millisecond, RetryCap: 5 * time.Second, AcquireRetry: 250 * time.Millisecond,
 			ParentPoll: time.Second, StopTimeout: 10 * time.Second, RenewInterval: 2 * time.Second,
 			TakeoverMargin: 500 * time.Millisecond, HealthyAfter: 30 * time.Second, PositionCheck: 30 * time.Second,
+			NoFetchAhead: !flags["ahead"], WakeSafety: time.Minute,
 		},
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
@@ -507,9 +522,10 @@ func (w *unitWorld) produce(n int) error {
 
 // complete runs a pending job and delivers its result:
 //
-//	complete LABEL|#ID [msgs=N] [error KIND [MESSAGE]]
+//	complete LABEL|#ID [msgs=N] [after=N] [error KIND [MESSAGE]]
 //
-// msgs=N produces N messages first. error makes the job's main call fail
+// msgs=N produces N messages first; after=N produces N messages after the
+// job ran, before the unit gets its result. error makes the job's main call fail
 // (acquire, apply, release, renew: the store's call of that name; parents:
 // the store's checkpoint read; open, fetch: the broker's). KIND is, for
 // the store, transient, permanent (persistence.ErrPermanent), lease-lost,
@@ -561,7 +577,20 @@ func (w *unitWorld) complete(args []string) error {
 		}
 		target[op] = e
 	}
-	w.run(j)
+	after := 0
+	if v, ok := kv["after"]; ok {
+		if after, err = strconv.Atoi(v); err != nil {
+			return err
+		}
+	}
+	if err := w.run(j, func() error {
+		if after > 0 {
+			return w.produce(after)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
 	if target != nil {
 		if _, unused := target[op]; unused {
 			delete(target, op)

@@ -69,6 +69,8 @@ func (c scriptClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 func (w *unitWorld) timerName(d time.Duration) string {
 	tu := w.ne.tuning
 	switch d {
+	case tu.WakeSafety:
+		return " [wake safety]"
 	case tu.AcquireRetry:
 		return " [acquire retry]"
 	case tu.ParentPoll:
@@ -187,8 +189,9 @@ type pauser struct{ w *unitWorld }
 
 func (p pauser) Pause(d time.Duration) { p.w.printf("  waits %s", d) }
 
-// run runs job j to its end and delivers its result.
-func (w *unitWorld) run(j *scriptJob) {
+// run runs job j to its end, calls between, and delivers the job's
+// result.
+func (w *unitWorld) run(j *scriptJob, between func() error) error {
 	state := ""
 	if j.cancelled || j.ctx.Err() != nil {
 		state = " (cancelled)"
@@ -197,8 +200,10 @@ func (w *unitWorld) run(j *scriptJob) {
 	j.done = true
 	v := j.job(exec.WithPauser(j.ctx, pauser{w}))
 	j.cancel()
+	err := between()
 	j.deliver(v)
 	w.settle()
+	return err
 }
 
 // pendingJob finds the oldest pending job with label, or by "#id".
@@ -504,6 +509,7 @@ type scriptStream struct {
 	brokers.Stream
 	w      *unitWorld
 	inject injected
+	wake   bool // its readers are brokers.Wakers
 }
 
 func (s *scriptStream) Resolve(ctx context.Context, part string, mode brokers.StartMode) (brokers.Start, error) {
@@ -523,7 +529,29 @@ func (s *scriptStream) Open(ctx context.Context, part string, start brokers.Star
 	if err != nil {
 		return nil, err
 	}
+	if s.wake {
+		return &scriptWaker{scriptReader{Reader: r, s: s}}, nil
+	}
 	return &scriptReader{Reader: r, s: s}, nil
+}
+
+// scriptWaker is a scriptReader that passes the memory reader's Wake on,
+// printing each arrangement, call and cancellation.
+type scriptWaker struct{ scriptReader }
+
+func (r *scriptWaker) Wake(f func()) func() {
+	w := r.s.w
+	w.nextWake++
+	id := w.nextWake
+	w.printf("  broker: wake #%d arranged", id)
+	cancel := r.Reader.(brokers.Waker).Wake(func() {
+		w.printf("  broker: wake #%d called", id)
+		f()
+	})
+	return func() {
+		w.printf("  broker: wake #%d cancelled", id)
+		cancel()
+	}
 }
 
 type scriptReader struct {

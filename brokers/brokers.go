@@ -182,3 +182,13 @@ type Extender interface {
 type Committer interface {
 	Committed(ctx context.Context, partition, position string) error
 }
+
+// Waker is implemented by a Reader or Receiver that can tell when a Fetch
+// (Receive) may return messages without a goroutine parked per idle unit:
+// Wake arranges for f to be called once, from any goroutine, as soon as
+// messages may be available — at once if some already are — and returns a
+// function that cancels the arrangement. A spurious call is allowed; a
+// missed one is not.
+type Waker interface {
+	Wake(f func()) (cancel func())
+}

@@ -14,8 +14,11 @@ type Lease struct {
 	Token      int64
 	ExpiresAt  time.Time
 	AcquiredAt time.Time
-	// RenewedAt is the store's time of the last Acquire or renewal: how
-	// recently the holder reached the store (takeover, AcquireRequest.Stale).
+	// RenewedAt is how recently the holder reached the store, by the
+	// store's clock (takeover, AcquireRequest.Stale): the later of the
+	// lease's last Acquire or renewal and its owner's last heartbeat
+	// (RenewLeases). Acquire, Renew, RenewLeases, List and a
+	// LeaseHeldError's Holder all report it so.
 	RenewedAt time.Time
 }
 
@@ -26,7 +29,8 @@ type AcquireRequest struct {
 	TTL   time.Duration
 	// Live are the members alive in the caller's membership view. A lease
 	// held by an owner that is not among them is taken over when that
-	// owner has stopped renewing: its RenewedAt is older than Stale by the
+	// owner has stopped renewing: its RenewedAt (the later of the lease's
+	// own renewal and its owner's heartbeat) is older than Stale by the
 	// store's clock. A holder that still renews keeps its lease whatever
 	// the caller's view says (a partition cannot make nodes take leases
 	// back and forth; the store is the tie-breaker).
@@ -46,15 +50,23 @@ type Leases interface {
 	Acquire(ctx context.Context, req AcquireRequest) (Lease, error)
 	// Renew extends a lease still held with l's token; otherwise ErrLeaseLost.
 	Renew(ctx context.Context, l Lease, ttl time.Duration) (Lease, error)
-	// RenewLeases extends, in one round trip, every lease of ls that owner
-	// still holds with its token: their ExpiresAt becomes now + ttl and
-	// RenewedAt now, by the store's clock. renewed are the new leases;
-	// lost names the units of ls whose lease owner no longer holds with
-	// that token (as Renew's ErrLeaseLost). A lease in neither could not be
-	// renewed this time (its row was locked by another transaction) and is
-	// still held. An error means nothing is known; ls is not modified.
-	// With no leases it still reaches the store (a ping): the runtime asks
-	// so every round to learn when the store answers again.
+	// RenewLeases is a node's renewal round, in one round trip. It writes
+	// owner's heartbeat (now, by the store's clock), which renews every
+	// lease owner holds for the takeover test: their RenewedAt becomes
+	// now. It extends to now + ttl the ExpiresAt of each lease of ls that
+	// owner still holds with its token and whose expiry is less than ttl/2
+	// away, so that a row is rewritten about once per ttl/2 rather than
+	// every round, and a caller renewing more often than every ttl/2 never
+	// lets a lease lapse. renewed are the leases of ls owner still holds,
+	// each as stored after the call (a lease not extended keeps its
+	// ExpiresAt); lost names the units of ls whose lease owner no longer
+	// holds with that token (as Renew's ErrLeaseLost). Lost detection is
+	// exact every call, whichever leases were due. A lease in neither
+	// could not be renewed this time (its row was locked by another
+	// transaction) and is still held. An error means nothing is known; ls
+	// is not modified. With no leases it still reaches the store and
+	// writes the heartbeat: the runtime asks so every round to learn when
+	// the store answers again.
 	RenewLeases(ctx context.Context, owner string, ls []Lease, ttl time.Duration) (renewed []Lease, lost []string, err error)
 	// Release frees a lease still held with l's token (the token is kept, so
 	// the next Acquire still increments it); otherwise ErrLeaseLost.
@@ -74,6 +86,12 @@ func CheckRenewLeases(owner string, n int, ttl time.Duration) error {
 		return fmt.Errorf("renew %d leases of %s: ttl %s: must be positive", n, owner, ttl)
 	}
 	return nil
+}
+
+// RenewDue reports whether RenewLeases extends a lease that expires at
+// expires: when its expiry is less than ttl/2 after now.
+func RenewDue(expires, now time.Time, ttl time.Duration) bool {
+	return expires.Before(now.Add(ttl / 2))
 }
 
 // OpKind is what an Op does.

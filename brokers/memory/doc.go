@@ -52,6 +52,15 @@
 // offset from a new one, as on Kafka without topic ids: after one beyond
 // the new end it fails with ErrPositionUnknown, after one below it reads on.
 //
+// Readers implement brokers.Waker: Wake calls its function once a Fetch may
+// return something (a message below the last stable offset, the end of a
+// closed partition, an error, an injected fetch failure), at once when one
+// already may, on the goroutine that made the change and with the stream's
+// lock held; the calls of one change come in the order of the
+// arrangements, so a run stays deterministic. The Queue's receivers do not
+// implement it: a message whose ack deadline passes becomes deliverable
+// with no call to the queue that could wake anyone.
+//
 // Transactions (BeginTx, Tx.Produce, Tx.Commit, Tx.Abort) are seen as by
 // Kafka's read_committed consumers. A transaction's records take their
 // offsets at once but readers stop at the last stable offset (LSO), the

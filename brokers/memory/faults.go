@@ -90,11 +90,18 @@ func pause(ctx context.Context, d time.Duration) error {
 
 // FailNext makes the next n calls of op fail with err; nil err means a
 // retryable *brokers.Error wrapping brokers.ErrInjected. op is one of the
-// Op* constants; it panics on another name (a mistake in a test).
+// Op* constants; it panics on another name (a mistake in a test). A
+// failure of fetch (or any) calls every Reader.Wake arrangement: a Fetch
+// now returns at once, with the error.
 func (s *Stream) FailNext(op string, n int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.faults.failNext(op, n, err)
+	if n > 0 && (op == OpFetch || op == OpAny) {
+		for _, p := range s.parts {
+			p.callWakers()
+		}
+	}
 }
 
 // Delay makes every later call of op wait d (through exec.Pause) before it

@@ -5,6 +5,7 @@ package memory
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,7 +23,10 @@ type Reader struct {
 	closed bool
 }
 
-var _ brokers.Reader = (*Reader)(nil)
+var (
+	_ brokers.Reader = (*Reader)(nil)
+	_ brokers.Waker  = (*Reader)(nil)
+)
 
 // Fetch returns up to max messages after the reader's position, as Kafka's
 // read_committed does: never at or past the last stable offset, never a
@@ -156,4 +160,52 @@ func max64(a, b int64) int64 {
 		return a
 	}
 	return b
+}
+
+// wakeup is one Wake arrangement: f, called at most once.
+type wakeup struct {
+	f    func()
+	done bool
+}
+
+func (w *wakeup) fire() {
+	if !w.done {
+		w.done = true
+		w.f()
+	}
+}
+
+// Wake implements brokers.Waker: f is called once, as soon as a Fetch may
+// find something new — messages, the end of a closed partition, an error
+// (the reader, its client or the stream closed, the stream recreated) —
+// and at once, before Wake returns, when it already may. It runs on the
+// goroutine that changed the partition, with the stream's lock held: f
+// must not call the stream (the unit actor's only sends itself a message).
+// cancel forgets the arrangement; f is not called after cancel returned.
+func (r *Reader) Wake(f func()) (cancel func()) {
+	s := r.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := &wakeup{f: f}
+	if r.readableLocked() {
+		w.fire()
+		return func() {}
+	}
+	p := r.p
+	p.wakers = append(p.wakers, w)
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		w.done = true
+		p.wakers = slices.DeleteFunc(p.wakers, func(o *wakeup) bool { return o == w })
+	}
+}
+
+// readableLocked reports whether a Fetch may return at once with
+// something: messages below the last stable offset (perhaps only aborted
+// ones or markers, which makes the call spurious), the end of a closed
+// partition, or an error.
+func (r *Reader) readableLocked() bool {
+	p := r.p
+	return r.checkLocked() != nil || p.gone || p.closed || r.next < p.base || r.next > p.end() || r.next < p.lso()
 }

@@ -85,6 +85,10 @@ type partition struct {
 	wake chan struct{}
 	// openedAt is when a reader last asked to open it (whatever came of it).
 	openedAt time.Time
+	// wakers are the Reader.Wake arrangements waiting for the next notify,
+	// in the order they were made (so that the calls are in a
+	// deterministic order).
+	wakers []*wakeup
 }
 
 // OpenedAt reports when a reader last asked to open partition (zero: never;
@@ -125,9 +129,21 @@ func (p *partition) lso() int64 {
 	return p.openTx[0].first
 }
 
+// notify wakes every fetch waiting on p and calls the Wake arrangements
+// made on it (with the stream's lock held).
 func (p *partition) notify() {
 	close(p.wake)
 	p.wake = make(chan struct{})
+	p.callWakers()
+}
+
+// callWakers calls the Wake arrangements made on p, and forgets them.
+func (p *partition) callWakers() {
+	ws := p.wakers
+	p.wakers = nil
+	for _, w := range ws {
+		w.fire()
+	}
 }
 
 // NewStream returns a stream with cfg.Partitions empty partitions.

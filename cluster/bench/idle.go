@@ -87,23 +87,12 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 		return 0, 0, fmt.Errorf("idle store: %w", err)
 	}
 	defer st.Close()
-	var sources strings.Builder
-	var names []string
-	var sizes []int
-	for left, i := units, 0; left > 0; i++ {
-		n := min(left, maxMemoryPartitions)
-		left -= n
-		name := fmt.Sprintf("idle_%d", i)
-		names, sizes = append(names, name), append(sizes, n)
-		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", name, n, name)
-	}
 	ports, err := freeport.Take(1)
 	if err != nil {
 		return 0, 0, err
 	}
 	name := fmt.Sprintf("idle-%d", units)
-	cfg := fmt.Sprintf("# drover bench idle node (generated)\nnode:\n  name: %s\n  debug_addr: 127.0.0.1:0\ncluster:\n  bind: 127.0.0.1:%d\n  profile: fast\nstore:\n  url: ${env:%s}\nlog:\n  level: warn\nsources:\n%s",
-		name, ports[0], storeEnv, sources.String())
+	cfg, names, sizes := IdleConfig(name, ports[0], units)
 	path := filepath.Join(o.Dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
 		return 0, 0, err
@@ -161,6 +150,28 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 	cpu = float64(c1-c0) / 100 / took.Seconds() * 100
 	return rss, cpu, s.dead()
 }
+
+// IdleConfig is the config of an idle node named name with units idle
+// units: memory sources of at most 1,024 partitions, gossip on 127.0.0.1
+// at port bind, the store's URL in the environment variable
+// IdleStoreEnv. It returns the sources' names and their sizes too.
+func IdleConfig(name string, bind, units int) (cfg string, names []string, sizes []int) {
+	var sources strings.Builder
+	for left, i := units, 0; left > 0; i++ {
+		n := min(left, maxMemoryPartitions)
+		left -= n
+		src := fmt.Sprintf("idle_%d", i)
+		names, sizes = append(names, src), append(sizes, n)
+		fmt.Fprintf(&sources, "  - name: %s\n    type: memory\n    memory: {partitions: %d}\n    records: {table: %s}\n", src, n, src)
+	}
+	cfg = fmt.Sprintf("# drover bench idle node (generated)\nnode:\n  name: %s\n  debug_addr: 127.0.0.1:0\ncluster:\n  bind: 127.0.0.1:%d\n  profile: fast\nstore:\n  url: ${env:%s}\nlog:\n  level: warn\nsources:\n%s",
+		name, bind, IdleStoreEnv, sources.String())
+	return cfg, names, sizes
+}
+
+// IdleStoreEnv names the environment variable an IdleConfig reads its
+// store URL from.
+const IdleStoreEnv = storeEnv
 
 // cpuTicks is the process's user + system time in clock ticks
 // (/proc/PID/stat fields 14 and 15).

@@ -31,6 +31,11 @@
 //     (not valid UTF-8) drops the update: the calls never panic an actor.
 //   - Forget removes a unit's series once the unit has left this node, so a
 //     unit that moved is not reported by two nodes.
+//   - drover_unit_lag and drover_unit_state are made at scrape time from
+//     one small entry per unit (a unit costs about 100 bytes of them, not
+//     a GaugeVec child per series); drover_unit_state is one series per
+//     unit, its state label the state, its value 1, so that a change of
+//     state replaces the series rather than adding one.
 //
 // # Goroutines
 //

@@ -1,8 +1,6 @@
 package metrics
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
@@ -64,15 +62,11 @@ func (c counters) all() []*prometheus.CounterVec {
 
 // Metrics holds a node's collectors. It implements actors.Metrics.
 type Metrics struct {
-	source  counters  // always: by source
-	unit    *counters // Options.PerUnit: by source and unit
-	lag     *prometheus.GaugeVec
-	state   *prometheus.GaugeVec
+	source  counters    // always: by source
+	unit    *counters   // Options.PerUnit: by source and unit
+	units   *unitSeries // drover_unit_lag and drover_unit_state
 	resets  *prometheus.CounterVec
 	members prometheus.Gauge
-
-	mu     sync.Mutex
-	states map[[2]string]string // (source, unit) → the state its drover_unit_state series shows
 }
 
 var _ actors.Metrics = (*Metrics)(nil)
@@ -91,14 +85,7 @@ func New(reg *prometheus.Registry, node string, o Options) *Metrics {
 	unitLabels := []string{LabelSource, LabelUnit}
 	m := &Metrics{
 		source: newCounters("source", constLabels, []string{LabelSource}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "drover", Subsystem: "unit", Name: "lag", ConstLabels: constLabels,
-			Help: "Messages between the unit's last fetched position and the end of the partition, as of the last fetch.",
-		}, unitLabels),
-		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "drover", Subsystem: "unit", Name: "state", ConstLabels: constLabels,
-			Help: "1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.",
-		}, []string{LabelSource, LabelUnit, LabelState}),
+		units:  newUnitSeries(constLabels),
 		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "drover", Subsystem: "unit", Name: "position_resets_total", ConstLabels: constLabels,
 			Help: "Checkpoints reset on this node because the broker no longer had their position " +
@@ -108,9 +95,8 @@ func New(reg *prometheus.Registry, node string, o Options) *Metrics {
 			Namespace: "drover", Subsystem: "cluster", Name: "members", ConstLabels: constLabels,
 			Help: "Members (alive or leaving, this node included) in this node's membership view.",
 		}),
-		states: map[[2]string]string{},
 	}
-	cs := []prometheus.Collector{m.lag, m.state, m.resets, m.members}
+	cs := []prometheus.Collector{m.units, m.resets, m.members}
 	for _, v := range m.source.all() {
 		cs = append(cs, v)
 	}
@@ -152,9 +138,7 @@ func (m *Metrics) Received(source, unit string, n, lag int64) {
 	if lag < 0 {
 		lag = 0
 	}
-	if g, err := m.lag.GetMetricWithLabelValues(source, unit); err == nil {
-		g.Set(float64(lag))
-	}
+	m.units.setLag(source, unit, float64(lag))
 }
 
 // Applied counts the outcome of one applied batch.
@@ -185,24 +169,7 @@ func (m *Metrics) LeaseChanged(source, unit string) {
 func (m *Metrics) PositionReset(source, unit string) { add(m.resets, 1, source, unit) }
 
 // UnitState makes state the one drover_unit_state series of the unit.
-func (m *Metrics) UnitState(source, unit, state string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := [2]string{source, unit}
-	if was, ok := m.states[k]; ok {
-		if was == state {
-			return
-		}
-		m.state.DeleteLabelValues(source, unit, was)
-	}
-	g, err := m.state.GetMetricWithLabelValues(source, unit, state)
-	if err != nil {
-		delete(m.states, k)
-		return
-	}
-	g.Set(1)
-	m.states[k] = state
-}
+func (m *Metrics) UnitState(source, unit, state string) { m.units.setState(source, unit, state) }
 
 // SetMembers records the size of this node's membership view.
 func (m *Metrics) SetMembers(n int) { m.members.Set(float64(n)) }
@@ -213,17 +180,10 @@ func (m *Metrics) SetMembers(n int) { m.members.Set(float64(n)) }
 // which Prometheus' rate() reads as a reset; the per-source counters go
 // on.
 func (m *Metrics) Forget(source, unit string) {
-	m.lag.DeleteLabelValues(source, unit)
+	m.units.forget(source, unit)
 	if m.unit != nil {
 		for _, v := range m.unit.all() {
 			v.DeleteLabelValues(source, unit)
 		}
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	k := [2]string{source, unit}
-	if was, ok := m.states[k]; ok {
-		m.state.DeleteLabelValues(source, unit, was)
-		delete(m.states, k)
 	}
 }

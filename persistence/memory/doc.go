@@ -23,11 +23,13 @@
 //   - Acquire refuses an empty unit or owner, a TTL <= 0 and a negative
 //     Stale. A holder absent from AcquireRequest.Live (an empty Live counts
 //     every holder absent) is taken over once now - RenewedAt >= Stale; a
-//     released, expired or own lease at once. Acquire, Renew and
-//     RenewLeases set RenewedAt to now.
+//     released, expired or own lease at once. Acquire and Renew set the
+//     lease's RenewedAt to now; RenewLeases sets its owner's heartbeat,
+//     and every lease reports the later of the two.
 //   - RenewLeases refuses an empty owner and a TTL <= 0; with no leases it
-//     does nothing. The owner argument, not the leases' Owner fields,
-//     names the holder. renewed and lost follow the order given; nothing
+//     records the heartbeat only. The owner argument, not the leases'
+//     Owner fields, names the holder. It checks every lease of ls, so
+//     lost is exact; renewed and lost follow the order given; nothing
 //     is ever skipped (there are no row locks).
 //   - Renew and Release need the lease's owner and token; a lease past its
 //     expiry that nobody took over can still be renewed. Release empties the

@@ -26,7 +26,8 @@ type Store struct {
 
 	mu          sync.Mutex // guards everything below
 	closed      bool
-	leases      map[string]persistence.Lease      // unit -> lease
+	leases      map[string]persistence.Lease      // unit -> lease, RenewedAt its own renewal
+	heartbeats  map[string]time.Time              // owner -> its last RenewLeases
 	checkpoints map[string]persistence.Checkpoint // unit -> checkpoint
 	tables      map[string]map[string]persistence.Record
 	deadLetters []persistence.DeadLetter // deadLetters[i].ID == i+1
@@ -55,6 +56,7 @@ func New(cfg Config) *Store {
 	return &Store{
 		clock:       c,
 		leases:      make(map[string]persistence.Lease),
+		heartbeats:  make(map[string]time.Time),
 		checkpoints: make(map[string]persistence.Checkpoint),
 		tables:      make(map[string]map[string]persistence.Record),
 		dlByPos:     make(map[dlKey]int64),
@@ -99,8 +101,8 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 	}
 	now := s.now()
 	cur, ok := s.leases[req.Unit]
-	if ok && !takeable(cur, req, now) {
-		return persistence.Lease{}, &persistence.LeaseHeldError{Holder: cur}
+	if ok && !takeable(s.seen(cur), req, now) {
+		return persistence.Lease{}, &persistence.LeaseHeldError{Holder: s.seen(cur)}
 	}
 	l := persistence.Lease{
 		Unit:       req.Unit,
@@ -128,11 +130,20 @@ func checkAcquire(req persistence.AcquireRequest) error {
 	return nil
 }
 
-// takeable reports whether Acquire may take the lease cur for req at now:
-// when it is released, expired (ExpiresAt <= now), already req.Owner's, or
-// held by an owner that is not in req.Live (an empty Live counts every
-// owner absent: callers pass their whole membership view) and that has not
-// renewed for req.Stale.
+// seen is l as the store reports it: RenewedAt is the later of the lease's
+// own renewal and its owner's heartbeat. The caller holds s.mu.
+func (s *Store) seen(l persistence.Lease) persistence.Lease {
+	if hb, ok := s.heartbeats[l.Owner]; ok && l.Owner != "" && hb.After(l.RenewedAt) {
+		l.RenewedAt = hb
+	}
+	return l
+}
+
+// takeable reports whether Acquire may take the lease cur (as seen) for req
+// at now: when it is released, expired (ExpiresAt <= now), already
+// req.Owner's, or held by an owner that is not in req.Live (an empty Live
+// counts every owner absent: callers pass their whole membership view) and
+// that has not renewed nor sent a heartbeat for req.Stale.
 func takeable(cur persistence.Lease, req persistence.AcquireRequest, now time.Time) bool {
 	return cur.Owner == "" ||
 		!cur.ExpiresAt.After(now) ||
@@ -171,7 +182,9 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 	return cur, nil
 }
 
-// RenewLeases implements persistence.Leases.
+// RenewLeases implements persistence.Leases: it records owner's
+// heartbeat, and extends the leases of ls it holds whose expiry is less
+// than ttl/2 away.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -182,6 +195,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 		return nil, nil, err
 	}
 	now := s.now()
+	s.heartbeats[owner] = now
 	var renewed []persistence.Lease
 	var lost []string
 	for _, l := range ls {
@@ -191,9 +205,11 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 			lost = append(lost, l.Unit)
 			continue
 		}
-		cur.ExpiresAt, cur.RenewedAt = now.Add(ttl), now
-		s.leases[l.Unit] = cur
-		renewed = append(renewed, cur)
+		if persistence.RenewDue(cur.ExpiresAt, now, ttl) {
+			cur.ExpiresAt, cur.RenewedAt = now.Add(ttl), now
+			s.leases[l.Unit] = cur
+		}
+		renewed = append(renewed, s.seen(cur))
 	}
 	return renewed, lost, nil
 }
@@ -246,7 +262,7 @@ func (s *Store) List(ctx context.Context) ([]persistence.Lease, error) {
 	}
 	out := make([]persistence.Lease, 0, len(s.leases))
 	for _, l := range s.leases {
-		out = append(out, l)
+		out = append(out, s.seen(l))
 	}
 	slices.SortFunc(out, func(a, b persistence.Lease) int { return strings.Compare(a.Unit, b.Unit) })
 	return out, nil

@@ -9,11 +9,14 @@
 //     of concurrent acquirers exactly one wins (the others wait on the row
 //     lock, then find it held). Expiry and staleness are judged by the
 //     server's now(): a holder absent from AcquireRequest.Live is taken
-//     over only when its renewed_at is at least Stale old. Every success
-//     increments the token and sets renewed_at; Release keeps the token.
-//   - RenewLeases is one statement: an UPDATE of the rows the owner holds
-//     with the given tokens (unnest of two arrays), locked in a CTE FOR
-//     UPDATE SKIP LOCKED. A row another transaction holds (an Apply's
+//     over only when its renewed_at and its heartbeat (drover_nodes) are
+//     at least Stale old. Every success increments the token and sets
+//     renewed_at; Release keeps the token.
+//   - RenewLeases is one statement: the owner's heartbeat upsert, a join
+//     of every lease given (unnest of arrays) to its row, and an UPDATE of
+//     those the owner holds with their tokens whose expiry is less than
+//     ttl/2 away, locked in a CTE FOR UPDATE SKIP LOCKED; only rows that
+//     differ from what the caller gave come back. A row another transaction holds (an Apply's
 //     fence, an orphaned transaction) is skipped instead of stalling the
 //     whole renewal: that lease is reported neither renewed nor lost (a
 //     plain read of the statement's snapshot tells it from a lost one),
@@ -92,7 +95,8 @@
 // architecture §6, in Config.Schema (default: the connection's current schema):
 // drover_leases (plus renewed_at), drover_checkpoints (plus finished),
 // drover_dead_letters (plus payload_bytes), drover_dedupe, drover_quality (plus node),
-// drover_sources (source, units jsonb, created_at), drover_migrations
+// drover_sources (source, units jsonb, created_at), drover_nodes (node,
+// heartbeat_at), drover_migrations
 // (the schema version), and one records table per source, created on
 // first use by the transaction that first writes it, its name validated
 // by persistence.ValidTable and quoted. Key columns use the "C" collation

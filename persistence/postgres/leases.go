@@ -88,51 +88,56 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 }
 
 // RenewLeases implements persistence.Leases with one statement (one round
-// trip): an UPDATE of the rows owner holds with the given tokens, locked
-// FOR UPDATE SKIP LOCKED so that a row another transaction holds (an
-// Apply's fence, an orphaned transaction) is skipped instead of stalling
-// every other renewal; such a lease is neither renewed nor lost. renewed
-// and lost follow the order of ls.
+// trip, s.sql.renewMany): the heartbeat row, and an UPDATE of the leases
+// due (expiry less than ttl/2 away) that owner holds with the given
+// tokens, locked FOR UPDATE SKIP LOCKED so that a row another transaction
+// holds (an Apply's fence, an orphaned transaction) is skipped instead of
+// stalling every other renewal; such a lease is neither renewed nor lost.
+// Every lease of ls is checked against its row in the statement (exact
+// lost), but only what differs from ls comes back: a quiet round of
+// 10,000 leases returns one row. renewed and lost follow the order of ls.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
 	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
 		return nil, nil, err
-	}
-	switch {
-	case len(ls) == 0:
-		// a ping: the runtime asks with no leases to learn the store answers
-		ctx, cancel := s.bound(ctx)
-		defer cancel()
-		if _, err := s.pool.Exec(ctx, "SELECT 1"); err != nil {
-			return nil, nil, wrapf(err, "renew 0 leases of %s", owner)
-		}
-		return nil, nil, nil
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	units := make([]string, len(ls))
 	tokens := make([]int64, len(ls))
+	expires := make([]time.Time, len(ls))
+	acquired := make([]time.Time, len(ls))
 	for i, l := range ls {
-		units[i], tokens[i] = l.Unit, l.Token
+		units[i], tokens[i], expires[i], acquired[i] = l.Unit, l.Token, l.ExpiresAt, l.AcquiredAt
 	}
-	rows, err := s.pool.Query(ctx, s.sql.renewMany, owner, units, tokens, ttl)
+	rows, err := s.pool.Query(ctx, s.sql.renewMany, owner, units, tokens, ttl, expires, acquired)
 	if err != nil {
 		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
 	}
-	got := make(map[string]persistence.Lease, len(ls))
-	skipped := make(map[string]bool)
+	var beat time.Time
+	type row struct {
+		kind  string
+		lease persistence.Lease
+	}
+	got := make(map[string]row)
+	type pair struct {
+		unit  string
+		token int64
+	}
+	gone := make(map[pair]bool)
 	for rows.Next() {
-		var renewed bool
-		var l persistence.Lease
-		if err := rows.Scan(&renewed, &l.Unit, &l.Owner, &l.Token, &l.ExpiresAt, &l.AcquiredAt, &l.RenewedAt); err != nil {
+		var r row
+		if err := rows.Scan(&r.kind, &r.lease.Unit, &r.lease.Token, &r.lease.ExpiresAt, &r.lease.AcquiredAt); err != nil {
 			rows.Close()
 			return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
 		}
-		if !renewed {
-			skipped[l.Unit] = true
-			continue
+		switch r.kind {
+		case "b":
+			beat = r.lease.ExpiresAt.UTC()
+		case "l":
+			gone[pair{r.lease.Unit, r.lease.Token}] = true
+		default:
+			got[r.lease.Unit] = r
 		}
-		l.ExpiresAt, l.AcquiredAt, l.RenewedAt = l.ExpiresAt.UTC(), l.AcquiredAt.UTC(), l.RenewedAt.UTC()
-		got[l.Unit] = l
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
@@ -140,13 +145,21 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	var renewed []persistence.Lease
 	var lost []string
 	for _, l := range ls {
-		switch nl, ok := got[l.Unit]; {
-		case ok && nl.Token == l.Token:
+		r, ok := got[l.Unit]
+		switch {
+		case ok && r.lease.Token != l.Token:
+			// ls named the unit twice, with another token.
+		case ok && r.kind == "s":
+			// due, but its row was locked: still held, not renewed
+		case ok:
+			nl := r.lease
+			nl.Owner, nl.ExpiresAt, nl.AcquiredAt, nl.RenewedAt = owner, nl.ExpiresAt.UTC(), nl.AcquiredAt.UTC(), beat
 			renewed = append(renewed, nl)
-		case ok, skipped[l.Unit]:
-			// ok with another token: ls named the unit twice.
-		default:
+		case gone[pair{l.Unit, l.Token}]:
 			lost = append(lost, l.Unit)
+		default: // held as given, not due
+			l.Owner, l.RenewedAt = owner, beat
+			renewed = append(renewed, l)
 		}
 	}
 	return renewed, lost, nil

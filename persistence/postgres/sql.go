@@ -27,13 +27,19 @@ func newStatements(name func(string) string) statements {
 	dedupe := name("drover_dedupe")
 	quality := name("drover_quality")
 	sources := name("drover_sources")
+	nodes := name("drover_nodes")
+	// seen is the renewed_at of lease row l as reported: the later of its
+	// own and its owner's heartbeat (persistence.Lease.RenewedAt).
+	seen := `CASE WHEN l.owner = '' THEN l.renewed_at ELSE greatest(l.renewed_at,
+		(SELECT n.heartbeat_at FROM ` + nodes + ` n WHERE n.node = l.owner)) END`
+	seenCols := "l.unit, l.owner, l.token, l.expires_at, l.acquired_at, " + seen
 	return statements{
 		// One statement, so that concurrent acquirers serialise on the row
 		// lock ON CONFLICT takes: the second re-checks the WHERE against
 		// the first one's row and finds it held. Expiry and staleness are
 		// judged by the server's now(). A holder absent from $4 (the
-		// caller's view) is taken over only when its last renewal is at
-		// least $5 old.
+		// caller's view) is taken over only when its last renewal and its
+		// heartbeat are at least $5 old.
 		acquire: `INSERT INTO ` + leases + ` AS l (` + leaseCols + `)
 			VALUES ($1, $2, 1, now() + $3::interval, now(), now())
 			ON CONFLICT (unit) DO UPDATE SET
@@ -43,43 +49,60 @@ func newStatements(name func(string) string) statements {
 				acquired_at = excluded.acquired_at,
 				renewed_at = excluded.renewed_at
 			WHERE l.owner = '' OR l.expires_at <= now() OR l.owner = excluded.owner
-				OR (NOT (l.owner = ANY ($4::text[])) AND l.renewed_at <= now() - $5::interval)
+				OR (NOT (l.owner = ANY ($4::text[])) AND ` + seen + ` <= now() - $5::interval)
 			RETURNING ` + leaseCols,
 		// The holder after a refused acquire, and whether the server now
 		// finds it expired or stale (the caller tells whether it is live).
-		holder: `SELECT ` + leaseCols + `, expires_at <= now(), renewed_at <= now() - $2::interval
-			FROM ` + leases + ` WHERE unit = $1`,
+		holder: `SELECT ` + seenCols + `, l.expires_at <= now(), ` + seen + ` <= now() - $2::interval
+			FROM ` + leases + ` l WHERE l.unit = $1`,
 		renew: `UPDATE ` + leases + ` SET expires_at = now() + $4::interval, renewed_at = now()
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3
 			RETURNING ` + leaseCols,
-		// Every lease of $2/$3 that $1 holds with that token, in one
-		// statement. Rows another transaction has locked (an Apply's
-		// fence, an orphaned transaction) are skipped rather than waited
-		// for: renewed are the rows updated; held, read from the
-		// statement's snapshot without a lock, tells a skipped lease
-		// (still held) from a lost one (in neither).
+		// One renewal round of $1, in one statement: its heartbeat, and of
+		// the leases of $2/$3 (with the expiries $5 the caller knows) those
+		// it holds with that token whose expiry is less than $4/2 away are
+		// extended. Rows another transaction has locked (an Apply's fence,
+		// an orphaned transaction) are skipped rather than waited for. Only
+		// what the caller cannot know is returned: 'b' the heartbeat's
+		// time; 'r' each lease extended; 's' each lease due but skipped
+		// (still held); 'h' a lease held, not due, whose stored expiry or
+		// acquisition is not the one given; 'l' each lease not held with
+		// its token (lost). A lease of $2 in none is held as given.
 		renewMany: `WITH req AS (
-				SELECT * FROM unnest($2::text[], $3::bigint[]) AS r(unit, token)
+				SELECT * FROM unnest($2::text[], $3::bigint[], $5::timestamptz[], $6::timestamptz[])
+					AS r(unit, token, expires_at, acquired_at)
+			), beat AS (
+				INSERT INTO ` + nodes + ` AS n (node, heartbeat_at) VALUES ($1, now())
+				ON CONFLICT (node) DO UPDATE SET heartbeat_at = greatest(n.heartbeat_at, excluded.heartbeat_at)
+				RETURNING heartbeat_at
 			), held AS (
-				SELECT l.unit FROM ` + leases + ` l JOIN req r ON l.unit = r.unit AND l.token = r.token
+				SELECT l.unit, l.token, l.expires_at, l.acquired_at,
+					l.expires_at < now() + $4::interval / 2 AS due,
+					l.expires_at IS DISTINCT FROM r.expires_at OR l.acquired_at IS DISTINCT FROM r.acquired_at AS differs
+				FROM ` + leases + ` l JOIN req r ON l.unit = r.unit AND l.token = r.token
 				WHERE l.owner = $1 AND l.owner <> ''
 			), locked AS (
 				SELECT l.unit FROM ` + leases + ` l JOIN req r ON l.unit = r.unit AND l.token = r.token
-				WHERE l.owner = $1 AND l.owner <> ''
+				WHERE l.owner = $1 AND l.owner <> '' AND l.expires_at < now() + $4::interval / 2
 				ORDER BY l.unit
 				FOR UPDATE OF l SKIP LOCKED
 			), renewed AS (
 				UPDATE ` + leases + ` l SET expires_at = now() + $4::interval, renewed_at = now()
 				FROM locked WHERE l.unit = locked.unit
-				RETURNING l.unit, l.owner, l.token, l.expires_at, l.acquired_at, l.renewed_at
+				RETURNING l.unit, l.token, l.expires_at, l.acquired_at
 			)
-			SELECT true, unit, owner, token, expires_at, acquired_at, renewed_at FROM renewed
+			SELECT 'b', '', 0::bigint, heartbeat_at, heartbeat_at FROM beat
 			UNION ALL
-			SELECT false, h.unit, '', 0, now(), now(), now() FROM held h
-			WHERE NOT EXISTS (SELECT 1 FROM renewed r WHERE r.unit = h.unit)`,
+			SELECT 'r', unit, token, expires_at, acquired_at FROM renewed
+			UNION ALL
+			SELECT CASE WHEN h.due THEN 's' ELSE 'h' END, h.unit, h.token, h.expires_at, h.acquired_at FROM held h
+			WHERE (h.due OR h.differs) AND NOT EXISTS (SELECT 1 FROM renewed r WHERE r.unit = h.unit)
+			UNION ALL
+			SELECT 'l', r.unit, r.token, now(), now() FROM req r
+			WHERE NOT EXISTS (SELECT 1 FROM held h WHERE h.unit = r.unit AND h.token = r.token)`,
 		release: `UPDATE ` + leases + ` SET owner = '', expires_at = now()
 			WHERE unit = $1 AND owner = $2 AND owner <> '' AND token = $3`,
-		listLeases: `SELECT ` + leaseCols + ` FROM ` + leases + ` ORDER BY unit`,
+		listLeases: `SELECT ` + seenCols + ` FROM ` + leases + ` l ORDER BY l.unit`,
 
 		// Two statements, each its own transaction: the SELECT sees the
 		// row of whichever caller won, committed before the INSERT returned

@@ -106,6 +106,10 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	s := openTest(t, url, Config{Timeout: timeout})
 	stuck := acquire(t, s, "orders/0", "node-1")
 	other := acquire(t, s, "orders/1", "node-1")
+	// The orphan's idle timer starts on the server when its last
+	// statement ends, inside startOrphan: begun is no later than that, so
+	// a time since begun never understates how long the orphan was idle.
+	begun := time.Now()
 	o := startOrphan(t, url, timeout, s, stuck)
 	orphanedAt := time.Now()
 
@@ -169,7 +173,9 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	if !o.alive(t, s) {
 		t.Fatalf("the orphan was cut off %s after it began, before the test could use it (the machine is too slow for these timeouts)", time.Since(orphanedAt))
 	}
-	renewed, lost, err := s.RenewLeases(t.Context(), "node-1", []persistence.Lease{stuck, other}, time.Hour)
+	// A TTL of 3 h makes both leases (acquired for 1 h) due: their rows are
+	// to be written, and the locked one is skipped.
+	renewed, lost, err := s.RenewLeases(t.Context(), "node-1", []persistence.Lease{stuck, other}, 3*time.Hour)
 	if err != nil || len(renewed) != 1 || renewed[0].Unit != "orders/1" || len(lost) != 0 {
 		t.Fatalf("renewal while orders/0 is locked: renewed %v, lost %v, %v; want orders/1 renewed, orders/0 skipped", renewed, lost, err)
 	}
@@ -197,7 +203,7 @@ func TestOrphanedTransactionIsCutOff(t *testing.T) {
 	// backend leaves pg_stat_activity a moment later, when it has exited.
 	// So the takeover must not come before the idle timeout could fire, and
 	// the backend must be gone soon after it.
-	if since := time.Since(orphanedAt); since < timeout {
+	if since := time.Since(begun); since < timeout {
 		t.Errorf("the takeover succeeded %s after the orphan went silent, before its idle timeout (%s): the orphan still held the fence", since, timeout)
 	}
 	poll := time.NewTicker(5 * time.Millisecond)
@@ -327,7 +333,8 @@ func TestRenewLeasesSkipsLockedRow(t *testing.T) {
 		lost    []string
 	}
 	r, took, err := within(t, 3*timeout, "renewal with a locked lease row", func(ctx context.Context) (result, error) {
-		renewed, lost, err := s.RenewLeases(ctx, "node-1", []persistence.Lease{a, b, c}, 2*time.Hour)
+		// 3 h: every lease (acquired for 1 h) is due, the locked one too
+		renewed, lost, err := s.RenewLeases(ctx, "node-1", []persistence.Lease{a, b, c}, 3*time.Hour)
 		return result{renewed, lost}, err
 	})
 	if err != nil {
@@ -345,8 +352,10 @@ func TestRenewLeasesSkipsLockedRow(t *testing.T) {
 	if err := tx.Rollback(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if got := leaseOf(t, s, "orders/0"); !got.ExpiresAt.Equal(a.ExpiresAt) || !got.RenewedAt.Equal(a.RenewedAt) {
-		t.Errorf("the skipped lease = %+v, want it untouched %+v", got, a)
+	// Its row is untouched; only node-1's heartbeat moved its RenewedAt.
+	if got := leaseOf(t, s, "orders/0"); !got.ExpiresAt.Equal(a.ExpiresAt) || !got.AcquiredAt.Equal(a.AcquiredAt) ||
+		!got.RenewedAt.Equal(r.renewed[0].RenewedAt) {
+		t.Errorf("the skipped lease = %+v, want its row untouched %+v and node-1's heartbeat %s", got, a, r.renewed[0].RenewedAt)
 	}
 	// Unlocked, it is renewed again.
 	renewed, lost, err := s.RenewLeases(t.Context(), "node-1", []persistence.Lease{a, b}, 2*time.Hour)

@@ -36,10 +36,13 @@
 //     chunks of 10,000 rows, each chunk bounded, so that it never holds
 //     the write lock long.
 //   - Leases: a holder absent from AcquireRequest.Live is taken over only
-//     when its renewed_at is at least Stale old by Config.Clock.
-//     RenewLeases is one UPDATE ... FROM json_each in one immediate
-//     transaction; SQLite has no row locks, so every lease is either
-//     renewed or lost. Batch.Reset writes the checkpoint as given.
+//     when its renewed_at and its heartbeat (drover_nodes) are at least
+//     Stale old by Config.Clock. RenewLeases is one immediate transaction:
+//     the heartbeat, a check of the leases (skipped in a quiet round, see
+//     renew.go), an UPDATE ... FROM json_each of those due; SQLite has no
+//     row locks, so every lease is either renewed or lost. Acquire (of a
+//     held lease), Renew and Release count in the holder's lease_changes.
+//     Batch.Reset writes the checkpoint as given.
 //     InitSource inserts (ON CONFLICT DO NOTHING) and reads back in one
 //     immediate transaction.
 //   - Lease expiry and every timestamp come from Config.Clock (nil:
@@ -65,7 +68,8 @@
 // units as a JSON array, created_at); version 3 adds
 // drover_dead_letters.payload_bytes, the size of the message body a dead
 // letter's payload may have been cut from (existing rows: the length of
-// their payload). A file whose version is newer than
+// their payload); version 4 adds drover_nodes (node, heartbeat_at,
+// lease_changes) and an index of drover_leases on owner. A file whose version is newer than
 // this build's is refused with an error wrapping persistence.ErrSchemaTooNew
 // that names both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
 // position, updated_at) are created on first use, outside the batch's

@@ -58,6 +58,12 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 		if !takeable(cur, req, now) {
 			return l, &persistence.LeaseHeldError{Holder: cur}
 		}
+		if cur.Owner != "" {
+			// the holder's token ends: its next round checks every lease
+			if _, err = tx.StmtContext(ctx, s.stmts.nodeChanged).ExecContext(ctx, cur.Owner); err != nil {
+				return l, dbErr(err)
+			}
+		}
 	}
 	l = persistence.Lease{
 		Unit:       req.Unit,
@@ -87,103 +93,47 @@ func takeable(cur persistence.Lease, req persistence.AcquireRequest, now int64) 
 		(!slices.Contains(req.Live, cur.Owner) && now-cur.RenewedAt.UnixNano() >= int64(req.Stale))
 }
 
-// Renew implements persistence.Leases with one conditional UPDATE. A lease
-// past its expiry that nobody took over can still be renewed.
+// Renew implements persistence.Leases with one conditional UPDATE, in an
+// immediate transaction that also counts the write in the owner's
+// lease_changes. A lease past its expiry that nobody took over can still
+// be renewed.
 func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duration) (persistence.Lease, error) {
 	if ttl <= 0 {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: ttl %s: must be positive", l.Unit, ttl)
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	r := persistence.Lease{Unit: l.Unit}
-	var expires, acquired, renewed int64
-	now := s.now()
-	err := s.stmts.leaseRenew.QueryRowContext(ctx, now+int64(ttl), now, l.Unit, l.Owner, l.Token).
-		Scan(&r.Owner, &r.Token, &expires, &acquired, &renewed)
+	r, err := s.renew(ctx, l, ttl)
 	if errors.Is(err, sql.ErrNoRows) {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: token %d of %s: %w", l.Unit, l.Token, l.Owner, persistence.ErrLeaseLost)
 	}
 	if err != nil {
 		return persistence.Lease{}, fmt.Errorf("renew lease %s: %w", l.Unit, dbErr(err))
 	}
-	r.ExpiresAt, r.AcquiredAt, r.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
 	return r, nil
 }
 
-// RenewLeases implements persistence.Leases with one UPDATE … FROM
-// json_each in one immediate transaction. SQLite has no row locks, so no
-// lease is ever skipped: each is renewed or lost. renewed and lost follow
-// the order of ls.
-func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
-	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
-		return nil, nil, err
-	}
-	switch {
-	case len(ls) == 0:
-		// a ping: the runtime asks with no leases to learn the store answers
-		ctx, cancel := s.bound(ctx)
-		defer cancel()
-		if err := s.db.PingContext(ctx); err != nil {
-			return nil, nil, fmt.Errorf("renew 0 leases of %s: %w", owner, dbErr(err))
-		}
-		return nil, nil, nil
-	}
-	ctx, cancel := s.bound(ctx)
-	defer cancel()
-	pairs := make([][2]any, len(ls))
-	for i, l := range ls {
-		pairs[i] = [2]any{l.Unit, l.Token}
-	}
-	arg, err := json.Marshal(pairs)
-	if err != nil {
-		return nil, nil, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
-	}
-	got, err := s.renewMany(ctx, owner, string(arg), ttl)
-	if err != nil {
-		return nil, nil, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
-	}
-	for _, l := range ls {
-		switch nl, ok := got[l.Unit]; {
-		case ok && nl.Token == l.Token:
-			renewed = append(renewed, nl)
-		case ok:
-			// ls named the unit twice, with another token.
-		default:
-			lost = append(lost, l.Unit)
-		}
-	}
-	return renewed, lost, nil
-}
-
-func (s *Store) renewMany(ctx context.Context, owner, pairs string, ttl time.Duration) (got map[string]persistence.Lease, err error) {
+func (s *Store) renew(ctx context.Context, l persistence.Lease, ttl time.Duration) (r persistence.Lease, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, dbErr(err)
+		return r, err
 	}
 	defer rollbackOnError(tx, &err)
+	r.Unit = l.Unit
+	var expires, acquired, renewed int64
 	now := s.now()
-	rows, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).QueryContext(ctx, now+int64(ttl), now, owner, pairs)
-	if err != nil {
-		return nil, dbErr(err)
+	if err = tx.StmtContext(ctx, s.stmts.leaseRenew).QueryRowContext(ctx, now+int64(ttl), now, l.Unit, l.Owner, l.Token).
+		Scan(&r.Owner, &r.Token, &expires, &acquired, &renewed); err != nil {
+		return r, err
 	}
-	got = make(map[string]persistence.Lease)
-	for rows.Next() {
-		var l persistence.Lease
-		if l, err = scanLease(rows); err != nil {
-			rows.Close()
-			return nil, dbErr(err)
-		}
-		got[l.Unit] = l
+	if _, err = tx.StmtContext(ctx, s.stmts.nodeChanged).ExecContext(ctx, l.Owner); err != nil {
+		return r, err
 	}
-	if err = rows.Err(); err != nil {
-		rows.Close()
-		return nil, dbErr(err)
-	}
-	rows.Close()
 	if err = tx.Commit(); err != nil {
-		return nil, dbErr(err)
+		return r, err
 	}
-	return got, nil
+	r.ExpiresAt, r.AcquiredAt, r.RenewedAt = fromNanos(expires), fromNanos(acquired), fromNanos(renewed)
+	return r, nil
 }
 
 // scanLease scans a row of unit, owner, token, expires_at, acquired_at,
@@ -196,15 +146,11 @@ func scanLease(rows *sql.Rows) (l persistence.Lease, err error) {
 }
 
 // Release implements persistence.Leases: the owner becomes empty, the token
-// stays and the lease expires now.
+// stays and the lease expires now; the owner's lease_changes counts it.
 func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	res, err := s.stmts.leaseRelease.ExecContext(ctx, s.now(), l.Unit, l.Owner, l.Token)
-	if err != nil {
-		return fmt.Errorf("release lease %s: %w", l.Unit, dbErr(err))
-	}
-	n, err := res.RowsAffected()
+	n, err := s.release(ctx, l)
 	if err != nil {
 		return fmt.Errorf("release lease %s: %w", l.Unit, dbErr(err))
 	}
@@ -212,6 +158,28 @@ func (s *Store) Release(ctx context.Context, l persistence.Lease) error {
 		return fmt.Errorf("release lease %s: token %d of %s: %w", l.Unit, l.Token, l.Owner, persistence.ErrLeaseLost)
 	}
 	return nil
+}
+
+func (s *Store) release(ctx context.Context, l persistence.Lease) (n int64, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer rollbackOnError(tx, &err)
+	res, err := tx.StmtContext(ctx, s.stmts.leaseRelease).ExecContext(ctx, s.now(), l.Unit, l.Owner, l.Token)
+	if err != nil {
+		return 0, err
+	}
+	if n, err = res.RowsAffected(); err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, tx.Rollback() // nothing written
+	}
+	if _, err = tx.StmtContext(ctx, s.stmts.nodeChanged).ExecContext(ctx, l.Owner); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
 }
 
 // List implements persistence.Leases.

@@ -105,6 +105,26 @@ CREATE TABLE drover_sources (
 ALTER TABLE drover_dead_letters ADD COLUMN payload_bytes INTEGER NOT NULL DEFAULT 0;
 UPDATE drover_dead_letters SET payload_bytes = coalesce(length(CAST(payload AS BLOB)), 0);
 `,
+	}, {
+		version: 4,
+		name:    "node heartbeats",
+		// A node's renewal round writes its heartbeat row instead of
+		// every lease row (persistence.Leases.RenewLeases): a lease's
+		// staleness is judged by the later of its renewed_at and its
+		// owner's heartbeat_at. lease_changes counts the writes to the
+		// owner's lease rows other than its own rounds (an Acquire that
+		// ends its token, its Renew, its Release): a round that finds it
+		// unchanged, and the owner's row count as it was, need not check
+		// each lease (Store.RenewLeases). The index on owner makes that
+		// count cheap.
+		sql: `
+CREATE TABLE drover_nodes (
+	node          TEXT    PRIMARY KEY,
+	heartbeat_at  INTEGER NOT NULL, -- unix nanoseconds, UTC; 0: never
+	lease_changes INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX drover_leases_owner ON drover_leases (owner);
+`,
 	}}
 }
 

@@ -74,6 +74,9 @@ type Store struct {
 	mu     sync.Mutex             // guards tables
 	tables map[string]*tableStmts // records tables known to exist
 
+	checkedMu sync.Mutex
+	checked   map[string]renewCheck // owner -> what its last renewal round found (leases.go)
+
 	// failAfterWrites > 0 makes Apply fail after that many more write
 	// statements (a test hook; see export_test.go).
 	failAfterWrites atomic.Int64
@@ -108,6 +111,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		log:     cfg.Logger,
 		timeout: cfg.timeout(),
 		tables:  make(map[string]*tableStmts),
+		checked: make(map[string]renewCheck),
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}
@@ -316,7 +320,8 @@ func dbErr(err error) error {
 // statements are the prepared statements of drover's own tables.
 type statements struct {
 	leaseGet, leasePut, leaseRenew, leaseRenewMany *sql.Stmt
-	leaseRelease, leaseList                        *sql.Stmt
+	leaseRelease, leaseList, leaseHeld             *sql.Stmt
+	nodeBeat, nodeChanged, ownerCount              *sql.Stmt
 	sourcePut, sourceGet                           *sql.Stmt
 	fence                                          *sql.Stmt
 	dedupeGet, dedupePut                           *sql.Stmt
@@ -329,25 +334,30 @@ func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
 		to  **sql.Stmt
 		sql string
 	}{
-		{&st.leaseGet, `SELECT owner, token, expires_at, acquired_at, renewed_at FROM drover_leases WHERE unit = ?`},
+		// renewed_at as reported: the later of the row's and its owner's
+		// heartbeat (persistence.Lease.RenewedAt).
+		{&st.leaseGet, `SELECT owner, token, expires_at, acquired_at, ` + seenRenewedAt + ` FROM drover_leases l WHERE unit = ?`},
 		{&st.leasePut, `INSERT INTO drover_leases (unit, owner, token, expires_at, acquired_at, renewed_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, token = excluded.token,
 	expires_at = excluded.expires_at, acquired_at = excluded.acquired_at, renewed_at = excluded.renewed_at`},
 		{&st.leaseRenew, `UPDATE drover_leases SET expires_at = ?, renewed_at = ?
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
 RETURNING owner, token, expires_at, acquired_at, renewed_at`},
-		// Every lease of a JSON list of [unit, token] pairs that the owner
-		// holds with that token.
-		{&st.leaseRenewMany, `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
-FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
-WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND owner = ?3 AND owner <> ''
-RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`},
+		{&st.leaseRenewMany, sqlRenewMany},
+		{&st.leaseHeld, sqlLeaseHeld},
+		{&st.nodeBeat, `INSERT INTO drover_nodes (node, heartbeat_at) VALUES (?1, ?2)
+ON CONFLICT (node) DO UPDATE SET heartbeat_at = max(heartbeat_at, excluded.heartbeat_at)
+RETURNING lease_changes`},
+		// An owner's lease row written by someone else's Acquire, or by its
+		// own Renew or Release.
+		{&st.nodeChanged, `UPDATE drover_nodes SET lease_changes = lease_changes + 1 WHERE node = ?`},
+		{&st.ownerCount, `SELECT count(*) FROM drover_leases WHERE owner = ?`},
 		{&st.sourcePut, `INSERT INTO drover_sources (source, units, created_at) VALUES (?, ?, ?)
 ON CONFLICT (source) DO NOTHING`},
 		{&st.sourceGet, `SELECT units FROM drover_sources WHERE source = ?`},
 		{&st.leaseRelease, `UPDATE drover_leases SET owner = '', expires_at = ?
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?`},
-		{&st.leaseList, `SELECT unit, owner, token, expires_at, acquired_at, renewed_at FROM drover_leases ORDER BY unit`},
+		{&st.leaseList, `SELECT unit, owner, token, expires_at, acquired_at, ` + seenRenewedAt + ` FROM drover_leases l ORDER BY unit`},
 		{&st.fence, `SELECT token FROM drover_leases WHERE unit = ?`},
 		{&st.dedupeGet, `SELECT message_id FROM drover_dedupe
 WHERE source = ? AND message_id IN (SELECT value FROM json_each(?))`},
@@ -377,6 +387,7 @@ ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.p
 
 func (st *statements) close() {
 	for _, s := range []*sql.Stmt{st.leaseGet, st.leasePut, st.leaseRenew, st.leaseRenewMany, st.leaseRelease, st.leaseList,
+		st.leaseHeld, st.nodeBeat, st.nodeChanged, st.ownerCount,
 		st.sourcePut, st.sourceGet,
 		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut} {
 		if s != nil {
@@ -384,6 +395,28 @@ func (st *statements) close() {
 		}
 	}
 }
+
+// sqlRenewMany extends every lease of a JSON list of [unit, token] pairs
+// that the owner holds with that token. +owner keeps the index on owner
+// out of the plan: with it SQLite would scan the owner's rows and the
+// whole list for each, not look each pair up by unit (TestRenewPlans).
+const sqlRenewMany = `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
+FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
+WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''
+RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`
+
+// sqlLeaseHeld reads the leases of the same list the owner holds with
+// that token, as stored. CROSS JOIN keeps the list the outer loop (SQLite
+// does not reorder it): one primary-key lookup per pair.
+const sqlLeaseHeld = `SELECT l.unit, owner, l.token, expires_at, acquired_at, renewed_at
+FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?2)) AS r
+CROSS JOIN drover_leases l ON l.unit = r.unit AND l.token = r.token
+WHERE owner = ?1 AND owner <> ''`
+
+// seenRenewedAt is the renewed_at of lease row l as reported: the later
+// of its own and its owner's heartbeat.
+const seenRenewedAt = `CASE WHEN l.owner = '' THEN l.renewed_at ELSE
+	max(l.renewed_at, coalesce((SELECT heartbeat_at FROM drover_nodes WHERE node = l.owner), 0)) END`
 
 func firstLine(s string) string {
 	line, _, _ := strings.Cut(s, "\n")

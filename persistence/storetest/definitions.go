@@ -27,6 +27,12 @@ func definitions() []definition {
 		{"Lease/RenewLeasesRenewedAndLost", always, testRenewLeases},
 		{"Lease/RenewLeasesEmptyAndInvalid", always, testRenewLeasesEdges},
 
+		// heartbeat.go: the renewal round as a heartbeat (issue 12 item 5).
+		{"Lease/HeartbeatKeepsLeaseUntilStale", always, testHeartbeatStale},
+		{"Lease/HeartbeatExtendsOnlyLeasesDue", always, testHeartbeatNotDue},
+		{"Lease/HeartbeatRoundFindsEveryLoss", always, testHeartbeatLost},
+		{"Lease/HeartbeatExpiryNeverLapses", always, testHeartbeatExpiry},
+
 		// apply.go
 		{"Apply/FencedCommitsEverythingTogether", always, testApplyTogether},
 		// The fencing and atomicity cases run on both write paths a store may

@@ -46,11 +46,15 @@
 //     Stale.
 //   - A lease is expired when ExpiresAt <= the store's now; a holder absent
 //     from Live is stale when now - RenewedAt >= Stale (so Stale 0 takes
-//     over at once). Acquire sets RenewedAt = AcquiredAt; Renew and
-//     RenewLeases set it to now and keep AcquiredAt.
+//     over at once), RenewedAt being the later of the lease's renewal and
+//     its owner's heartbeat. Acquire sets RenewedAt = AcquiredAt; Renew
+//     and RenewLeases set it to now and keep AcquiredAt.
 //   - RenewLeases refuses an empty owner and a TTL <= 0; no leases is no
-//     error. The owner argument names the holder. renewed and lost follow
-//     the order of the leases given, which are not modified.
+//     error. The owner argument names the holder. It extends exactly the
+//     leases whose ExpiresAt is before now + ttl/2 (persistence.RenewDue),
+//     and finds every lost lease whether or not earlier rounds found
+//     nothing changed. renewed and lost follow the order of the leases
+//     given, which are not modified.
 //   - Batch.Reset writes Finished as the batch says (a stored Finished is
 //     cleared); a Reset with an empty Checkpoint writes nothing. Start
 //     markers order after the empty position, as text among themselves,
