@@ -60,6 +60,12 @@ type Env struct {
 	Trace func(Event)
 	// Metrics receives counters; nil means none.
 	Metrics Metrics
+	// ApplyAlone makes every batch a store call of its own
+	// (node.group_commit: false). By default, when Store implements
+	// persistence.GroupApplier, the batches of several units that are
+	// ready while the store is busy share one call (group commit: the
+	// node's committer, groupcommit.go).
+	ApplyAlone bool
 	// Tuning; zero values mean the defaults.
 	Tuning Tuning
 	// Placement, when set, is called instead of placement.Owned and must

@@ -64,8 +64,11 @@ type nodeEnv struct {
 	ctx context.Context
 	// leaser renews the node's leases (set before any unit starts);
 	// nodePID is the node actor.
-	leaser  *actor.PID
-	nodePID atomic.Pointer[actor.PID] // set once the node actor is spawned (after the leaser)
+	leaser *actor.PID
+	// committer is the node's group committer (groupcommit.go); nil when
+	// every batch is applied alone (no GroupApplier, or Env.ApplyAlone).
+	committer *actor.PID
+	nodePID   atomic.Pointer[actor.PID] // set once the node actor is spawned (after the leaser)
 	// digest is placement.SourceDigestOf this node's source ids: a member
 	// gossiping only a digest equal to it runs the same sources.
 	digest uint64
@@ -163,6 +166,15 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		return nil, fmt.Errorf("spawn leaser: %w", err)
 	}
 	shared.leaser = lpid
+	if g, ok := groupCommits(&shared.env); ok {
+		cprops := actor.PropsFromProducer(func() actor.Actor { return newCommitter(shared, g) }, shared.props()...)
+		cpid, err := system.Root.SpawnNamed(cprops, "committer")
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("spawn committer: %w", err)
+		}
+		shared.committer = cpid
+	}
 	props := actor.PropsFromProducer(func() actor.Actor { return &nodeActor{shared: shared, specs: full, node: n} }, shared.props()...)
 	pid, err := system.Root.SpawnNamed(props, "node")
 	if err != nil {
@@ -220,6 +232,9 @@ func (n *Node) Close() {
 	n.cancel()
 	n.node.system.Root.Stop(n.root)
 	n.node.system.Root.Stop(n.node.leaser)
+	if n.node.committer != nil {
+		n.node.system.Root.Stop(n.node.committer)
+	}
 	n.node.system.Shutdown()
 }
 

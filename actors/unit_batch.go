@@ -131,10 +131,9 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 		u.onApply(ctx, applyResult{batch: pb, attempts: attempts})
 		return
 	}
-	store, b := u.node.env.Store, pb.batch
+	b := pb.batch
 	b.Lease = u.lease
-	u.runMainJob(ctx, "apply", func(c context.Context) any {
-		a, err := store.Apply(c, b)
+	u.storeApply(ctx, b, func(a persistence.Applied, err error) any {
 		return applyResult{batch: pb, applied: a, err: err, attempts: attempts}
 	})
 }
@@ -142,7 +141,9 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 // reapply retries the batch that failed. A stream unit first reads its
 // checkpoint: when the failed attempt committed after all, the batch is
 // done. A queue unit applies again; the dedupe table refuses what
-// committed.
+// committed. A stream unit's retry reads and applies in one job of its
+// own, not through the node's committer: it is rare, and the read must
+// come right before the apply.
 func (u *unitActor) reapply(ctx actor.Context) {
 	pb := u.held
 	if pb == nil || pb.batch == nil {

@@ -44,6 +44,10 @@
 //   - A dead letter records the size of its message body (PayloadBytes,
 //     column payload_bytes): a Payload shorter than it was cut by the
 //     runtime (dead_letter_max_bytes) and DeadLetter.Cut reports it.
+//   - A store that implements GroupApplier (all three do) applies several
+//     units' batches in fewer round trips (group commit), each batch with
+//     the outcome Apply would give it alone: one batch's lost lease or
+//     refused record never rolls back another's writes.
 //
 // # Goroutines and blocking
 //

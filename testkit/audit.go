@@ -211,15 +211,54 @@ func (a *auditStore) Checkpoints(ctx context.Context, source string) ([]persiste
 }
 
 func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
-	if err := a.inject("apply"); err != nil {
+	if err := a.beforeApply(ctx, b); err != nil {
 		return persistence.Applied{}, err
 	}
+	res, err := a.Store.Apply(ctx, b)
+	return a.afterApply(b, res, err)
+}
+
+// ApplyGroup models persistence.GroupApplier as the stores implement it:
+// each batch meets the faults, row locks and refusals of an Apply, one
+// after the other (a row lock one batch waits for delays the whole
+// group); those that pass go to the store's own ApplyGroup in one call,
+// and the ledger checks each commit.
+func (a *auditStore) ApplyGroup(ctx context.Context, bs []*persistence.Batch) []persistence.GroupResult {
+	a.c.groups++
+	out := make([]persistence.GroupResult, len(bs))
+	var pass []*persistence.Batch
+	var at []int
+	for i, b := range bs {
+		if err := a.beforeApply(ctx, b); err != nil {
+			out[i].Err = err
+			continue
+		}
+		pass, at = append(pass, b), append(at, i)
+	}
+	var rs []persistence.GroupResult
+	if g, ok := a.Store.(persistence.GroupApplier); ok {
+		rs = g.ApplyGroup(ctx, pass)
+	} else {
+		rs = persistence.ApplyEach(ctx, a.Store, pass)
+	}
+	for k, i := range at {
+		out[i].Applied, out[i].Err = a.afterApply(pass[k], rs[k].Applied, rs[k].Err)
+	}
+	return out
+}
+
+// beforeApply is what happens to a batch before the store writes it:
+// injected faults, a locked lease row, a refusal.
+func (a *auditStore) beforeApply(ctx context.Context, b *persistence.Batch) error {
+	if err := a.inject("apply"); err != nil {
+		return err
+	}
 	if err := a.waitLock(ctx, b.Unit); err != nil {
-		return persistence.Applied{}, fmt.Errorf("apply %w", err)
+		return fmt.Errorf("apply %w", err)
 	}
 	if err := a.refused(b); err != nil {
 		a.split[tokenKey(b.Unit, b.Lease.Token)] = true
-		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
+		return fmt.Errorf("apply %s: %w", b.Unit, err)
 	}
 	switch {
 	case a.raced[b.Unit]:
@@ -228,10 +267,15 @@ func (a *auditStore) Apply(ctx context.Context, b *persistence.Batch) (persisten
 		a.raceNext--
 		a.raced[b.Unit] = true
 		a.split[tokenKey(b.Unit, b.Lease.Token)] = true
-		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, persistence.Refused(fmt.Errorf(
+		return fmt.Errorf("apply %s: %w", b.Unit, persistence.Refused(fmt.Errorf(
 			`duplicate key value violates unique constraint "pg_type_typname_nsp_index": %s`, raceMark)))
 	}
-	res, err := a.Store.Apply(ctx, b)
+	return nil
+}
+
+// afterApply records a committed batch in the ledger and loses the answer
+// of an ambiguous commit.
+func (a *auditStore) afterApply(b *persistence.Batch, res persistence.Applied, err error) (persistence.Applied, error) {
 	if err != nil {
 		return res, err
 	}

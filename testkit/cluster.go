@@ -48,6 +48,13 @@ type Config struct {
 	Store func(clock *Clock) (persistence.Store, error)
 	// Tuning is passed to every node.
 	Tuning actors.Tuning
+	// ApplyAlone switches group commit off on every node
+	// (node.group_commit: false): each batch is a store call of its own.
+	ApplyAlone bool
+	// ParallelGroups is how many groups of batches a node keeps in the
+	// store at once with group commit (persistence.ParallelGroups; default
+	// 1, as SQLite; PostgreSQL says its pool size).
+	ParallelGroups int
 	// FailoverBound, when set, makes Report flag every unit of a node
 	// killed while the cluster was otherwise healthy that was not owned
 	// again within it.
@@ -86,6 +93,7 @@ type Cluster struct {
 	led     *ledger
 	digest  hash.Hash
 	events  int
+	groups  int // ApplyGroup calls (group commit)
 	log     []Event
 	scripts int // scenario steps (At) not run yet
 
@@ -365,6 +373,7 @@ func (c *Cluster) startNode(n *simNode) error {
 		Logger:     c.cfg.Logger,
 		Trace:      func(e actors.Event) { c.event(e.Kind, e.Node, e.Unit, e.Detail) },
 		Tuning:     c.cfg.Tuning,
+		ApplyAlone: c.cfg.ApplyAlone,
 	}
 	n.metrics = newStateMetrics()
 	env.Metrics = n.metrics
@@ -399,6 +408,10 @@ func (c *Cluster) Digest() string {
 
 // Events counts the events in the trace so far.
 func (c *Cluster) Events() int { return c.events }
+
+// Groups counts the store calls that applied a group of batches
+// (persistence.GroupApplier: group commit) so far.
+func (c *Cluster) Groups() int { return c.groups }
 
 // Steps counts the tasks run so far (mailbox runs, jobs, timers, probes).
 func (c *Cluster) Steps() uint64 { return c.s.steps }

@@ -521,6 +521,22 @@ func (n nodeStore) Apply(ctx context.Context, b *persistence.Batch) (persistence
 	return n.auditStore.Apply(ctx, b)
 }
 
+// ApplyGroup fails every batch while the node is cut off the store.
+func (n nodeStore) ApplyGroup(ctx context.Context, bs []*persistence.Batch) []persistence.GroupResult {
+	if err := n.cutErr(); err != nil {
+		out := make([]persistence.GroupResult, len(bs))
+		for i := range out {
+			out[i].Err = err
+		}
+		return out
+	}
+	return n.auditStore.ApplyGroup(ctx, bs)
+}
+
+// ParallelGroups is Config.ParallelGroups: how many groups a node keeps
+// in flight, as PostgreSQL's pool size gives it.
+func (n nodeStore) ParallelGroups() int { return max(1, n.auditStore.c.cfg.ParallelGroups) }
+
 func (n nodeStore) Checkpoint(ctx context.Context, unit string) (persistence.Checkpoint, error) {
 	if err := n.cutErr(); err != nil {
 		return persistence.Checkpoint{}, err

@@ -10,7 +10,6 @@ import (
 	"slices"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/drover-dev/drover/actors"
@@ -32,6 +31,9 @@ type SimOptions struct {
 	// Inspect, when set, is called with the cluster after it settled and
 	// before the invariants are checked (to look at its event log).
 	Inspect func(*Cluster)
+	// GroupCommit, when set, says whether the nodes group their commits
+	// (node.group_commit); nil draws it from the seed.
+	GroupCommit *bool
 }
 
 // SimResult is the outcome of one random run.
@@ -78,6 +80,8 @@ func (r SimResult) OK() bool {
 //     the store, a storm of supervisor crashes (sometimes while a row lock
 //     keeps one of its units from stopping at once), and the first node
 //     restarting with an empty join list into a cluster of its own;
+//   - group commit on (3 runs in 4) or off (node.group_commit), with 1 to
+//     3 groups in flight, drawn apart as the next item;
 //   - sometimes (drawn apart, so the rest of the scenario is as without
 //     them) a check constraint that refuses some records for good, and a
 //     store that takes at most 2 KiB per batch (less than the oversize
@@ -90,6 +94,7 @@ func (r SimResult) OK() bool {
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
+	gc := drawGroupCommit(seed, opt)
 	// The unit loop's choices of issue 12 are drawn from a source of their
 	// own as well.
 	rng12 := rand.New(rand.NewPCG(seed^0x12a, seed+0x12b))
@@ -98,7 +103,8 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	if rng12.IntN(10) < 3 {
 		tuning.WakeSafety = time.Second + time.Duration(rng12.IntN(4000))*time.Millisecond
 	}
-	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning})
+	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning,
+		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
 	if err != nil {
 		return SimResult{}, err
 	}
@@ -117,6 +123,8 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			opt.Log(s)
 		}
 	}
+
+	step(0, "%s", gc)
 
 	// The store faults of issue 10 are drawn from a source of their own, so
 	// that the draws below, and so the runs without them, are what they
@@ -578,32 +586,4 @@ func hashKey(k []byte) uint32 {
 		h = (h ^ uint32(b)) * 16777619
 	}
 	return h
-}
-
-// Explain formats a failed run for humans: the broken invariants, the
-// scenario, and how to replay it.
-func (r SimResult) Explain() string {
-	var b strings.Builder
-	for i, v := range r.Violations {
-		if i == 10 {
-			fmt.Fprintf(&b, "... and %d more broken invariants\n", len(r.Violations)-10)
-			break
-		}
-		fmt.Fprintf(&b, "invariant broken: %s\n", v)
-	}
-	b.WriteString("scenario:\n")
-	for _, s := range r.Steps {
-		fmt.Fprintf(&b, "  %s\n", s)
-	}
-	fmt.Fprintf(&b, "replay: drover sim --seed %d -v\n", r.Seed)
-	return b.String()
-}
-
-func stepTime(s string) time.Duration {
-	f := strings.Fields(s)
-	if len(f) == 0 {
-		return 0
-	}
-	d, _ := time.ParseDuration(strings.TrimPrefix(f[0], "t="))
-	return d
 }

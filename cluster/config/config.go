@@ -81,6 +81,11 @@ type Node struct {
 	// and six more) beside the per-source ones; off, a unit has two series
 	// (lag and state).
 	MetricsPerUnit bool `yaml:"metrics_per_unit" json:"metrics_per_unit,omitempty"`
+	// GroupCommit lets the batches of several units that are ready while
+	// the store is busy share one store call (persistence.GroupApplier:
+	// one pipeline on PostgreSQL, one transaction on SQLite); false
+	// applies every batch alone. Default true.
+	GroupCommit bool `yaml:"group_commit" json:"group_commit"`
 }
 
 // DebugTLS is node.debug_tls: paths of PEM files, never their content (so

@@ -156,6 +156,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Logger:     log,
 		Metrics:    n.metrics,
 		Tuning:     opt.Tuning,
+		ApplyAlone: !cfg.Node.GroupCommit,
 		// the clamp of every member's gossiped capacity, unless a member
 		// gossips a lower max_capacity
 		MaxCapacity: cfg.Cluster.MaxCapacity,

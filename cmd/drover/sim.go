@@ -29,6 +29,7 @@ func newSim() *cobra.Command {
 		store        string
 		verbose      bool
 		breakFencing bool
+		groupCommit  string
 		scale        *scaleFlags
 	)
 	cmd := &cobra.Command{
@@ -80,6 +81,15 @@ placement times (the time the run took goes to stderr).`,
 			default:
 				return &exitError{2, fmt.Errorf("--store %q: must be memory or sqlite", store)}
 			}
+			var group *bool
+			switch groupCommit {
+			case "seed", "":
+			case "on", "off":
+				on := groupCommit == "on"
+				group = &on
+			default:
+				return &exitError{2, fmt.Errorf("--group-commit %q: must be on, off or seed", groupCommit)}
+			}
 			if breakFencing && store == "sqlite" {
 				return &exitError{2, fmt.Errorf("--break-fencing needs --store memory")}
 			}
@@ -102,7 +112,7 @@ placement times (the time the run took goes to stderr).`,
 						defer wg.Done()
 						defer func() { <-sem }()
 						s := seed + uint64(first+i)
-						opt := testkit.SimOptions{BreakFencing: breakFencing}
+						opt := testkit.SimOptions{BreakFencing: breakFencing, GroupCommit: group}
 						if tmp != "" {
 							path := filepath.Join(tmp, fmt.Sprintf("seed-%d.db", s))
 							opt.Store = func(c *testkit.Clock) (persistence.Store, error) {
@@ -145,6 +155,7 @@ placement times (the time the run took goes to stderr).`,
 	cmd.Flags().Uint64Var(&seed, "seed", 1, "seed of the (first) run")
 	cmd.Flags().IntVar(&runs, "runs", 1, "run seeds seed..seed+runs-1")
 	cmd.Flags().StringVar(&store, "store", "memory", "store under test: memory or sqlite (a temporary file per run)")
+	cmd.Flags().StringVar(&groupCommit, "group-commit", "seed", "node.group_commit of every node: on, off, or seed (drawn from the seed, on in 3 runs of 4)")
 	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print each run's scenario")
 	cmd.Flags().BoolVar(&breakFencing, "break-fencing", false, "switch off the store's token check, to see the invariants catch it")
 	_ = cmd.Flags().MarkHidden("break-fencing")

@@ -54,8 +54,11 @@ func TestSimRunsPrintsOneLinePerSeed(t *testing.T) {
 
 func TestSimFailsLoudlyWhenAnInvariantBreaks(t *testing.T) {
 	// with fencing off, some of the first 50 seeds apply a message twice;
-	// which ones depends on the scheduling, so look at all of them
-	code, out, errs := runCLI(t, "sim", "--seed", "1", "--runs", "50", "--break-fencing")
+	// which ones depends on the scheduling, so look at all of them. Group
+	// commit is held off, as it was when these seeds were picked: drawn per
+	// seed it moves the few that break (seed 20 off, 40 on, none of the 50
+	// when drawn; TestSimCatchesBrokenFencing looks at 200 drawn seeds).
+	code, out, errs := runCLI(t, "sim", "--seed", "1", "--runs", "50", "--break-fencing", "--group-commit", "off")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s", code, out)
 	}

@@ -20,6 +20,25 @@ import (
 func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.applyLocked(ctx, b)
+}
+
+// ApplyGroup implements persistence.GroupApplier: the batches one after
+// the other under one hold of the store's mutex, each exactly as Apply
+// would write it (faults injected for "apply" are used up per batch, as
+// by that many Applies), so one batch's failure leaves the others alone.
+func (s *Store) ApplyGroup(ctx context.Context, bs []*persistence.Batch) []persistence.GroupResult {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]persistence.GroupResult, len(bs))
+	for i, b := range bs {
+		out[i].Applied, out[i].Err = s.applyLocked(ctx, b)
+	}
+	return out
+}
+
+// applyLocked is Apply with s.mu held.
+func (s *Store) applyLocked(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
 	if err := s.enter(ctx, OpApply); err != nil {
 		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
 	}

@@ -42,7 +42,10 @@ type dlKey struct{ source, unit, position string }
 
 type dedupeKey struct{ source, messageID string }
 
-var _ persistence.Store = (*Store)(nil)
+var (
+	_ persistence.Store        = (*Store)(nil)
+	_ persistence.GroupApplier = (*Store)(nil)
+)
 
 // New returns an empty store.
 func New(cfg Config) *Store {

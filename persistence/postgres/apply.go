@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/drover-dev/drover/persistence"
 )
@@ -42,19 +43,24 @@ func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	applied, err := s.apply(ctx, b)
+	if err != nil {
+		return persistence.Applied{}, s.applyErr(b, err)
+	}
+	return applied, nil
+}
+
+// applyErr is the error Apply returns for b: Handle's error as is, every
+// other wrapped once with the unit. A table we created that is gone
+// (dropped, or a restore) is created again next time.
+func (s *Store) applyErr(b *persistence.Batch, err error) error {
 	if isCode(err, codeUndefinedTable) {
-		// A table we created is gone (dropped, or a restore): create it
-		// again next time.
 		s.forget(b.Table)
 	}
 	var he *handlerError
-	switch {
-	case errors.As(err, &he):
-		return persistence.Applied{}, he.err // as is
-	case err != nil:
-		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
+	if errors.As(err, &he) {
+		return he.err // as is
 	}
-	return applied, nil
+	return fmt.Errorf("apply %s: %w", b.Unit, err)
 }
 
 // MaxBatchBytes is the most bytes (persistence.Op.Size summed over its
@@ -76,43 +82,60 @@ type handlerError struct{ err error }
 func (e *handlerError) Error() string { return e.err.Error() }
 
 func (s *Store) apply(ctx context.Context, b *persistence.Batch) (persistence.Applied, error) {
+	a, rec, tableKnown, err := s.plan(b)
+	if err != nil {
+		return persistence.Applied{}, err
+	}
+	if a.pipelined(tableKnown) {
+		return s.applyPipelined(ctx, a, rec)
+	}
+	return s.applyTx(ctx, a, rec, tableKnown)
+}
+
+// plan checks the batch and plans its writes: folded already when it has
+// no dedupe. tableKnown says whether its records table is known to exist
+// (rec is its statements; nil when the batch writes no records).
+func (s *Store) plan(b *persistence.Batch) (a *applyPlan, rec *recordsSQL, tableKnown bool, err error) {
 	if b.Reset && b.Checkpoint == "" {
-		return persistence.Applied{}, errors.New("reset to an empty checkpoint")
+		return nil, nil, false, errors.New("reset to an empty checkpoint")
 	}
 	size := 0
 	for i := range b.Ops {
 		op := &b.Ops[i]
 		if op.Kind < persistence.OpUpsert || op.Kind > persistence.OpMessage {
-			return persistence.Applied{}, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
+			return nil, nil, false, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
 		}
 		if op.Kind != persistence.OpMessage { // a handler's message is not sent
 			size += op.Size()
 		}
 	}
 	if size > maxBatchBytes {
-		return persistence.Applied{}, persistence.Refused(fmt.Errorf("batch of %d ops holds %d bytes, more than the %d one statement may carry (MaxBatchBytes)",
+		return nil, nil, false, persistence.Refused(fmt.Errorf("batch of %d ops holds %d bytes, more than the %d one statement may carry (MaxBatchBytes)",
 			len(b.Ops), size, maxBatchBytes))
 	}
-	a := newApplyPlan(b)
+	a = newApplyPlan(b)
 	if !b.Dedupe {
 		// Every op is fresh: fold now.
 		a.fold(nil)
 		if err := a.check(); err != nil {
-			return persistence.Applied{}, err
+			return nil, nil, false, err
 		}
 	}
-	var rec *recordsSQL
-	tableKnown := true
+	tableKnown = true
 	if a.touchesTable() {
 		if err := persistence.ValidTable(b.Table); err != nil {
-			return persistence.Applied{}, err
+			return nil, nil, false, err
 		}
 		rec, tableKnown = s.records(b.Table)
 	}
-	if !b.Dedupe && len(a.msgs) == 0 && tableKnown {
-		return s.applyPipelined(ctx, a, rec)
-	}
-	return s.applyTx(ctx, a, rec, tableKnown)
+	return a, rec, tableKnown, nil
+}
+
+// pipelined reports whether the planned batch is written in one round
+// trip with no transaction of its own (applyPipelined): a stream batch
+// with no handler messages to a table known to exist.
+func (a *applyPlan) pipelined(tableKnown bool) bool {
+	return !a.b.Dedupe && len(a.msgs) == 0 && tableKnown
 }
 
 // applyPipelined writes a folded stream batch in one round trip.
@@ -191,7 +214,7 @@ func (s *Store) applyTx(ctx context.Context, a *applyPlan, rec *recordsSQL, tabl
 		second := &pgx.Batch{}
 		a.queueWrites(second, s, rec)
 		if second.Len() > 0 {
-			if err := sendBatch(ctx, tx, second, a.readWrites); err != nil {
+			if err := sendBatch(ctx, tx, second, func(br pgx.BatchResults) error { return a.readWrites(br) }); err != nil {
 				return persistence.Applied{}, err
 			}
 		}
@@ -223,8 +246,14 @@ func (s *Store) applyTx(ctx context.Context, a *applyPlan, rec *recordsSQL, tabl
 	return a.applied, nil
 }
 
+// resultExecer reads the result of the next statement sent: a
+// pgx.BatchResults, or a batch of ApplyGroup's pipeline (segment).
+type resultExecer interface {
+	Exec() (pgconn.CommandTag, error)
+}
+
 // readFence reads the fence's result: DR001 is a lost lease.
-func (a *applyPlan) readFence(br pgx.BatchResults) error {
+func (a *applyPlan) readFence(br resultExecer) error {
 	_, err := br.Exec()
 	if isCode(err, codeLeaseLost) {
 		return fmt.Errorf("token %d: %w", a.b.Lease.Token, persistence.ErrLeaseLost)
@@ -277,7 +306,8 @@ func execN(br pgx.BatchResults, n int) error {
 // take.
 type applyPlan struct {
 	b            *persistence.Batch
-	ids          []string // distinct message ids, sorted (dedupe)
+	rec          *recordsSQL // the records table's statements (ApplyGroup's pipeline)
+	ids          []string    // distinct message ids, sorted (dedupe)
 	lastPosition string
 
 	// After fold:
@@ -431,7 +461,7 @@ func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 
 // readWrites reads the results of queueWrites, in the same order: the plan
 // does not change between the two.
-func (a *applyPlan) readWrites(br pgx.BatchResults) error {
+func (a *applyPlan) readWrites(br resultExecer) error {
 	if len(a.upKeys) > 0 {
 		tag, err := br.Exec()
 		if err != nil {

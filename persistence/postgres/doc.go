@@ -28,6 +28,11 @@
 //     batch (unnest arrays, key = ANY), pipelined: a stream batch is one
 //     round trip whatever its size; a queue batch (dedupe) or a handler
 //     batch is begin, two pipelines and commit, plus the handler's own.
+//   - ApplyGroup (group commit) sends the stream batches of a group as
+//     pipelines with a Sync after each batch (each its own implicit
+//     transaction, rolled back alone by its fence or a refused record),
+//     cut over the pool's connections; the group's other batches go as
+//     Apply writes them, at the same time.
 //   - Lock order: dedupe ids and record keys are written sorted (bytewise),
 //     so that two transactions that overlap (two slots of a queue given
 //     the same redeliveries, two units writing the same keys) wait for

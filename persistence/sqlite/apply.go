@@ -28,13 +28,19 @@ func (s *Store) Apply(ctx context.Context, b *persistence.Batch) (persistence.Ap
 	defer cancel()
 	a, err := s.apply(ctx, b)
 	if err != nil {
-		var herr handlerError
-		if errors.As(err, &herr) {
-			return persistence.Applied{}, herr.err // the handler's error as is
-		}
-		return persistence.Applied{}, fmt.Errorf("apply %s: %w", b.Unit, err)
+		return persistence.Applied{}, applyErr(b, err)
 	}
 	return a, nil
+}
+
+// applyErr is the error Apply returns for b: Handle's error as is, every
+// other wrapped once with the unit.
+func applyErr(b *persistence.Batch, err error) error {
+	var herr handlerError
+	if errors.As(err, &herr) {
+		return herr.err
+	}
+	return fmt.Errorf("apply %s: %w", b.Unit, err)
 }
 
 // handlerError carries Handle's error through apply unwrapped.
@@ -43,8 +49,29 @@ type handlerError struct{ err error }
 func (e handlerError) Error() string { return e.err.Error() }
 
 func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persistence.Applied, err error) {
+	table, err := s.prepareBatch(ctx, b)
+	if err != nil {
+		return applied, err
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return applied, dbErr(err)
+	}
+	defer rollbackOnError(tx, &err)
+	if applied, err = s.applyIn(ctx, tx, b, table, s.now()); err != nil {
+		return applied, err
+	}
+	if err = tx.Commit(); err != nil {
+		return applied, dbErr(err)
+	}
+	return applied, nil
+}
+
+// prepareBatch checks what the batch holds before any transaction and
+// makes sure its records table exists (nil when it writes no records).
+func (s *Store) prepareBatch(ctx context.Context, b *persistence.Batch) (*tableStmts, error) {
 	if b.Reset && b.Checkpoint == "" {
-		return applied, errors.New("reset to an empty checkpoint")
+		return nil, errors.New("reset to an empty checkpoint")
 	}
 	hasRecords := false
 	for i, op := range b.Ops {
@@ -53,30 +80,26 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 			// The decoder only passes JSON; this keeps SQLite's json()
 			// from accepting JSON5 and makes the error the same as memory's.
 			if !json.Valid(op.Doc) {
-				return applied, persistence.Refused(fmt.Errorf("upsert %q: invalid JSON document", op.Key))
+				return nil, persistence.Refused(fmt.Errorf("upsert %q: invalid JSON document", op.Key))
 			}
 			hasRecords = true
 		case persistence.OpDelete:
 			hasRecords = true
 		case persistence.OpDeadLetter, persistence.OpMessage:
 		default:
-			return applied, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
+			return nil, fmt.Errorf("op %d: unknown kind %d", i, op.Kind)
 		}
 	}
-	var table *tableStmts
-	if hasRecords {
-		if table, err = s.table(ctx, b.Table); err != nil {
-			return applied, err
-		}
+	if !hasRecords {
+		return nil, nil
 	}
+	return s.table(ctx, b.Table)
+}
 
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return applied, dbErr(err)
-	}
-	defer rollbackOnError(tx, &err)
-	now := s.now()
-
+// applyIn writes the batch inside tx: the fence, dedupe, records, dead
+// letters, Handle and the checkpoint. On an error the caller rolls back
+// what it wrote (the transaction, or the batch's savepoint).
+func (s *Store) applyIn(ctx context.Context, tx *sql.Tx, b *persistence.Batch, table *tableStmts, now int64) (applied persistence.Applied, err error) {
 	var token int64
 	err = tx.StmtContext(ctx, s.stmts.fence).QueryRowContext(ctx, b.Unit).Scan(&token)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && token != b.Lease.Token) {
@@ -123,8 +146,7 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 		herr := b.Handle(ctx, t, msgs)
 		t.finish()
 		if herr != nil {
-			err = handlerError{herr}
-			return applied, err
+			return applied, handlerError{herr}
 		}
 		applied.Handled = len(msgs)
 	}
@@ -133,10 +155,6 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 		if err = s.moveCheckpoint(ctx, tx, b, now); err != nil {
 			return applied, err
 		}
-	}
-
-	if err = tx.Commit(); err != nil {
-		return applied, dbErr(err)
 	}
 	return applied, nil
 }

@@ -18,6 +18,9 @@
 //     across processes by SQLite's lock.
 //   - One connection per Store (SetMaxOpenConns(1)): within a process,
 //     writers queue in database/sql rather than on the file lock.
+//   - ApplyGroup (group commit) writes a group of batches in one
+//     immediate transaction, one savepoint per batch: a batch fenced off,
+//     refused or failed by its handler rolls back to its savepoint alone.
 //   - Processes that open one fresh file at once all come up: the first
 //     connection's switch to WAL can fail with SQLITE_BUSY at once (no busy
 //     wait) while another process switches or migrates, so Open retries

@@ -98,5 +98,14 @@ func definitions() []definition {
 		{"Apply/RefusedRecordIsPermanent/Queue", needsRefuse, testRefusedRecord(queueBatch)},
 		{"Apply/RefusedRecordIsPermanent/Stream", needsRefuse, testRefusedRecord(streamBatch)},
 		{"Handler/RefusedPutIsPermanent", needsRefuse, testRefusedPut},
+
+		// group.go: persistence.GroupApplier (issue 12 item 2).
+		{"Group/LostLeaseCostsOnlyItsBatch/Queue", always, testGroupLostLease(queueBatch)},
+		{"Group/LostLeaseCostsOnlyItsBatch/Stream", always, testGroupLostLease(streamBatch)},
+		{"Group/RefusedRecordCostsOnlyItsBatch/Queue", needsRefuse, testGroupRefused(queueBatch)},
+		{"Group/RefusedRecordCostsOnlyItsBatch/Stream", needsRefuse, testGroupRefused(streamBatch)},
+		{"Group/DedupeAcrossTheGroup", always, testGroupDedupe},
+		{"Group/SameUnitTwiceInOrder", always, testGroupSameUnitInOrder},
+		{"Group/HandlerBatches", always, testGroupHandler},
 	}
 }

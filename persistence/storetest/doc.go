@@ -33,6 +33,13 @@
 // for reasons the suite can cause through the interface: a handler that
 // writes and then errors, and an invalid JSON document after valid ops.
 //
+// A store that implements persistence.GroupApplier also runs the group
+// cases: in a group of three, a lost lease or a refused record costs only
+// its own batch (nothing of it written, its dedupe ids neither); two slots
+// carrying one message id apply it once; two batches of one unit apply in
+// order; a handler batch writes through its Tx inside the group and a
+// failing handler rolls back its own batch only.
+//
 // # Semantics pinned here that package persistence leaves open
 //
 //   - Acquire refuses an empty unit or owner, a TTL <= 0 and a negative

@@ -1,0 +1,85 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/sqlite"
+)
+
+// BenchmarkApplyGroup writes 12 units' batches of 500 changed rows each
+// per iteration, as 12 Applies and as one ApplyGroup (alternating, on one
+// file), and reports the rows/s of each and their ratio.
+//
+//	go test -run '^$' -bench ApplyGroup -benchtime 50x ./persistence/sqlite/
+func BenchmarkApplyGroup(b *testing.B) {
+	const units, size, keys = 12, 500, 100_000
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	ls := make([]persistence.Lease, units)
+	for u := range ls {
+		if ls[u], err = s.Acquire(ctx, persistence.AcquireRequest{Unit: fmt.Sprintf("bench/%d", u), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	pos := 0
+	batches := func() []*persistence.Batch {
+		bs := make([]*persistence.Batch, units)
+		for u := range bs {
+			ops := make([]persistence.Op, size)
+			for j := range ops {
+				pos++
+				p := strconv.Itoa(pos)
+				ops[j] = persistence.Op{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(pos%keys),
+					Doc: []byte(`{"id":` + strconv.Itoa(pos%keys) + `,"name":"customer","seq":` + p + `}`), Position: p}
+			}
+			bs[u] = &persistence.Batch{Source: "bench", Unit: ls[u].Unit, Lease: ls[u], Table: "bench", Ops: ops, Checkpoint: strconv.Itoa(pos)}
+		}
+		return bs
+	}
+	each := func(bs []*persistence.Batch) {
+		for _, bt := range bs {
+			if _, err := s.Apply(ctx, bt); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	group := func(bs []*persistence.Batch) {
+		for _, r := range s.ApplyGroup(ctx, bs) {
+			if r.Err != nil {
+				b.Fatal(r.Err)
+			}
+		}
+	}
+	each(batches()) // the table and statements ready
+	var tEach, tGroup time.Duration
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		x, y := batches(), batches()
+		t0 := time.Now()
+		if i%2 == 0 {
+			each(x)
+			t1 := time.Now()
+			group(y)
+			tEach, tGroup = tEach+t1.Sub(t0), tGroup+time.Since(t1)
+		} else {
+			group(x)
+			t1 := time.Now()
+			each(y)
+			tGroup, tEach = tGroup+t1.Sub(t0), tEach+time.Since(t1)
+		}
+	}
+	rows := float64(units * size * b.N)
+	b.ReportMetric(rows/tEach.Seconds(), "apply-rows/s")
+	b.ReportMetric(rows/tGroup.Seconds(), "group-rows/s")
+	b.ReportMetric(tEach.Seconds()/tGroup.Seconds(), "group/apply")
+}
