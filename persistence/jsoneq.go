@@ -6,7 +6,11 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+
+	"github.com/valyala/fastjson"
 )
+
+var jsonParsers fastjson.ParserPool
 
 // JSONEqual reports whether two JSON texts are the same value the way
 // PostgreSQL's jsonb compares them: object key order and whitespace do not
@@ -16,6 +20,31 @@ func JSONEqual(a, b []byte) (bool, error) {
 	if bytes.Equal(a, b) {
 		return true, nil
 	}
+	if err := CheckJSON(a); err != nil {
+		return false, err
+	}
+	if err := CheckJSON(b); err != nil {
+		return false, err
+	}
+	// The fast path: both parsed without reflection (fastjson), compared
+	// member by member. It answers unless an object repeats a key (jsonb
+	// keeps the last; fastjson keeps them all) or the parser refuses a
+	// text encoding/json accepts (nesting deeper than fastjson.MaxDepth).
+	pa, pb := jsonParsers.Get(), jsonParsers.Get()
+	defer jsonParsers.Put(pa)
+	defer jsonParsers.Put(pb)
+	fa, errA := pa.ParseBytes(a)
+	fb, errB := pb.ParseBytes(b)
+	if errA == nil && errB == nil {
+		if same, ok := fastSame(fa, fb); ok {
+			return same, nil
+		}
+	}
+	return slowJSONEqual(a, b)
+}
+
+// slowJSONEqual is JSONEqual by encoding/json: both decoded in full.
+func slowJSONEqual(a, b []byte) (bool, error) {
 	va, err := decodeJSON(a)
 	if err != nil {
 		return false, err
@@ -141,4 +170,89 @@ func CheckJSON(doc []byte) error {
 		return errInvalidJSON
 	}
 	return nil
+}
+
+// fastSame compares two parsed values as JSONEqual does. ok is false when
+// it cannot tell: an object on the way repeats a key. A difference found
+// before that is one whatever the repeated keys hold, since every object
+// above it had unique keys.
+func fastSame(a, b *fastjson.Value) (same, ok bool) {
+	if a.Type() != b.Type() {
+		return false, true
+	}
+	switch a.Type() {
+	case fastjson.TypeObject:
+		oa, _ := a.Object()
+		ob, _ := b.Object()
+		if repeatsKey(oa) || repeatsKey(ob) {
+			return false, false
+		}
+		if oa.Len() != ob.Len() {
+			return false, true
+		}
+		same, ok = true, true
+		oa.Visit(func(k []byte, va *fastjson.Value) {
+			if !same || !ok {
+				return
+			}
+			vb := ob.Get(string(k))
+			if vb == nil {
+				same = false
+				return
+			}
+			same, ok = fastSame(va, vb)
+		})
+		return same, ok
+	case fastjson.TypeArray:
+		xa, _ := a.Array()
+		xb, _ := b.Array()
+		if len(xa) != len(xb) {
+			return false, true
+		}
+		for i := range xa {
+			if same, ok := fastSame(xa[i], xb[i]); !same || !ok {
+				return same, ok
+			}
+		}
+		return true, true
+	case fastjson.TypeString:
+		sa, _ := a.StringBytes()
+		sb, _ := b.StringBytes()
+		return bytes.Equal(sa, sb), true
+	case fastjson.TypeNumber:
+		var ba, bb [32]byte
+		return sameNumber(string(a.MarshalTo(ba[:0])), string(b.MarshalTo(bb[:0]))), true
+	}
+	return true, true // null, true, false: the type is the value
+}
+
+// repeatsKey reports whether an object has a key twice.
+func repeatsKey(o *fastjson.Object) bool {
+	n := o.Len()
+	if n < 2 {
+		return false
+	}
+	if n <= 16 {
+		var keys [16][]byte
+		i, dup := 0, false
+		o.Visit(func(k []byte, _ *fastjson.Value) {
+			for _, seen := range keys[:i] {
+				if bytes.Equal(seen, k) {
+					dup = true
+				}
+			}
+			keys[i] = k
+			i++
+		})
+		return dup
+	}
+	seen := make(map[string]struct{}, n)
+	dup := false
+	o.Visit(func(k []byte, _ *fastjson.Value) {
+		if _, ok := seen[string(k)]; ok {
+			dup = true
+		}
+		seen[string(k)] = struct{}{}
+	})
+	return dup
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -13,7 +14,10 @@ import (
 )
 
 func newBench() *cobra.Command {
-	var o bench.Options
+	var (
+		o          bench.Options
+		cpuProfile string
+	)
 	cmd := &cobra.Command{
 		Use:   "bench [--store postgres|postgres://…] [--nodes N] [--partitions 12] [--messages 300000] [--rate R] [--compare-partitions 64,1024] [--idle N]",
 		Short: "measure drover end to end against the store's own ceiling and a plain consumer loop",
@@ -76,6 +80,17 @@ the 1-unit node and the node's CPU over --idle-window.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if cpuProfile != "" {
+				f, err := os.Create(cpuProfile)
+				if err != nil {
+					return &exitError{2, fmt.Errorf("--cpuprofile: %w", err)}
+				}
+				defer f.Close()
+				if err := pprof.StartCPUProfile(f); err != nil {
+					return &exitError{1, fmt.Errorf("--cpuprofile: %w", err)}
+				}
+				defer pprof.StopCPUProfile()
+			}
 			if _, err := bench.Run(ctx, o, cmd.OutOrStdout()); err != nil {
 				return &exitError{1, err}
 			}
@@ -96,6 +111,7 @@ the 1-unit node and the node's CPU over --idle-window.`,
 	f.IntVar(&o.CeilingWorkers, "ceiling-workers", 12, "concurrent writers of the PostgreSQL ceiling and loop")
 	f.IntSliceVar(&o.ComparePartitions, "compare-partitions", nil, "run the drover figure at each of these partition counts too: 64,1024")
 	f.IntVar(&o.Idle, "idle", 0, "measure N idle units (memory sources, SQLite) instead of the throughput figures")
+	f.StringVar(&cpuProfile, "cpuprofile", "", "write a CPU profile of this process (the bench and its in-process node, ceiling and loop) to this file")
 	f.DurationVar(&o.IdleWindow, "idle-window", 60*time.Second, "how long --idle measures CPU")
 	f.StringVar(&o.Dir, "dir", "", "directory for the SQLite file and node configs and logs (kept); default a temporary one, removed")
 	return cmd
