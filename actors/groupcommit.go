@@ -200,8 +200,13 @@ func batchBytes(b *persistence.Batch) int {
 // it has one, else in a job of its own. result makes the unit's job
 // result of the store's answer. Either way it is one main-line job of the
 // unit (inflight), whose result comes back as a jobDone.
+//
+// A handler's batch (Handle set) always goes alone: the user's code may
+// take long (a call out, a pause), and in the committer it would hold up
+// every batch queued behind its group — on SQLite and memory, whose limit
+// is one group in flight, every other unit of the node — for as long.
 func (u *unitActor) storeApply(ctx actor.Context, b *persistence.Batch, result func(persistence.Applied, error) any) {
-	if u.node.committer == nil {
+	if u.node.committer == nil || b.Handle != nil {
 		store := u.node.env.Store
 		u.runMainJob(ctx, "apply", func(c context.Context) any {
 			a, err := store.Apply(c, b)

@@ -1,11 +1,14 @@
 package testkit_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/internal/exec"
+	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/testkit"
 )
 
@@ -65,5 +68,39 @@ func TestRandomRunsWithGroupCommit(t *testing.T) {
 	}
 	if groups == 0 {
 		t.Error("no group of batches formed in 12 random runs")
+	}
+}
+
+// A slow handler holds up only its own unit: with group commit on (the
+// memory store applies one group at a time), another unit of the node
+// still applies its batch while the first one's handler takes 5 s. Fails
+// when a handler's batch goes through the committer: the second unit's
+// batch then waits in the queue behind it.
+func TestSlowHandlerDoesNotHoldUpOtherUnits(t *testing.T) {
+	c := newCluster(t, testkit.Config{Seed: 3, Nodes: 1})
+	var started bool
+	var otherAt time.Time
+	handler := func(ctx context.Context, _ persistence.Tx, b actors.Batch) error {
+		if b.Unit == "s/0" && !started {
+			started = true
+			return exec.Pause(ctx, 5*time.Second)
+		}
+		if b.Unit == "s/1" && otherAt.IsZero() {
+			otherAt = c.Now()
+		}
+		return nil
+	}
+	must(c.AddStream(actors.SourceSpec{Name: "s", BatchSize: 5, MaxWait: 50 * time.Millisecond, Handler: handler}, 2))
+	mustStart(t, c)
+	must(c.Publish("s", "0", upserts(3, "slow")...))
+	c.Run(500 * time.Millisecond) // s/0's handler is in its pause now
+	if !started {
+		t.Fatal("s/0's handler did not run within 500 ms")
+	}
+	at := c.Now()
+	must(c.Publish("s", "1", upserts(3, "other")...))
+	c.Run(2 * time.Second)
+	if otherAt.IsZero() {
+		t.Fatalf("s/1's batch was not handled within 2 s of its publish (at %s) while s/0's handler paused", at.Format(time.StampMilli))
 	}
 }
