@@ -18,3 +18,19 @@ func TestReviewSimSeed1000847(t *testing.T) {
 		t.Fatalf("%s\n%s", res.Line(), res.Explain())
 	}
 }
+
+// Seed 5002409 (group commit on, 1 group in flight): jobs/slot-2's batch
+// queued at 21.1 s waits behind groups held by the "slow" handler
+// (6.4 s each); its unit, stopping since 21.7 s, hits StopTimeout at
+// 31.7 s with the batch still in the committer, and the messages it held
+// pass their ack deadline in a quiet cluster. With group commit off the
+// same scenario passes.
+func TestReviewSimSeed5002409(t *testing.T) {
+	res, err := RandomRun(5002409, SimOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() {
+		t.Fatalf("%s\n%s", res.Line(), res.Explain())
+	}
+}
