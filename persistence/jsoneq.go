@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/valyala/fastjson"
 )
@@ -30,6 +31,9 @@ func JSONEqual(a, b []byte) (bool, error) {
 	// member by member. It answers unless an object repeats a key (jsonb
 	// keeps the last; fastjson keeps them all) or the parser refuses a
 	// text encoding/json accepts (nesting deeper than fastjson.MaxDepth).
+	if decodeOnly(a) || decodeOnly(b) {
+		return slowJSONEqual(a, b)
+	}
 	pa, pb := jsonParsers.Get(), jsonParsers.Get()
 	defer jsonParsers.Put(pa)
 	defer jsonParsers.Put(pb)
@@ -255,4 +259,20 @@ func repeatsKey(o *fastjson.Object) bool {
 		seen[string(k)] = struct{}{}
 	})
 	return dup
+}
+
+// decodeOnly reports whether doc holds what encoding/json reads as U+FFFD
+// and fastjson does not: bytes that are not UTF-8, or an escaped UTF-16
+// surrogate (\ud800 to \udfff; fastjson keeps a lone one as is). Such a
+// text is compared by the decode, so that both paths agree.
+func decodeOnly(doc []byte) bool {
+	if !utf8.Valid(doc) {
+		return true
+	}
+	for i := 0; i+3 < len(doc); i++ {
+		if doc[i] == '\\' && doc[i+1] == 'u' && (doc[i+2] == 'd' || doc[i+2] == 'D') && strings.IndexByte("89abAB", doc[i+3]) >= 0 {
+			return true
+		}
+	}
+	return false
 }
