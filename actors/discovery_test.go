@@ -67,16 +67,7 @@ func TestLateListingDoesNotReopenAFinishedParent(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		_, _ = inner.Produce("0", brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, i))})
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("no %s after 10 s", what)
-			}
-			time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); waitUntil(t, what, cond) }
 	applied := func(unit string) (k int64) {
 		for _, src := range n0(n) {
 			for _, u := range src.Units {

@@ -164,18 +164,6 @@ func TestGroupCommitSharesOneStoreCallAndIsolatesALostLease(t *testing.T) {
 	}
 }
 
-// waitUntil polls cond until it holds, failing the test after 20 s.
-func waitUntil(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not so within 20 s", what)
-		}
-		time.Sleep(5 * time.Millisecond) // polling a condition with a deadline
-	}
-}
-
 // With ApplyAlone (node.group_commit: false) no batch goes through
 // ApplyGroup, however many are ready at once.
 func TestApplyAloneNeverGroups(t *testing.T) {

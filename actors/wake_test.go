@@ -42,18 +42,6 @@ func (e *countingExecutor) count(label string) int {
 	return e.inFlight[label]
 }
 
-// waitFor polls cond until it holds, failing t after 10 s with what.
-func waitFor(t *testing.T, what func() string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("not within 10 s: %s", what())
-		}
-		time.Sleep(2 * time.Millisecond) // polling a condition with a deadline
-	}
-}
-
 // Idle units on the memory stream (a brokers.Waker) park no fetch: with a
 // max_wait of an hour, a unit that polled would keep a fetch job in flight
 // all that time. A publish wakes each unit at once (the safety timer is an
@@ -85,7 +73,7 @@ func TestIdleMemoryUnitsHaveNoFetchInFlight(t *testing.T) {
 	state := func() string {
 		return fmt.Sprintf("%d fetch jobs in flight; tree %+v", ex.count("fetch"), n.Tree())
 	}
-	waitFor(t, state, func() bool {
+	waitUntilf(t, state, func() bool {
 		return units(func(u UnitStatus) bool { return u.State == StateRunning && u.LastPullAt != nil }) == parts && ex.count("fetch") == 0
 	})
 	for p := 0; p < parts; p++ {
@@ -95,7 +83,7 @@ func TestIdleMemoryUnitsHaveNoFetchInFlight(t *testing.T) {
 			}
 		}
 	}
-	waitFor(t, state, func() bool { return units(func(u UnitStatus) bool { return u.Applied == 3 }) == parts })
+	waitUntilf(t, state, func() bool { return units(func(u UnitStatus) bool { return u.Applied == 3 }) == parts })
 	// idle again: still no fetch parked
-	waitFor(t, state, func() bool { return ex.count("fetch") == 0 && ex.count("apply") == 0 })
+	waitUntilf(t, state, func() bool { return ex.count("fetch") == 0 && ex.count("apply") == 0 })
 }
