@@ -239,9 +239,9 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	f(&e.status)
 	if e.status.State != was {
 		r.states++
-	}
-	if e.status.State != was && !mutate.On(mutate.StaleStateMetrics) {
-		r.noteState(source, unit, e.status.State)
+		if !mutate.On(mutate.StaleStateMetrics) {
+			r.noteState(source, unit, e.status.State)
+		}
 	}
 }
 
