@@ -486,13 +486,7 @@ func (r ScaleResult) Table() string {
 		b.WriteString(row.String() + "\n")
 	}
 	fmt.Fprintf(&b, "placement computed %d times in %.2f s of CPU (the nodes share them)\n", r.PlaceComputed, r.PlaceSpent.Seconds())
-	for i, v := range r.Violations {
-		if i == 10 {
-			fmt.Fprintf(&b, "... and %d more broken invariants\n", len(r.Violations)-10)
-			break
-		}
-		fmt.Fprintf(&b, "invariant broken: %s\n", v)
-	}
+	writeViolations(&b, r.Violations)
 	fmt.Fprintf(&b, "seed=%d digest=%s applied=%d lost=%d duplicated=%d\n", cfg.Seed, r.Digest, r.Applied, r.Lost, r.Duplicated)
 	return b.String()
 }
