@@ -381,13 +381,22 @@ func (sc *scaleRun) placedOnce() bool {
 	for _, l := range leases {
 		held[l.Unit] = l
 	}
-	limit := placement.EffectiveMaxCapacity(members, 0)
 	now := c.Now()
+	return sc.eachPlaced(members, func(u, owner string) bool {
+		l := held[u]
+		return where[u] == owner && l.Owner == owner && l.ExpiresAt.After(now)
+	})
+}
+
+// eachPlaced calls f with every unit and its owner by placement among
+// members, until f returns false; it reports whether f always returned
+// true.
+func (sc *scaleRun) eachPlaced(members []placement.Member, f func(unit, owner string) bool) bool {
+	limit := placement.EffectiveMaxCapacity(members, 0)
 	for _, units := range sc.units {
-		e := c.scale.memo.assign(units, members, limit)
-		for owner, own := range e.owned {
+		for owner, own := range sc.c.scale.memo.assign(units, members, limit).owned {
 			for _, u := range own {
-				if l := held[u]; where[u] != owner || l.Owner != owner || !l.ExpiresAt.After(now) {
+				if !f(u, owner) {
 					return false
 				}
 			}
@@ -399,16 +408,11 @@ func (sc *scaleRun) placedOnce() bool {
 // assignment is placement among the running nodes (alive, not paused):
 // unit -> node.
 func (sc *scaleRun) assignment() map[string]string {
-	members := sc.members()
-	limit := placement.EffectiveMaxCapacity(members, 0)
 	out := make(map[string]string, sc.cfg.Units)
-	for _, units := range sc.units {
-		for owner, own := range sc.c.scale.memo.assign(units, members, limit).owned {
-			for _, u := range own {
-				out[u] = owner
-			}
-		}
-	}
+	sc.eachPlaced(sc.members(), func(u, owner string) bool {
+		out[u] = owner
+		return true
+	})
 	return out
 }
 
@@ -447,12 +451,13 @@ func (sc *scaleRun) owns(node string) int {
 
 // target counts the units placement among the running nodes gives node.
 func (sc *scaleRun) target(node string) int {
-	members := sc.members()
-	limit := placement.EffectiveMaxCapacity(members, 0)
 	n := 0
-	for _, units := range sc.units {
-		n += len(sc.c.scale.memo.assign(units, members, limit).owned[node])
-	}
+	sc.eachPlaced(sc.members(), func(_, owner string) bool {
+		if owner == node {
+			n++
+		}
+		return true
+	})
 	return n
 }
 
@@ -486,13 +491,7 @@ func (r ScaleResult) Table() string {
 		b.WriteString(row.String() + "\n")
 	}
 	fmt.Fprintf(&b, "placement computed %d times in %.2f s of CPU (the nodes share them)\n", r.PlaceComputed, r.PlaceSpent.Seconds())
-	for i, v := range r.Violations {
-		if i == 10 {
-			fmt.Fprintf(&b, "... and %d more broken invariants\n", len(r.Violations)-10)
-			break
-		}
-		fmt.Fprintf(&b, "invariant broken: %s\n", v)
-	}
+	writeViolations(&b, r.Violations)
 	fmt.Fprintf(&b, "seed=%d digest=%s applied=%d lost=%d duplicated=%d\n", cfg.Seed, r.Digest, r.Applied, r.Lost, r.Duplicated)
 	return b.String()
 }

@@ -97,9 +97,8 @@ func (s *scaleStats) placement(node string) func(string, []string, []placement.M
 // computes it alone) would spend it.
 type placeMemo struct {
 	entries map[uint64][]*placeEntry
-	fifo    []uint64 // keys in insertion order, for eviction
+	fifo    []uint64 // keys in insertion order, for eviction: one per entry
 	hashes  map[sliceID]uint64
-	size    int
 	// computed and spent count the placements actually computed, and
 	// their CPU time.
 	computed int
@@ -145,14 +144,13 @@ func (m *placeMemo) assign(units []string, members []placement.Member, maxCapaci
 	}
 	m.entries[key] = append(m.entries[key], e)
 	m.fifo = append(m.fifo, key)
-	if m.size++; m.size > placeMemoSize {
+	if len(m.fifo) > placeMemoSize {
 		old := m.fifo[0]
 		m.fifo = m.fifo[1:]
 		m.entries[old] = m.entries[old][1:]
 		if len(m.entries[old]) == 0 {
 			delete(m.entries, old)
 		}
-		m.size--
 	}
 	return e
 }
