@@ -101,8 +101,8 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 	}
 	now := s.now()
 	cur, ok := s.leases[req.Unit]
-	if ok && !takeable(s.seen(cur), req, now) {
-		return persistence.Lease{}, &persistence.LeaseHeldError{Holder: s.seen(cur)}
+	if seen := s.seen(cur); ok && !takeable(seen, req, now) {
+		return persistence.Lease{}, &persistence.LeaseHeldError{Holder: seen}
 	}
 	l := persistence.Lease{
 		Unit:       req.Unit,

@@ -240,9 +240,8 @@ type encodedQuery struct {
 // batch up to its Sync, and so does segment.
 type segment struct {
 	p      *pgconn.Pipeline
-	err    error
-	failed bool // a statement failed
-	broken bool // the connection failed: nothing more can be read
+	err    error // of the statement that failed
+	broken bool  // the connection failed: nothing more can be read
 }
 
 func (g *segment) Exec() (pgconn.CommandTag, error) {
@@ -262,7 +261,6 @@ func (g *segment) Exec() (pgconn.CommandTag, error) {
 			}
 		}
 	}
-	g.failed = true
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		g.broken = true

@@ -113,13 +113,9 @@ func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held [
 	if err != nil {
 		return nil, nil, dbErr(err)
 	}
-	got, err := collect(rows, scanLease)
+	byUnit, err := leasesByUnit(rows)
 	if err != nil {
 		return nil, nil, dbErr(err)
-	}
-	byUnit := make(map[string]persistence.Lease, len(got))
-	for _, l := range got {
-		byUnit[l.Unit] = l
 	}
 	var lost []string
 	for _, l := range ls {
@@ -158,13 +154,9 @@ func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []
 	if err != nil {
 		return nil, nil, 0, dbErr(err)
 	}
-	got, err := collect(rows, scanLease)
+	byUnit, err := leasesByUnit(rows)
 	if err != nil {
 		return nil, nil, 0, dbErr(err)
-	}
-	byUnit := make(map[string]persistence.Lease, len(got))
-	for _, l := range got {
-		byUnit[l.Unit] = l
 	}
 	out := held[:0]
 	for _, l := range held {
@@ -179,6 +171,19 @@ func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []
 		lost = append(lost, l.Unit)
 	}
 	return out, lost, len(due), nil
+}
+
+// leasesByUnit scans lease rows (scanLease) into a map by unit.
+func leasesByUnit(rows *sql.Rows) (map[string]persistence.Lease, error) {
+	got, err := collect(rows, scanLease)
+	if err != nil {
+		return nil, err
+	}
+	byUnit := make(map[string]persistence.Lease, len(got))
+	for _, l := range got {
+		byUnit[l.Unit] = l
+	}
+	return byUnit, nil
 }
 
 // leasePairs is the JSON list of [unit, token] pairs the lease statements

@@ -75,7 +75,7 @@ type Store struct {
 	tables map[string]*tableStmts // records tables known to exist
 
 	checkedMu sync.Mutex
-	checked   map[string]renewCheck // owner -> what its last renewal round found (leases.go)
+	checked   map[string]renewCheck // owner -> what its last renewal round found (renew.go)
 
 	// failAfterWrites > 0 makes Apply fail after that many more write
 	// statements (a test hook; see export_test.go).
