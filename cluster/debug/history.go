@@ -27,6 +27,9 @@ const (
 // applied messages per second and its largest lag_seconds, one point per
 // sample over the last HistoryWindow, and the units that moved.
 type History struct {
+	// Now is the server's time of the answer: the end of the window
+	// (the page draws against it, not against its own clock).
+	Now           time.Time       `json:"now"`
 	WindowSeconds float64         `json:"window_seconds"`
 	EverySeconds  float64         `json:"every_seconds"`
 	Sources       []SourceHistory `json:"sources"`
@@ -254,7 +257,7 @@ func (h *history) add(now time.Time, v sampleView) {
 func (h *history) view(now time.Time) History {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	out := History{WindowSeconds: HistoryWindow.Seconds(), EverySeconds: h.every.Seconds(), Sources: []SourceHistory{}, Moves: []Move{}}
+	out := History{Now: now, WindowSeconds: HistoryWindow.Seconds(), EverySeconds: h.every.Seconds(), Sources: []SourceHistory{}, Moves: []Move{}}
 	idx := map[string]int{}
 	start, n := 0, h.next
 	if h.full {
