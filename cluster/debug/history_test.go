@@ -62,9 +62,9 @@ func TestHistoryRatesFromCounterDeltas(t *testing.T) {
 		// orders/0 restarted (its counter began again, at 50); orders/1
 		// moved to b (its new owner counts from 0: 200 applied there)
 		view1(unitAt{"a", "orders/0", 50, lag(-1)}, unitAt{"b", "orders/1", 200, nil}),
-		// a handover: orders/1 listed on b and on c; it counts on b,
-		// where it was, and has not moved yet
-		view1(unitAt{"a", "orders/0", 100, nil}, unitAt{"b", "orders/1", 250, nil}, unitAt{"c", "orders/1", 7, nil}),
+		// a handover: orders/1 listed on a (first) and on b; it counts
+		// on b, where it was, and has not moved yet
+		view1(unitAt{"a", "orders/0", 100, nil}, unitAt{"a", "orders/1", 7, nil}, unitAt{"b", "orders/1", 250, nil}),
 	}
 	for i, v := range steps {
 		if i > 0 {
