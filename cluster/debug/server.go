@@ -201,7 +201,8 @@ func (s *Server) Addr() string {
 	return s.addr
 }
 
-// Shutdown stops accepting connections, waits for requests in flight (a
+// Shutdown stops the background sampler (waiting for a sample in flight,
+// FetchTimeout at most), then stops accepting connections, waits for requests in flight (a
 // cluster request waits at most FetchTimeout for the other members) and
 // for the serving goroutine. When ctx ends first it closes every
 // connection at once and returns ctx's error. Shutdown before Start, or a
