@@ -162,10 +162,9 @@ func TestPageShowsGoneNodesAndChartsInHeadlessChromium(t *testing.T) {
 	aNode.setMembers(members...)
 	s := start(t, Config{Token: token, Node: aNode, MembersAuthenticated: true, Clock: clk, SampleEvery: 30 * time.Second})
 	deadSince := clk.Now().Add(13 * 30 * time.Second).Format("15:04:05")
+	// The sample at Start is the first; each later one is taken when the
+	// clock passes SampleEvery, after the cluster changed.
 	for i := range 21 {
-		if i > 0 {
-			clk.Advance(30 * time.Second) // the background sampler's timer fires: one sample
-		}
 		n := int64(i)
 		aNode.setTree(appliedTree("node-a", 900*n, "orders/0"))
 		switch {
@@ -184,6 +183,9 @@ func TestPageShowsGoneNodesAndChartsInHeadlessChromium(t *testing.T) {
 				tr.Sources[0].Units[1].Applied = 1500 * (n - 12)
 				bNode.setTree(tr)
 			}
+		}
+		if i > 0 {
+			clk.Advance(30 * time.Second) // the background sampler's timer fires: one sample
 		}
 		if !waitFor(10*time.Second, func() bool {
 			s.hist.mu.Lock()

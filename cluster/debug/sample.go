@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/drover-dev/drover/internal/clock"
@@ -52,14 +51,5 @@ func (s *Server) Sample(ctx context.Context) error {
 // serveHistory serves GET /debug/history (authorized like every read route).
 func (s *Server) serveHistory(w http.ResponseWriter, _ *http.Request) {
 	b, err := json.Marshal(s.hist.view(s.cfg.Clock.Now()))
-	if err != nil {
-		s.cfg.Logger.Error("debug endpoint: encode history", "err", err)
-		text(w, http.StatusInternalServerError, "encode history: "+err.Error())
-		return
-	}
-	h := w.Header()
-	h.Set("Content-Type", "application/json; charset=utf-8")
-	h.Set("Cache-Control", "no-store")
-	_, _ = w.Write(b)
-	_, _ = io.WriteString(w, "\n")
+	s.writeJSON(w, "history", b, err)
 }

@@ -316,15 +316,21 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, fmt.Sprintf("scope %q: must be node or cluster", scope))
 		return
 	}
+	s.writeJSON(w, "tree", b, err)
+}
+
+// writeJSON answers b, a JSON document, and a newline; or, when err says
+// that encoding what failed, 500 with the error. b may be shared with
+// other requests: it is never appended to.
+func (s *Server) writeJSON(w http.ResponseWriter, what string, b []byte, err error) {
 	if err != nil {
-		s.cfg.Logger.Error("debug endpoint: encode tree", "err", err)
-		text(w, http.StatusInternalServerError, "encode tree: "+err.Error())
+		s.cfg.Logger.Error("debug endpoint: encode "+what, "err", err)
+		text(w, http.StatusInternalServerError, "encode "+what+": "+err.Error())
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	// b may be shared with other cluster requests: never append to it.
 	_, _ = w.Write(b)
 	_, _ = io.WriteString(w, "\n")
 }
