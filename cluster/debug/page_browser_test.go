@@ -209,14 +209,14 @@ func TestPageShowsGoneNodesAndChartsInHeadlessChromium(t *testing.T) {
 		t.Errorf("node-b's orders/7 should say where it was:\n%s", nodeB)
 	}
 	charts := dom[strings.Index(dom, `<section id="charts">`):strings.Index(dom, `<main id="board">`)]
-	for _, want := range []string{`data-source="orders"`, "1 move", `data-series="applied_per_sec"`, `<polyline class="rate" points="`,
+	for _, want := range []string{`data-source="orders"`, "last 10 min · 1 move", `data-series="applied_per_sec"`, `<polyline class="rate" points="`,
 		`<line class="mv"`, "orders/7: node-c → node-b", `data-series="lag_seconds"`, "no data"} {
 		if !strings.Contains(charts, want) {
 			t.Errorf("charts lack %q:\n%s", want, charts)
 		}
 	}
 	// The last rate: 900 + 600 + 1500 applied per 30 s = 100/s.
-	if !strings.Contains(charts, `<div class="clabel">applied/s<b>100</b></div>`) {
+	if !strings.Contains(charts, `<div class="clabel">applied/s<b>100</b><span class="cmax">max `) {
 		t.Errorf("the latest applied/s should read 100:\n%s", charts)
 	}
 
