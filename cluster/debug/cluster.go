@@ -19,9 +19,12 @@ import (
 const maxTreeBytes = 32 << 20
 
 // ClusterTree is the JSON of GET /debug/tree?scope=cluster (architecture §10):
-// {"nodes": [<tree>, …]}, sorted by node name.
+// {"nodes": [<tree>, …]}, sorted by node name, and "gone": the members
+// that left the view in the last Config.GoneFor, with their last tree
+// (absent when there are none).
 type ClusterTree struct {
 	Nodes []NodeTree `json:"nodes"`
+	Gone  []GoneNode `json:"gone,omitempty"`
 }
 
 // NodeTree is one node of a ClusterTree: the node's tree in the Contract
@@ -89,17 +92,24 @@ func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
 		s.flightMu.Unlock()
 		close(f.done)
 	}()
-	f.body, f.err = json.Marshal(s.clusterTree(context.WithoutCancel(ctx)))
+	ct, states := s.clusterTree(context.WithoutCancel(ctx))
+	now := s.cfg.Clock.Now()
+	s.gone.observe(now, ct.Nodes, states)
+	ct.Gone = s.gone.list(now)
+	f.body, f.err = json.Marshal(ct)
 	return f.body, f.err
 }
 
 // clusterTree is this node's tree and every other live member's, asked
-// concurrently; it returns when every member answered or failed.
-func (s *Server) clusterTree(ctx context.Context) ClusterTree {
+// concurrently, with the members' gossiped states; it returns when every
+// member answered or failed.
+func (s *Server) clusterTree(ctx context.Context) (ClusterTree, map[string]placement.MemberState) {
 	local := normalize(s.cfg.Node.Tree())
 	var others []placement.Member
 	seen := map[string]bool{local.Node: true}
+	states := map[string]placement.MemberState{}
 	for _, m := range s.cfg.Node.Members() {
+		states[m.Name] = m.State
 		if !seen[m.Name] {
 			seen[m.Name] = true
 			others = append(others, m)
@@ -121,7 +131,7 @@ func (s *Server) clusterTree(ctx context.Context) ClusterTree {
 	}
 	wg.Wait()
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
-	return ClusterTree{Nodes: nodes}
+	return ClusterTree{Nodes: nodes}, states
 }
 
 // memberTree asks member m for its own tree. The token goes only to

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/placement"
+	"github.com/drover-dev/drover/internal/clock"
 )
 
 // Defaults of Config's zero values.
@@ -94,6 +95,21 @@ type Config struct {
 	ReadTimeout, ReadHeaderTimeout, WriteTimeout, IdleTimeout time.Duration
 	// Logger receives the server's errors; nil discards them.
 	Logger *slog.Logger
+
+	// Clock tells the time of the memory of gone members and of the
+	// history, and schedules the samples. Nil: the wall clock.
+	Clock clock.Clock
+	// SampleEvery is the cadence of the background cluster samples that
+	// feed GET /debug/history and the memory of gone members, from Start
+	// to Shutdown; each is one cluster fan-out (shared with any page
+	// polling then). Default DefaultSampleEvery; negative: no background
+	// samples (the page's polls still feed the memory of gone members).
+	SampleEvery time.Duration
+	// GoneFor is how long a member that left the view stays in the
+	// cluster tree's "gone" list (default DefaultGoneFor); MaxGone bounds
+	// that list (default DefaultMaxGone).
+	GoneFor time.Duration
+	MaxGone int
 }
 
 // withDefaults returns c with its zero values filled in, or the first
@@ -152,6 +168,21 @@ func (c Config) withDefaults() (Config, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.SampleEvery == 0 {
+		c.SampleEvery = DefaultSampleEvery
+	}
+	if c.GoneFor < 0 || c.MaxGone < 0 {
+		return c, fmt.Errorf("debug: GoneFor %v and MaxGone %d must not be negative", c.GoneFor, c.MaxGone)
+	}
+	if c.GoneFor == 0 {
+		c.GoneFor = DefaultGoneFor
+	}
+	if c.MaxGone == 0 {
+		c.MaxGone = DefaultMaxGone
 	}
 	return c, nil
 }

@@ -97,6 +97,11 @@ func startWith(t *testing.T, cfg Config, f func(*Server)) *Server {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
+	if cfg.SampleEvery == 0 {
+		// No background samples unless a test asks: they would call the
+		// fake nodes' Tree, whose answers tests script by call.
+		cfg.SampleEvery = -1
+	}
 	s, err := New(cfg)
 	if err != nil {
 		t.Fatalf("New: %v", err)

@@ -1,8 +1,12 @@
 // Package debug serves a node's debug endpoint (architecture §10, Contract):
 //
 //	GET /debug/tree                 this node's tree (actors.Tree) as JSON
-//	GET /debug/tree?scope=cluster   {"nodes": [<tree>, …]}: this node's tree and
-//	                                every other live member's, asked over HTTP
+//	GET /debug/tree?scope=cluster   {"nodes": [<tree>, …], "gone": [<gone>, …]}:
+//	                                this node's tree and every other live
+//	                                member's, asked over HTTP, and the members
+//	                                that left the view lately
+//	GET /debug/history              per source applied/s and lag_seconds over
+//	                                the last 10 minutes, and the moves
 //	GET /debug/                     a self-contained HTML page that polls the
 //	                                cluster tree every second and shows it live
 //	GET /metrics                    Prometheus metrics of Config.Registry
@@ -61,19 +65,35 @@
 //     request that comes while one runs waits for it and answers with its
 //     result, so however many clients poll, each member is asked at most
 //     once at a time by this node.
+//   - Gone members. Each cluster fan-out is seen by a memory that keeps
+//     the last tree it read of each member. A member missing from
+//     Node.Members that was in the last view is listed under "gone" (not
+//     under "nodes": its units are not owned there) with that tree and
+//     {"since", "how": "died"|"left", "last_error", "tree_at"}, for
+//     Config.GoneFor (5 min), at most Config.MaxGone (32) of them, the one
+//     gone longest dropped first; a member listed again is live again.
+//     Times come from Config.Clock.
+//   - History. From Start to Shutdown a sampler reads the cluster view
+//     every Config.SampleEvery (5 s) of Config.Clock into a ring covering
+//     HistoryWindow (10 min; at most 1,200 samples). Rates come from each
+//     unit's applied counter (a reset or a move counts the new counter
+//     whole); lag_seconds is read from the unit JSON where present.
 //   - The page loads nothing from anywhere else (no CDN, no fonts): its
-//     Content-Security-Policy allows only inline style and script and
+//     Content-Security-Policy allows its own style and script elements by
+//     SHA-256 (no 'unsafe-inline', so no inline handlers and no eval) and
 //     requests to its own origin.
 //
 // # Goroutines
 //
-// Start runs net/http's Serve on one goroutine the Server owns; net/http
+// Start runs net/http's Serve on one goroutine the Server owns, and the
+// sampler on another (unless SampleEvery is negative); net/http
 // runs each connection on its own goroutine, and a cluster request that
 // starts a fan-out starts one goroutine per other member and waits for all
 // of them before it answers (the other cluster requests meanwhile wait on
 // it; the fan-out goes on when its own client leaves, bounded by
-// FetchTimeout). Shutdown stops accepting, waits for the requests in flight and
-// for Serve to return, and closes the idle connections of the Server's own
+// FetchTimeout). Shutdown stops the sampler and waits for it (a sample in
+// flight ends within FetchTimeout), stops accepting, waits for the requests
+// in flight and for Serve to return, and closes the idle connections of the Server's own
 // client. When Shutdown's context ends first it closes the connections at
 // once; a cluster request then still runs until its member requests end
 // (FetchTimeout at most).

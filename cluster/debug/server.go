@@ -40,6 +40,15 @@ type Server struct {
 	// states (tests).
 	connState func(net.Conn, http.ConnState)
 
+	// gone remembers the members that left the view; hist is the ring
+	// of cluster samples behind GET /debug/history.
+	gone *goneMemory
+	hist *history
+	// stopSampling ends the background sampler Start runs; sampling is
+	// closed when it has returned. Nil before Start or without sampler.
+	stopSampling context.CancelFunc
+	sampling     chan struct{}
+
 	mu      sync.Mutex
 	started bool
 	srv     *http.Server
@@ -58,7 +67,8 @@ func New(cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, client: cfg.Client, tokenSum: sha256.Sum256([]byte(cfg.Token))}
+	s := &Server{cfg: cfg, client: cfg.Client, tokenSum: sha256.Sum256([]byte(cfg.Token)),
+		gone: newGoneMemory(cfg.GoneFor, cfg.MaxGone), hist: newHistory(cfg.SampleEvery)}
 	if cfg.TLSCert != "" {
 		cert, err := readPEM("node.debug_tls.cert", cfg.TLSCert)
 		if err != nil {
@@ -161,6 +171,11 @@ func (s *Server) Start() error {
 			s.cfg.Logger.Error("debug endpoint stopped serving", "addr", ln.Addr().String(), "err", err)
 		}
 	}(s.srv, s.done)
+	if s.cfg.SampleEvery > 0 {
+		ctx, cancel := context.WithCancel(context.Background())
+		s.stopSampling, s.sampling = cancel, make(chan struct{})
+		go s.sampleLoop(ctx, s.sampling)
+	}
 	s.cfg.Logger.Info("debug endpoint listening", "addr", s.addr, "auth", s.cfg.Token != "", "tls", s.tls != nil)
 	return nil
 }
@@ -186,7 +201,8 @@ func (s *Server) Addr() string {
 	return s.addr
 }
 
-// Shutdown stops accepting connections, waits for requests in flight (a
+// Shutdown stops the background sampler (waiting for a sample in flight,
+// FetchTimeout at most), then stops accepting connections, waits for requests in flight (a
 // cluster request waits at most FetchTimeout for the other members) and
 // for the serving goroutine. When ctx ends first it closes every
 // connection at once and returns ctx's error. Shutdown before Start, or a
@@ -194,10 +210,15 @@ func (s *Server) Addr() string {
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	srv, done := s.srv, s.done
-	s.srv = nil
+	stop, sampling := s.stopSampling, s.sampling
+	s.srv, s.stopSampling = nil, nil
 	s.mu.Unlock()
 	if srv == nil {
 		return nil
+	}
+	if stop != nil {
+		stop()
+		<-sampling // a sample in flight ends within FetchTimeout
 	}
 	err := srv.Shutdown(ctx)
 	if err != nil {
@@ -216,6 +237,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { text(w, http.StatusOK, "ok") })
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /debug/tree", s.tree)
+	mux.HandleFunc("GET /debug/history", s.serveHistory)
 	mux.HandleFunc("GET /debug/{$}", s.page)
 	mux.Handle("GET /debug", http.RedirectHandler("/debug/", http.StatusMovedPermanently))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{
@@ -294,15 +316,21 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusBadRequest, fmt.Sprintf("scope %q: must be node or cluster", scope))
 		return
 	}
+	s.writeJSON(w, "tree", b, err)
+}
+
+// writeJSON answers b, a JSON document, and a newline; or, when err says
+// that encoding what failed, 500 with the error. b may be shared with
+// other requests: it is never appended to.
+func (s *Server) writeJSON(w http.ResponseWriter, what string, b []byte, err error) {
 	if err != nil {
-		s.cfg.Logger.Error("debug endpoint: encode tree", "err", err)
-		text(w, http.StatusInternalServerError, "encode tree: "+err.Error())
+		s.cfg.Logger.Error("debug endpoint: encode "+what, "err", err)
+		text(w, http.StatusInternalServerError, "encode "+what+": "+err.Error())
 		return
 	}
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
-	// b may be shared with other cluster requests: never append to it.
 	_, _ = w.Write(b)
 	_, _ = io.WriteString(w, "\n")
 }

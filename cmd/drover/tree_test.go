@@ -49,7 +49,8 @@ func treeCheckLeaks(t *testing.T) {
 
 func treeServe(t *testing.T, token string, n *treeNode) *debug.Server {
 	t.Helper()
-	s, err := debug.New(debug.Config{Addr: "127.0.0.1:0", Token: token, Node: n, MembersAuthenticated: true})
+	// No background samples: the tests set their nodes' trees after Start.
+	s, err := debug.New(debug.Config{Addr: "127.0.0.1:0", Token: token, Node: n, MembersAuthenticated: true, SampleEvery: -1})
 	if err != nil {
 		t.Fatal(err)
 	}
