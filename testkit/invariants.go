@@ -32,6 +32,10 @@ import (
 //   - membership: once the cluster is quiet, every running node's view is
 //     the running nodes (checked at the end, after Settle).
 //   - stops: a graceful stop finishes within StopBound.
+//   - lag: at the end, lag_seconds is -1 or >= 0, never -1 for a unit
+//     that fetched (the memory brokers date every message), and 0 with
+//     lag 0 for every running stream unit once every message is applied
+//     (checkLag).
 //   - tree: at the end of every virtual instant, a running node's tree
 //     lists no unit twice and no unit stopped under a supervisor that runs
 //     (a stopped unit leaves the tree in the instant it stops; one that
@@ -302,9 +306,36 @@ func (c *Cluster) endChecks() []Violation {
 			out = append(out, Violation{"stop", fmt.Sprintf("%s began its graceful stop %s ago and has not finished (bound %s)", name, c.s.now.Sub(n.stopAt), StopBound)})
 		}
 	}
+	out = append(out, c.checkLag()...)
 	for _, e := range c.log {
 		if e.Kind == "fail-to-supervisor" && strings.Contains(e.Detail, sporadicMark) {
 			out = append(out, Violation{"sporadic", fmt.Sprintf("%s on %s failed to its supervisor at %s on failures separated by successful fetches: %s", e.Unit, e.Node, e.Time.Sub(epoch), e.Detail)})
+		}
+	}
+	return out
+}
+
+// checkLag is the lag invariant, at the end of a run: every unit's
+// lag_seconds is -1 or at least 0; the memory brokers date every message,
+// so a unit that has fetched never shows -1; and once the cluster settled
+// (every message applied), a running stream unit shows lag 0 and
+// lag_seconds 0: caught up.
+func (c *Cluster) checkLag() []Violation {
+	var out []Violation
+	settled := c.Settled()
+	for _, name := range c.Running() {
+		for _, st := range c.nodes[name].node.Tree().Sources {
+			_, stream := c.streams[st.Name]
+			for _, u := range st.Units {
+				switch {
+				case u.LagSeconds < 0 && u.LagSeconds != -1:
+					out = append(out, Violation{"lag", fmt.Sprintf("%s shows %s with lag_seconds %v (want -1 or >= 0)", name, u.Unit, u.LagSeconds)})
+				case u.LagSeconds == -1 && u.LastPullAt != nil:
+					out = append(out, Violation{"lag", fmt.Sprintf("%s shows %s with lag_seconds -1 after a fetch from a broker that dates every message", name, u.Unit)})
+				case settled && stream && u.State == actors.StateRunning && u.LastPullAt != nil && (u.Lag != 0 || u.LagSeconds != 0):
+					out = append(out, Violation{"lag", fmt.Sprintf("%s shows %s caught up with lag %d, lag_seconds %v (want 0, 0)", name, u.Unit, u.Lag, u.LagSeconds)})
+				}
+			}
 		}
 	}
 	return out
