@@ -169,7 +169,7 @@ func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
 	received(m, "s", "s/0", -5, -1)
 	m.Applied("s", "s/0", -1, -2, -3)
 	m.Acked("s", "s/0", -4)
-	received(m, "s", "s/\xff", 1, 1) // not UTF-8: dropped, no panic
+	received(m, "s", "s/\xff", 1, 1)                              // not UTF-8: dropped, no panic
 	mustValue(t, reg, "drover_unit_lag_messages", "s", "s/0", -1) // unknown, not 0 (caught up)
 	n := series(t, reg)
 	for _, f := range []string{"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
