@@ -21,7 +21,8 @@ import (
 //     when the unit has applied everything the broker holds for it; -1
 //     when the broker cannot say how old its oldest waiting message is.
 //
-// "Not applied" is the fetch in hand (its oldest message) and, after it
+// "Not applied" is the fetch in hand (its oldest message: a stream's
+// first, a queue receive's earliest stamped) and, after it
 // is applied, what the broker still holds (brokers.Result.Oldest). A
 // stream whose adapter cannot name the time of the next message waiting
 // has it taken as the time of the last message fetched: that message is
@@ -70,24 +71,10 @@ type lagTrack struct {
 
 // fetched takes a fetch's result and returns the unit's lag while its
 // messages are not applied; applied() is the lag once they are. It reads
-// the messages' times only (no allocation).
+// the messages' times only (no allocation; a stream's first and last).
 func (t *lagTrack) fetched(r brokers.Result, stream bool) Lag {
 	after := Lag{Messages: r.Lag}
-	var first, last time.Time // oldest and newest time in the fetch
-	timed := true             // every message carries a time
-	for i := range r.Messages {
-		m := r.Messages[i].Time
-		if m.IsZero() {
-			timed = false
-			continue
-		}
-		if first.IsZero() || m.Before(first) {
-			first = m
-		}
-		if m.After(last) {
-			last = m
-		}
-	}
+	first, last, timed := fetchTimes(r.Messages, stream)
 	switch {
 	case r.Lag == 0 || r.End:
 		after.Known = true // nothing left in the broker
@@ -115,6 +102,36 @@ func (t *lagTrack) fetched(r brokers.Result, stream bool) Lag {
 		now.Oldest = time.Time{}
 	}
 	return now
+}
+
+// fetchTimes returns the oldest and the newest time of a fetch's messages
+// and whether they carry times. A stream's are its first and last message
+// (the oldest unapplied message of a stream is the first in its order):
+// two reads, whatever the batch size. A queue's, in delivery order, are
+// looked for among all of them (a receive holds a few: 10 on SQS).
+func fetchTimes(msgs []brokers.Message, stream bool) (first, last time.Time, timed bool) {
+	if len(msgs) == 0 {
+		return first, last, true
+	}
+	if stream {
+		first, last = msgs[0].Time, msgs[len(msgs)-1].Time
+		return first, last, !first.IsZero() && !last.IsZero()
+	}
+	timed = true
+	for i := range msgs {
+		m := msgs[i].Time
+		if m.IsZero() {
+			timed = false
+			continue
+		}
+		if first.IsZero() || m.Before(first) {
+			first = m
+		}
+		if m.After(last) {
+			last = m
+		}
+	}
+	return first, last, timed
 }
 
 // applied is the lag once the fetch last passed to fetched is applied.
