@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
 )
 
 // ---- lag in clear units ----
@@ -76,7 +77,7 @@ func (t *lagTrack) fetched(r brokers.Result, stream bool) Lag {
 	after := Lag{Messages: r.Lag}
 	first, last, timed := fetchTimes(r.Messages, stream)
 	switch {
-	case r.Lag == 0 || r.End:
+	case (r.Lag == 0 || r.End) && !mutate.On(mutate.CaughtUpUnknown):
 		after.Known = true // nothing left in the broker
 	case !r.Oldest.IsZero():
 		after.Oldest, after.Known = r.Oldest, true
