@@ -36,11 +36,11 @@ func newTree() *cobra.Command {
 		Short: "print the actor tree of a node, or of the whole cluster",
 		Long: `tree asks a node's debug endpoint (node.debug_addr) for its actor tree and
 prints it as an indented tree: the node and its members, each source, and
-each unit with its state, lease token, position, lag (messages behind, and in
-brackets the age of its oldest message not applied yet, when over 0), counters, restarts,
-last error and next retry. --cluster asks for every live member's tree
-(GET /debug/tree?scope=cluster): one block per node, a node that does not
-answer shows its error instead of its sources. --json prints the JSON the
+each unit with its state, lease token, position, lag (messages behind; in
+brackets, when over 0, the age of its oldest message not applied yet),
+counters, restarts, last error and next retry. --cluster asks for every
+live member's tree (GET /debug/tree?scope=cluster): one block per node, a
+node that does not answer shows its error instead of its sources. --json prints the JSON the
 endpoint returned. Terminal controls in either (ESC, C1 controls,
 bidirectional overrides) are written as escapes (\x1b, \u202e).
 
