@@ -22,7 +22,10 @@ import (
 // Metrics receives the runtime's counters. Production wires Prometheus;
 // nil means none. Calls come from actor goroutines and must not block.
 type Metrics interface {
-	Received(source, unit string, n, lag int64)
+	Received(source, unit string, n int64)
+	// Lag records the unit's lag (messages behind, and what lag_seconds
+	// is measured from): after each fetch and each applied fetch.
+	Lag(source, unit string, lag Lag)
 	Applied(source, unit string, applied, rejected, deadLettered int64)
 	Acked(source, unit string, n int64)
 	Restarted(source, unit string)
@@ -42,7 +45,8 @@ type Metrics interface {
 // noMetrics is the Metrics of a node given none.
 type noMetrics struct{}
 
-func (noMetrics) Received(string, string, int64, int64)       {}
+func (noMetrics) Received(string, string, int64)              {}
+func (noMetrics) Lag(string, string, Lag)                     {}
 func (noMetrics) Applied(string, string, int64, int64, int64) {}
 func (noMetrics) Acked(string, string, int64)                 {}
 func (noMetrics) Restarted(string, string)                    {}
@@ -143,6 +147,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		shared.metrics = noMetrics{}
 	}
 	shared.reg.stateChanged = shared.metrics.UnitState
+	shared.reg.now = env.Clock.Now
 	n := &Node{node: shared, cancel: cancel, drained: make(chan struct{})}
 	var minTTL time.Duration
 	ids := make([]uint32, 0, len(full))

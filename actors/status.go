@@ -77,7 +77,15 @@ type UnitStatus struct {
 	// last error, recognisable as old by its time.
 	LastErrorAt *time.Time `json:"last_error_at"`
 	NextRetryAt *time.Time `json:"next_retry_at"`
+	// LagSeconds is the age of the oldest message the unit has not applied,
+	// as of the snapshot (Lag.Seconds): -1 when the broker cannot say.
+	LagSeconds float64 `json:"lag_seconds"`
+
+	lag Lag // what LagSeconds is made of when the tree is read
 }
+
+// setLag records the unit's lag (Lag and what LagSeconds is made of).
+func (s *UnitStatus) setLag(l Lag) { s.Lag, s.lag = l.Messages, l }
 
 // setError records msg as the unit's last error at t ("" clears it).
 func (s *UnitStatus) setError(msg string, t time.Time) {
@@ -107,6 +115,9 @@ type registry struct {
 	// stateChanged, when set (Metrics.UnitState), is told each change of
 	// a unit entry's state.
 	stateChanged func(source, unit, state string)
+	// now, when set (the node's clock), is when a snapshot measures the
+	// units' lag_seconds; nil measures at the zero time.
+	now func() time.Time
 }
 
 type logGate struct {
@@ -276,12 +287,18 @@ func (r *registry) snapshot() []SourceStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := make([]SourceStatus, 0, len(r.order))
+	var now time.Time
+	if r.now != nil {
+		now = r.now()
+	}
 	for _, name := range r.order {
 		s := r.sources[name]
 		ss := s.status
 		ss.Units = make([]UnitStatus, 0, len(s.units))
 		for _, u := range s.units {
-			ss.Units = append(ss.Units, u.status)
+			us := u.status
+			us.LagSeconds = us.lag.Seconds(now)
+			ss.Units = append(ss.Units, us)
 		}
 		sort.Slice(ss.Units, func(i, j int) bool { return unitLess(ss.Units[i].Unit, ss.Units[j].Unit) })
 		if q := s.quality; q != nil {

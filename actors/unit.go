@@ -92,6 +92,7 @@ type unitActor struct {
 	inflight    int                // main-line jobs in flight
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
 	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
+	lag         lagTrack           // the lag once the fetch in hand is applied
 	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer
 	retryTimer  clock.Timer

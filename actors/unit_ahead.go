@@ -48,9 +48,10 @@ type fetchAhead struct {
 // only the first messages that arrive during the apply and apply the
 // others a batch later, in more and smaller batches, than one that
 // fetches after its apply and finds all of them. A fetch that ended its
-// partition has nothing after it.
+// partition has nothing after it. A broker that cannot count what is left
+// but dates it (Kinesis: MillisBehindLatest) is behind when it dates it.
 func behind(r brokers.Result, batchSize int) bool {
-	return !r.End && (len(r.Messages) >= batchSize || r.Lag > 0)
+	return !r.End && (len(r.Messages) >= batchSize || r.Lag > 0 || (r.Lag < 0 && !r.Oldest.IsZero()))
 }
 
 // fetchesAhead: the unit fetches ahead of its applies.

@@ -53,17 +53,20 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	}
 	now := u.now()
 	n := int64(len(r.fetched.Messages))
+	lag := u.lag.fetched(r.fetched, !u.spec.isQueue())
 	u.status(func(s *UnitStatus) {
 		s.Received += n
 		s.LastPullAt = timePtr(now)
-		s.Lag = r.fetched.Lag
+		s.setLag(lag)
 	})
-	u.node.metrics.Received(u.spec.Name, u.id, n, r.fetched.Lag)
+	u.node.metrics.Received(u.spec.Name, u.id, n)
+	u.node.metrics.Lag(u.spec.Name, u.id, lag)
 	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
 		u.succeeded(ctx)
 	}
 	pb := u.prepare(r.fetched)
 	if pb == nil {
+		u.showLag(lag, u.lag.applied()) // nothing to apply: applied
 		if len(r.fetched.Messages) == 0 && !r.fetched.End && u.waitWake(ctx) {
 			return // idle: no job in flight until the broker calls
 		}
@@ -227,6 +230,8 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		u.position = b.Ops[len(b.Ops)-1].Position
 	}
 	pos := u.position
+	done := len(pb.rest) == 0 // the whole fetch is applied
+	lag := u.lag.applied()
 	u.status(func(s *UnitStatus) {
 		s.Applied += applied
 		s.DeadLettered += dead
@@ -234,8 +239,14 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 		if pos != "" {
 			s.Position = pos
 		}
+		if done {
+			s.setLag(lag)
+		}
 	})
 	u.node.metrics.Applied(u.spec.Name, u.id, applied, rejected, dead)
+	if done {
+		u.node.metrics.Lag(u.spec.Name, u.id, lag)
+	}
 	if sample != nil {
 		ctx.Send(u.supervisor, &qualitySample{stats: sample})
 	}

@@ -50,9 +50,16 @@ type Result struct {
 	// message has been returned (a Kinesis shard after a split or merge).
 	// No further Fetch on this reader returns messages.
 	End bool
-	// Lag is how far behind the newest message the reader is after this
-	// fetch, in messages (Kinesis: milliseconds), or -1 when unknown.
+	// Lag is how many messages the reader is behind the newest one after
+	// this fetch (the messages not returned yet), or -1 when the broker
+	// cannot say. It is always a count of messages; 0 means caught up.
 	Lag int64
+	// Oldest is the broker's time of the oldest message not returned yet
+	// after this fetch (a stream: the next one; a queue: the oldest
+	// waiting for delivery), when the adapter knows it; zero when it does
+	// not. It is ignored when Lag is 0 (nothing is left). drover measures
+	// lag_seconds from it against the node's clock (actors.Lag).
+	Oldest time.Time
 }
 
 // Partition is one partition (Kafka), shard (Kinesis) or ordered stream

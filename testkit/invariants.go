@@ -32,6 +32,10 @@ import (
 //   - membership: once the cluster is quiet, every running node's view is
 //     the running nodes (checked at the end, after Settle).
 //   - stops: a graceful stop finishes within StopBound.
+//   - lag: at the end, lag_seconds is -1 or >= 0, never -1 for a unit
+//     that fetched (the memory brokers date every message; checkLag); when
+//     Settle ends, lag and lag_seconds are 0 for every running stream unit
+//     (checkCaughtUp).
 //   - tree: at the end of every virtual instant, a running node's tree
 //     lists no unit twice and no unit stopped under a supervisor that runs
 //     (a stopped unit leaves the tree in the instant it stops; one that
@@ -302,12 +306,56 @@ func (c *Cluster) endChecks() []Violation {
 			out = append(out, Violation{"stop", fmt.Sprintf("%s began its graceful stop %s ago and has not finished (bound %s)", name, c.s.now.Sub(n.stopAt), StopBound)})
 		}
 	}
+	out = append(out, c.checkLag()...)
 	for _, e := range c.log {
 		if e.Kind == "fail-to-supervisor" && strings.Contains(e.Detail, sporadicMark) {
 			out = append(out, Violation{"sporadic", fmt.Sprintf("%s on %s failed to its supervisor at %s on failures separated by successful fetches: %s", e.Unit, e.Node, e.Time.Sub(epoch), e.Detail)})
 		}
 	}
 	return out
+}
+
+// checkLag is the lag invariant at the end of a run: every unit's
+// lag_seconds is -1 or at least 0, and the memory brokers date every
+// message, so a unit that has fetched never shows -1. checkCaughtUp is its
+// other half, run by Settle.
+func (c *Cluster) checkLag() []Violation {
+	var out []Violation
+	c.eachUnit(func(node string, _ bool, u actors.UnitStatus) {
+		switch {
+		case u.LagSeconds < 0 && u.LagSeconds != -1:
+			out = append(out, Violation{"lag", fmt.Sprintf("%s shows %s with lag_seconds %v (want -1 or >= 0)", node, u.Unit, u.LagSeconds)})
+		case u.LagSeconds == -1 && u.LastPullAt != nil:
+			out = append(out, Violation{"lag", fmt.Sprintf("%s shows %s with lag_seconds -1 after a fetch from a broker that dates every message", node, u.Unit)})
+		}
+	})
+	return out
+}
+
+// checkCaughtUp: once Settle has applied every message and let the
+// results reach the actors, every running stream unit that fetched shows
+// lag 0 and lag_seconds 0. (Right when the store has everything, a unit
+// may still hold a batch whose commit it has not heard of: it shows that
+// batch's age until then.)
+func (c *Cluster) checkCaughtUp() {
+	c.eachUnit(func(node string, stream bool, u actors.UnitStatus) {
+		if stream && u.State == actors.StateRunning && u.LastPullAt != nil && (u.Lag != 0 || u.LagSeconds != 0) {
+			c.check("lag", fmt.Sprintf("%s shows %s caught up with lag %d, lag_seconds %v (want 0, 0)", node, u.Unit, u.Lag, u.LagSeconds))
+		}
+	})
+}
+
+// eachUnit calls f with every unit of every running node's tree, in order,
+// saying whether it is a stream's.
+func (c *Cluster) eachUnit(f func(node string, stream bool, u actors.UnitStatus)) {
+	for _, name := range c.Running() {
+		for _, st := range c.nodes[name].node.Tree().Sources {
+			_, stream := c.streams[st.Name]
+			for _, u := range st.Units {
+				f(name, stream, u)
+			}
+		}
+	}
 }
 
 func (c *Cluster) specByName(name string) *specInfo {

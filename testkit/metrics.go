@@ -4,6 +4,8 @@ import (
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/drover-dev/drover/actors"
 )
 
 // stateMetrics is a node's actors.Metrics in the simulator: it keeps what
@@ -22,7 +24,8 @@ type unitKey struct{ source, unit string }
 
 func newStateMetrics() *stateMetrics { return &stateMetrics{states: map[unitKey]string{}} }
 
-func (*stateMetrics) Received(string, string, int64, int64)       {}
+func (*stateMetrics) Received(string, string, int64)              {}
+func (*stateMetrics) Lag(string, string, actors.Lag)              {}
 func (*stateMetrics) Applied(string, string, int64, int64, int64) {}
 func (*stateMetrics) Acked(string, string, int64)                 {}
 func (*stateMetrics) Restarted(string, string)                    {}

@@ -148,5 +148,6 @@ func (c *Cluster) Settle(limit time.Duration) bool {
 	// the store is settled; let results in flight reach the actors so that
 	// trees agree with the store
 	c.Run(time.Second)
+	c.checkCaughtUp()
 	return true
 }

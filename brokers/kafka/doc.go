@@ -46,6 +46,11 @@
 //     with a key and a null value is a Tombstone. Result.Lag is the LSO
 //     (the high watermark when read_uncommitted) minus the offset the next
 //     fetch starts at: 0 for a reader at the end, markers included.
+//     Result.Oldest is the timestamp of the next record when the client
+//     has it buffered already (no request is made for it); otherwise zero,
+//     and drover takes the last record returned as its bound
+//     (actors.Lag). Timestamps are the records' own: CreateTime is the
+//     producer's clock, LogAppendTime the broker's.
 //   - Committed (commit_to_group) commits the offset the next fetch starts
 //     at, so that broker-side lag tools (which count from the high
 //     watermark) show 0 for a partition drover read to its end. The rule:

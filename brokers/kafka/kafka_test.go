@@ -305,3 +305,48 @@ func TestOpenBadPositionAndClosed(t *testing.T) {
 		t.Fatal("commit after close succeeded")
 	}
 }
+
+// Lag counts records to the LSO; Oldest is the timestamp of the next
+// record when the client has it buffered, and not set at the end.
+func TestLagAndOldestFromRecordTimestamps(t *testing.T) {
+	f := streamHarness{}.NewStream(t, 1).(*fixture)
+	ctx := context.Background()
+	t0 := time.UnixMilli(1700000000000)
+	var recs []*kgo.Record
+	for i := range 6 {
+		recs = append(recs, &kgo.Record{Topic: testTopic, Value: []byte("x"), Timestamp: t0.Add(time.Duration(i) * time.Second)})
+	}
+	if err := f.cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	r := openEarliest(t, newTestStream(t, f.fc, ""))
+	var got []brokers.Message
+	dated := 0
+	for len(got) < 6 {
+		res := fetchOne(t, readerMax{r, 2})
+		if !res.Oldest.IsZero() {
+			dated++
+		}
+		got = append(got, res.Messages...)
+		n := len(got)
+		if res.Lag != int64(6-n) {
+			t.Fatalf("lag after %d of 6 = %d, want %d", n, res.Lag, 6-n)
+		}
+		switch {
+		case n == 6 && !res.Oldest.IsZero():
+			t.Fatalf("oldest %v at the end, want none", res.Oldest)
+		case n < 6 && !res.Oldest.IsZero() && !res.Oldest.Equal(t0.Add(time.Duration(n)*time.Second)):
+			t.Fatalf("oldest after %d = %v, want the timestamp of record %d (%v)", n, res.Oldest, n, t0.Add(time.Duration(n)*time.Second))
+		}
+	}
+	if dated == 0 {
+		// one produce request, one fetch answer: the client holds the
+		// records after the first two when the first Fetch returns
+		t.Fatal("no fetch dated the next record")
+	}
+	for i, m := range got {
+		if !m.Time.Equal(t0.Add(time.Duration(i) * time.Second)) {
+			t.Fatalf("record %d stamped %v", i, m.Time)
+		}
+	}
+}

@@ -155,7 +155,11 @@ wait:
 	if r.end >= 0 && r.next >= 0 {
 		lag = max64(r.end-r.next, 0)
 	}
-	return brokers.Result{Messages: msgs, Lag: lag}, nil
+	res := brokers.Result{Messages: msgs, Lag: lag}
+	if lag != 0 {
+		res.Oldest = f.nextTime // zero when the next record is not buffered
+	}
+	return res, nil
 }
 
 // Wake calls f once as soon as Fetch may return something without
@@ -176,6 +180,9 @@ type fetchState struct {
 	err     error // the first other error seen
 	posErr  error // a position error: nothing after it is read
 	stepped bool  // a control record moved next
+	// nextTime is the timestamp of the data record left in the buffer
+	// for the next Fetch (Result.Oldest); zero when none is.
+	nextTime time.Time
 }
 
 // take takes from the buffer, in the client's order, up to max messages
@@ -205,6 +212,7 @@ func (f *fetchState) take() {
 		}
 		rec := e.rec
 		if len(f.msgs) == f.max && !rec.Attrs.IsControl() && (r.next < 0 || rec.Offset >= r.next) {
+			f.nextTime = rec.Timestamp
 			break // a data record for the next Fetch
 		}
 		b.records--

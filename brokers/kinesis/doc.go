@@ -88,8 +88,14 @@
 // A record becomes a brokers.Message with Position = SequenceNumber (a
 // decimal string of up to 128 bits; brokers.ComparePositions orders them),
 // Key = PartitionKey, Value = Data, Time = ApproximateArrivalTimestamp and
-// no headers (Kinesis has none). Result.Lag is MillisBehindLatest: a
-// number of milliseconds, not of records, -1 when Kinesis does not say.
+// no headers (Kinesis has none). Kinesis does not count the records
+// behind a reader, it dates them: Result.Lag is 0 when GetRecords says
+// MillisBehindLatest 0 (caught up) and -1 otherwise (until issue 13 it
+// carried the milliseconds, a unit no other adapter used), and
+// Result.Oldest is the local time of the call less MillisBehindLatest, so
+// that lag_seconds is MillisBehindLatest aged since the call. kinesalite
+// answers MillisBehindLatest 0 for every open shard, read to its tip or
+// not: against it a reader looks caught up between its fetches.
 //
 // When a shard was closed by a split or merge and GetRecords returns no
 // next iterator, its last records come with Result.End set, and every

@@ -328,3 +328,38 @@ func TestStartAtLaterThanServer(t *testing.T) {
 		}
 	}
 }
+
+// TestMillisBehindLatest: Kinesis dates what a reader has not read, it does
+// not count it: MillisBehindLatest > 0 is Lag -1 and Oldest that long
+// before the call, 0 is Lag 0 (caught up). kinesalite answers 0 for every
+// open shard, so the fake gives the other answers.
+func TestMillisBehindLatest(t *testing.T) {
+	const behind = 90_000 // ms
+	_, ep := newFake(t, func(call int, iter string) (int, string) {
+		body := recordsBody("it-next", fmt.Sprint(call))
+		if call == 1 {
+			body = strings.Replace(body, `"MillisBehindLatest":0`, fmt.Sprintf(`"MillisBehindLatest":%d`, behind), 1)
+		}
+		return 200, body
+	})
+	s := fakeStream(t, ep, kinesis.Config{PollInterval: 10 * time.Millisecond})
+	r, err := s.OpenReader(brokertest.Context(t, 10*time.Second), "shardId-000000000000", brokers.Start{Mode: brokers.Earliest})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	before := time.Now()
+	res, err := r.Fetch(brokertest.Context(t, 10*time.Second), 10, time.Second)
+	after := time.Now()
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("fetch %+v, %v", res, err)
+	}
+	lo, hi := before.Add(-behind*time.Millisecond), after.Add(-behind*time.Millisecond)
+	if res.Lag != -1 || res.Oldest.Before(lo) || res.Oldest.After(hi) {
+		t.Fatalf("lag %d oldest %v; want -1 and between %v and %v (the call less MillisBehindLatest)", res.Lag, res.Oldest, lo, hi)
+	}
+	res, err = r.Fetch(brokertest.Context(t, 10*time.Second), 10, time.Second)
+	if err != nil || res.Lag != 0 || !res.Oldest.IsZero() {
+		t.Fatalf("caught up: %+v, %v; want lag 0, no oldest", res, err)
+	}
+}

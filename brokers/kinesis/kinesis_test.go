@@ -47,8 +47,8 @@ func fetchN(t *testing.T, r *kinesis.Reader, n int) []brokers.Message {
 }
 
 // TestFields: key (partition key), value (data), the producer's sequence
-// numbers as positions, an arrival time, and Lag in milliseconds (0 once
-// the reader is at the tip).
+// numbers as positions, an arrival time, and Lag 0 with no Oldest once
+// the reader is at the tip (MillisBehindLatest 0).
 func TestFields(t *testing.T) {
 	f := newHarness(t).newFixture(t, 1)
 	s := f.open(t, f.config())
@@ -73,8 +73,8 @@ func TestFields(t *testing.T) {
 	if m.Time.Before(before) || m.Time.After(time.Now().Add(2*time.Second)) {
 		t.Fatalf("time %v is not the arrival time", m.Time)
 	}
-	if res.Lag != 0 {
-		t.Fatalf("lag %d at the tip, want 0 (MillisBehindLatest)", res.Lag)
+	if res.Lag != 0 || !res.Oldest.IsZero() {
+		t.Fatalf("lag %d, oldest %v at the tip, want 0 and none (MillisBehindLatest 0)", res.Lag, res.Oldest)
 	}
 }
 

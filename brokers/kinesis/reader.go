@@ -37,7 +37,8 @@ type Reader struct {
 	next     time.Time     // no GetRecords before this (pacing, throttling)
 	backoff  time.Duration // current pause after a throughput refusal
 	throttle error         // the last GetRecords was refused for throughput
-	lag      int64         // MillisBehindLatest of the last GetRecords, -1 unknown
+	lag      int64         // 0 when the last GetRecords said MillisBehindLatest 0 (caught up), else -1: Kinesis does not count records
+	oldest   time.Time     // the local time of the last GetRecords less its MillisBehindLatest; zero when unknown or caught up
 	ended    bool          // the shard is closed and every record was returned
 	failed   error         // the position to read after is gone or unknown: every Fetch returns it
 }
@@ -102,8 +103,10 @@ func (r *Reader) acquire(ctx context.Context) error {
 // Fetch returns up to max records after the reader's position. GetRecords
 // answers at once, so Fetch polls, at most once per Config.PollInterval
 // (waiting through exec.Wait), until records arrive or wait has passed; it
-// makes at least one call when the interval allows. Result.Lag is
-// MillisBehindLatest: milliseconds, not records. When the shard is closed
+// makes at least one call when the interval allows. Kinesis does not
+// count records: Result.Lag is 0 when MillisBehindLatest is 0 (caught
+// up), -1 otherwise, and Result.Oldest is the time of the call less
+// MillisBehindLatest, the age of the records not returned yet. When the shard is closed
 // (split or merged) and its last records were returned, Result.End is set,
 // with those records; later fetches return End at once.
 //
@@ -143,7 +146,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 				if r.throttle != nil {
 					return brokers.Result{}, r.throttle
 				}
-				return brokers.Result{Lag: r.lag}, nil
+				return brokers.Result{Lag: r.lag, Oldest: r.oldest}, nil
 			}
 			if err := exec.Wait(cctx, d, nil); err != nil {
 				return brokers.Result{}, callError(ctx, r.ctx, OpFetch, err)
@@ -208,9 +211,13 @@ func noRetries(o *awskinesis.Options) { o.RetryMaxAttempts = 1 }
 
 // take turns a GetRecords answer into a Result and moves the reader on.
 func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) {
-	r.lag = -1
+	r.lag, r.oldest = -1, time.Time{}
 	if out.MillisBehindLatest != nil {
-		r.lag = *out.MillisBehindLatest
+		if ms := *out.MillisBehindLatest; ms <= 0 {
+			r.lag = 0
+		} else {
+			r.oldest = time.Now().Add(-time.Duration(ms) * time.Millisecond)
+		}
 	}
 	var msgs []brokers.Message
 	for _, rec := range out.Records {
@@ -233,14 +240,14 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) 
 		msgs = append(msgs, m)
 		r.last = seq
 	}
-	res := brokers.Result{Messages: msgs, Lag: r.lag}
+	res := brokers.Result{Messages: msgs, Lag: r.lag, Oldest: r.oldest}
 	if aws.ToString(out.NextShardIterator) == "" {
 		// Closed shard, read to its end.
 		if r.verify != "" {
 			return brokers.Result{}, &missing{}
 		}
 		r.iter, r.ended = "", true
-		res.End, res.Lag = true, 0
+		res.End, res.Lag, res.Oldest = true, 0, time.Time{}
 		return res, nil
 	}
 	r.iter = aws.ToString(out.NextShardIterator)

@@ -68,7 +68,10 @@
 // it ends. Commit and Abort each write a control marker taking one offset;
 // readers step over markers and aborted records (returned positions have
 // gaps) and return committed records in place. Result.Lag counts offsets
-// from the reader's position to the LSO. Split and Merge abort the open
+// from the reader's position to the LSO, and Result.Oldest is the Time of
+// the next readable record (none at the LSO). A queue's Lag counts the
+// messages neither acked nor in flight (nacked ones included) and its
+// Oldest is the earliest Time among them. Split and Merge abort the open
 // transactions of the partitions they close; Trim never removes records at
 // or past the LSO.
 //

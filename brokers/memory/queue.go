@@ -172,6 +172,22 @@ func (q *Queue) inFlightLocked(now time.Time) int {
 	return n
 }
 
+// waitingLocked counts the messages neither acked nor in flight at now
+// (delayed ones included: they wait for any slot) and returns the oldest
+// Time among them, zero when there is none.
+func (q *Queue) waitingLocked(now time.Time) (n int, oldest time.Time) {
+	for _, qm := range q.msgs {
+		if qm.acked || (qm.holder != nil && now.Before(qm.deadline)) {
+			continue
+		}
+		n++
+		if t := qm.msg.Time; oldest.IsZero() || t.Before(oldest) {
+			oldest = t
+		}
+	}
+	return n, oldest
+}
+
 // Open returns a receiver for slot. Any number of receivers may be open,
 // on the same slot or different ones; they compete for the messages.
 func (q *Queue) Open(ctx context.Context, slot string) (brokers.Receiver, error) {

@@ -136,11 +136,18 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 		}
 		msgs = append(msgs, copyMessage(rec.msg))
 	}
-	return brokers.Result{
+	res := brokers.Result{
 		Messages: msgs,
 		End:      p.closed && r.next >= end,
 		Lag:      max64(lso-r.next, 0),
-	}, nil
+	}
+	for o := r.next; o < lso; o++ { // the next readable message's time
+		if rec := &p.recs[o-p.base]; rec.visible() {
+			res.Oldest = rec.msg.Time
+			break
+		}
+	}
+	return res, nil
 }
 
 // Close releases the reader. Closing twice is harmless.

@@ -151,7 +151,8 @@ func (r *Receiver) takeLocked(max int) (res brokers.Result, next time.Duration) 
 		m.Handle = handle{q: q, id: qm.msg.ID, delivery: qm.deliveries}
 		res.Messages = append(res.Messages, m)
 	}
-	res.Lag = int64(q.live - q.inFlightLocked(now))
+	n, oldest := q.waitingLocked(now)
+	res.Lag, res.Oldest = int64(n), oldest
 	if len(res.Messages) == 0 && !soonest.IsZero() {
 		next = soonest.Sub(now)
 	}

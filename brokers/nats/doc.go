@@ -55,6 +55,13 @@
 //     passed or the message is acked or nacked.
 //   - Lag is the consumer's count of messages not yet delivered (from the
 //     last message's metadata; after an empty receive, from consumer info).
+//     Oldest dates the first of them: after a receive that delivered
+//     messages, by the newest delivered the first time (the consumer
+//     delivers in stream order, so the next is no older: lag_seconds errs
+//     high by at most the gap between two messages, at no extra call);
+//     after an empty receive with messages waiting (a consumer at its
+//     max_ack_pending), by that message's own time, read from the stream
+//     (with several filter subjects the server cannot find it: zero).
 //
 // # Stream: ordered reads with drover keeping the position
 //

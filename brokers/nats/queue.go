@@ -372,6 +372,7 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 	if len(p.msgs) > 0 {
 		res.Messages = make([]brokers.Message, 0, len(p.msgs))
 	}
+	var fresh time.Time // the newest of the messages delivered the first time
 	for i := range p.msgs {
 		cm := &p.msgs[i]
 		if cm.err != nil {
@@ -382,26 +383,61 @@ func (r *Receiver) Receive(ctx context.Context, max int, wait time.Duration) (br
 		r.q.name(cm)
 		res.Messages = append(res.Messages, cm.msg)
 		res.Lag = int64(cm.pending)
+		if cm.msg.Deliveries == 1 && cm.msg.Time.After(fresh) {
+			fresh = cm.msg.Time
+		}
 	}
-	if len(res.Messages) == 0 {
-		res.Lag = r.lag(octx)
+	switch {
+	case len(res.Messages) == 0:
+		res.Lag, res.Oldest = r.lag(octx)
+	case res.Lag > 0:
+		// The consumer delivers new messages in stream order: the next
+		// one waiting is no older than the newest delivered the first time.
+		res.Oldest = fresh
 	}
 	return res, nil
 }
 
 // lag asks the server how many messages the consumer has not delivered,
-// -1 when it cannot say. It runs only after an empty receive.
-func (r *Receiver) lag(ctx context.Context) int64 {
+// -1 when it cannot say, and when some are, the time of the first of them
+// (zero when it cannot say). It runs only after an empty receive: with
+// messages waiting, that is a consumer at its max_ack_pending.
+func (r *Receiver) lag(ctx context.Context) (int64, time.Time) {
 	if r.q.c.ready("lag") != nil {
-		return -1
+		return -1, time.Time{}
 	}
 	ictx, cancel := context.WithTimeout(ctx, r.q.cfg.Conn.RequestTimeout)
 	defer cancel()
 	info, err := r.q.consumer().Info(ictx)
 	if err != nil {
-		return -1
+		return -1, time.Time{}
 	}
-	return int64(info.NumPending)
+	if info.NumPending == 0 {
+		return 0, time.Time{}
+	}
+	return int64(info.NumPending), r.q.firstAfter(ictx, info)
+}
+
+// firstAfter is the time of the first message after the consumer's last
+// delivered one that its filter takes, zero when it cannot say (several
+// filter subjects: the server finds the next message of one subject).
+func (q *Queue) firstAfter(ctx context.Context, info *jetstream.ConsumerInfo) time.Time {
+	subject := ">"
+	switch fs := filters(info.Config); {
+	case len(fs) == 1:
+		subject = fs[0]
+	case len(fs) > 1:
+		return time.Time{}
+	}
+	st, err := q.c.js.Stream(ctx, q.cfg.Stream)
+	if err != nil {
+		return time.Time{}
+	}
+	m, err := st.GetMsg(ctx, info.Delivered.Stream+1, jetstream.WithGetMsgSubject(subject))
+	if err != nil {
+		return time.Time{}
+	}
+	return m.Time
 }
 
 // settle runs one acknowledgement kind on msgs and returns once the server

@@ -636,3 +636,53 @@ func TestQueueExtendOnATimerKeepsMessage(t *testing.T) {
 			info.Delivered.Consumer, info.NumAckPending, info.NumRedelivered)
 	}
 }
+
+// TestQueueOldestPending: a receive that leaves messages undelivered dates
+// the next of them by the newest message it delivered the first time (the
+// consumer delivers in stream order); an empty receive at max_ack_pending
+// asks the server for the first undelivered message's own time; a drained
+// consumer has lag 0 and no date.
+func TestQueueOldestPending(t *testing.T) {
+	e := newQueueEnv(t)
+	for i := range 5 {
+		e.publish(t, e.subject, fmt.Sprint(i), nil)
+	}
+	cfg := e.config()
+	cfg.MaxAckPending = 2
+	cfg.AckWait = time.Minute
+	r := openRecv(t, e.open(t, cfg), "slot-0")
+	held, res := receiveN(t, r, 2)
+	if res.Lag != 3 || !res.Oldest.Equal(held[1].Time) {
+		t.Fatalf("after 2 of 5: lag %d oldest %v, want 3 and %v (the newest delivered)", res.Lag, res.Oldest, held[1].Time)
+	}
+	res, err := r.Receive(brokertest.Context(t, 10*time.Second), 10, 0)
+	if err != nil || len(res.Messages) != 0 {
+		t.Fatalf("receive at max_ack_pending = %+v, %v; want none", res, err)
+	}
+	st, err := e.js.Stream(brokertest.Context(t, 5*time.Second), e.stream)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third, err := st.GetMsg(brokertest.Context(t, 5*time.Second), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Lag != 3 || !res.Oldest.Equal(third.Time) {
+		t.Fatalf("empty receive: lag %d oldest %v, want 3 and %v (the third message's time)", res.Lag, res.Oldest, third.Time)
+	}
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), held); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := receiveN(t, r, 2)
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), rest); err != nil {
+		t.Fatal(err)
+	}
+	last, _ := receiveN(t, r, 1)
+	if err := r.Ack(brokertest.Context(t, 5*time.Second), last); err != nil {
+		t.Fatal(err)
+	}
+	res, err = r.Receive(brokertest.Context(t, 5*time.Second), 10, 0)
+	if err != nil || len(res.Messages) != 0 || res.Lag != 0 || !res.Oldest.IsZero() {
+		t.Fatalf("drained: %+v, %v; want lag 0, no oldest", res, err)
+	}
+}

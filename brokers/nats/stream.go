@@ -382,7 +382,9 @@ func (r *Reader) drop() {
 
 // Fetch returns up to max messages after the reader's position, waiting up
 // to wait for the first (see the package doc). Lag is the number of
-// messages of the partition after the last one returned.
+// messages of the partition after the last one returned. Oldest is not
+// set: the next message is no older than the last one returned, whose
+// time drover takes for it (actors.Lag), so no call is made for it.
 func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (brokers.Result, error) {
 	const op = "fetch"
 	if max <= 0 {

@@ -23,7 +23,13 @@
 //     committed. Nack(delay) = ModifyAckDeadline to delay (0: deliver again
 //     at once). Extend(d) = ModifyAckDeadline to d. Deadlines are whole
 //     seconds (rounded up), at most MaxAckDeadline (600 s).
-//   - Lag is -1: Pull does not tell the backlog.
+//   - Lag is -1 and Oldest is not set (lag_seconds -1): Pull tells
+//     neither the backlog nor the age of the oldest unacked message;
+//     Pub/Sub publishes those only as Cloud Monitoring metrics
+//     (subscription/num_undelivered_messages and
+//     subscription/oldest_unacked_message_age), which pstest does not
+//     serve. Autoscale a Pub/Sub source on them (KEDA's gcp-pubsub
+//     scaler).
 //
 // # Waiting
 //

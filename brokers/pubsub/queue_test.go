@@ -136,8 +136,8 @@ func TestMaxMessagesCapsAReceive(t *testing.T) {
 	cfg.MaxMessages = 5
 	r := openRecv(t, f.open(t, cfg), "slot-0")
 	res, err := r.Receive(brokertest.Context(t, 5*time.Second), 100, time.Second)
-	if err != nil || len(res.Messages) != 5 || res.Lag != -1 {
-		t.Fatalf("receive = %d messages, lag %d, %v; want 5 and lag -1", len(res.Messages), res.Lag, err)
+	if err != nil || len(res.Messages) != 5 || res.Lag != -1 || !res.Oldest.IsZero() {
+		t.Fatalf("receive = %d messages, lag %d, oldest %v, %v; want 5, lag -1, no oldest (Pull tells neither)", len(res.Messages), res.Lag, res.Oldest, err)
 	}
 }
 

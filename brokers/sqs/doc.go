@@ -27,7 +27,13 @@
 // ten; an entry SQS refuses is reported per message in a *BatchError and
 // the rest are deleted. Nack(delay) and Extend(d) are
 // ChangeMessageVisibilityBatch with the visibility timeout rounded up to
-// whole seconds. Result.Lag is -1: SQS has no cheap per-receive backlog.
+// whole seconds. Result.Lag is -1 and Result.Oldest is not set, so a unit
+// shows lag and lag_seconds -1: a receive tells neither a backlog nor an
+// age; GetQueueAttributes' ApproximateNumberOfMessages counts the whole
+// queue (not a slot) at a call per ask and lags by up to a minute, and
+// ApproximateAgeOfOldestMessage is published only as a CloudWatch metric
+// (which fauxqs does not serve either). Autoscale an SQS source on that
+// metric (KEDA's aws-cloudwatch or aws-sqs-queue scalers).
 //
 // FIFO queues (name ending in ".fifo") keep each message group in order:
 // SQS does not hand out a group's next message while an earlier one is in

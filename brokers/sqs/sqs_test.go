@@ -570,3 +570,27 @@ func TestMessageIDsUniquePerSend(t *testing.T) {
 		}
 	})
 }
+
+// TestLagIsUnknown: SQS tells neither a backlog nor an age in a receive
+// (ApproximateAgeOfOldestMessage is a CloudWatch metric, which the
+// emulator does not serve): Lag -1 and no Oldest, so a unit shows
+// lag_seconds -1; the messages carry their SentTimestamp.
+func TestLagIsUnknown(t *testing.T) {
+	h := newHarness(t)
+	f := h.newFixture(t, 30*time.Second)
+	before := time.Now().Add(-2 * time.Second)
+	if err := f.Send(brokertest.Context(t, 10*time.Second), msgs("m", 2)...); err != nil {
+		t.Fatal(err)
+	}
+	r := receiver(t, f.open(t, f.config()), "slot-0")
+	res, err := r.Receive(brokertest.Context(t, 10*time.Second), 1, 5*time.Second)
+	if err != nil || len(res.Messages) != 1 {
+		t.Fatalf("receive %+v, %v", res, err)
+	}
+	if res.Lag != -1 || !res.Oldest.IsZero() {
+		t.Fatalf("lag %d oldest %v, want -1 and none", res.Lag, res.Oldest)
+	}
+	if m := res.Messages[0]; m.Time.Before(before) || m.Time.After(time.Now().Add(2*time.Second)) {
+		t.Fatalf("message time %v is not its SentTimestamp", m.Time)
+	}
+}

@@ -78,8 +78,8 @@ type Node struct {
 	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
 	DebugTLS DebugTLS `yaml:"debug_tls" json:"debug_tls,omitzero"`
 	// MetricsPerUnit adds the per-unit counters (drover_unit_received_total
-	// and six more) beside the per-source ones; off, a unit has two series
-	// (lag and state).
+	// and six more) beside the per-source ones; off, a unit has three
+	// series (its lag in messages and in seconds, and its state).
 	MetricsPerUnit bool `yaml:"metrics_per_unit" json:"metrics_per_unit,omitempty"`
 	// GroupCommit lets the batches of several units that are ready while
 	// the store is busy share one store call (persistence.GroupApplier:

@@ -240,7 +240,7 @@ func TestNodeTreeHasTheContractFieldNames(t *testing.T) {
 		}
 	}
 	unit := src["units"].([]any)[1].(map[string]any)
-	want := []string{"acked", "applied", "dead_lettered", "last_error", "last_error_at", "last_pull_at", "lag", "lease_expires_at", "lease_token",
+	want := []string{"acked", "applied", "dead_lettered", "last_error", "last_error_at", "last_pull_at", "lag", "lag_seconds", "lease_expires_at", "lease_token",
 		"next_retry_at", "node", "position", "received", "rejected", "restarts", "state", "unit"}
 	sort.Strings(want)
 	if k := keys(unit); !slices.Equal(k, want) {
@@ -437,7 +437,8 @@ func TestReadyz(t *testing.T) {
 func TestMetricsServesTheConfiguredRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg, "node-1", metrics.Options{PerUnit: true})
-	m.Received("orders", "orders/0", 42, 3)
+	m.Received("orders", "orders/0", 42)
+	m.Lag("orders", "orders/0", actors.Lag{Messages: 3})
 	s := start(t, Config{Node: &fakeNode{trees: []actors.Tree{{Node: "node-1"}}}, Registry: reg})
 	r := get(t, "http://"+s.Addr()+"/metrics")
 	if r.code != 200 || !strings.Contains(r.body, `drover_unit_received_total{node="node-1",source="orders",unit="orders/0"} 42`) {

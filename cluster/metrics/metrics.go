@@ -1,6 +1,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
@@ -21,6 +23,9 @@ type Options struct {
 	// which a node of thousands of units should not pay for unless an
 	// operator reads them (node.metrics_per_unit).
 	PerUnit bool
+	// Now is the node's clock, against which a scrape measures the units'
+	// lag_seconds; nil means time.Now.
+	Now func() time.Time
 }
 
 // counters is one set of the runtime's counters, per source or per unit.
@@ -64,7 +69,7 @@ func (c counters) all() []*prometheus.CounterVec {
 type Metrics struct {
 	source  counters    // always: by source
 	unit    *counters   // Options.PerUnit: by source and unit
-	units   *unitSeries // drover_unit_lag and drover_unit_state
+	units   *unitSeries // the lags and drover_unit_state
 	resets  *prometheus.CounterVec
 	members prometheus.Gauge
 }
@@ -83,9 +88,13 @@ func New(reg *prometheus.Registry, node string, o Options) *Metrics {
 	}
 	constLabels := prometheus.Labels{LabelNode: node}
 	unitLabels := []string{LabelSource, LabelUnit}
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
 	m := &Metrics{
 		source: newCounters("source", constLabels, []string{LabelSource}),
-		units:  newUnitSeries(constLabels),
+		units:  newUnitSeries(constLabels, now),
 		resets: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "drover", Subsystem: "unit", Name: "position_resets_total", ConstLabels: constLabels,
 			Help: "Checkpoints reset on this node because the broker no longer had their position " +
@@ -132,14 +141,14 @@ func (m *Metrics) count(pick func(counters) *prometheus.CounterVec, source, unit
 	}
 }
 
-// Received counts n fetched messages and records the unit's lag.
-func (m *Metrics) Received(source, unit string, n, lag int64) {
+// Received counts n fetched messages.
+func (m *Metrics) Received(source, unit string, n int64) {
 	m.count(func(c counters) *prometheus.CounterVec { return c.received }, source, unit, n)
-	if lag < 0 {
-		lag = 0
-	}
-	m.units.setLag(source, unit, float64(lag))
 }
+
+// Lag records the unit's lag: drover_unit_lag_messages (-1 unknown) and
+// what drover_unit_lag_seconds is measured from at each scrape.
+func (m *Metrics) Lag(source, unit string, lag actors.Lag) { m.units.setLag(source, unit, lag) }
 
 // Applied counts the outcome of one applied batch.
 func (m *Metrics) Applied(source, unit string, applied, rejected, deadLettered int64) {

@@ -11,6 +11,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
+
+	"github.com/drover-dev/drover/actors"
 )
 
 // The helpers below stand in for prometheus/testutil, whose diff dependency
@@ -95,20 +97,27 @@ func label(m *dto.Metric, name string) string {
 	return ""
 }
 
+// received reports a fetch of n messages that left the unit lag
+// messages behind, as the runtime does (Received, then Lag).
+func received(m *Metrics, source, unit string, n, lag int64) {
+	m.Received(source, unit, n)
+	m.Lag(source, unit, actors.Lag{Messages: lag})
+}
+
 // perUnit turns on the per-unit counters, which the tests below read.
 var perUnit = Options{PerUnit: true}
 
 var unitFamilies = []string{
 	"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
-	"drover_unit_dead_lettered_total", "drover_unit_acked_total", "drover_unit_lag",
+	"drover_unit_dead_lettered_total", "drover_unit_acked_total", "drover_unit_lag_messages",
 	"drover_unit_restarts_total", "drover_unit_lease_changes_total",
 }
 
 func TestMetricsExposeEveryCounterWithNodeSourceAndUnit(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "node-1", perUnit)
-	m.Received("orders", "orders/0", 10, 5)
-	m.Received("orders", "orders/0", 3, 2) // lag is the latest value, not a sum
+	received(m, "orders", "orders/0", 10, 5)
+	received(m, "orders", "orders/0", 3, 2) // lag is the latest value, not a sum
 	m.Applied("orders", "orders/0", 11, 1, 1)
 	m.Acked("jobs", "jobs/slot-0", 4)
 	m.Restarted("orders", "orders/0")
@@ -129,9 +138,9 @@ drover_unit_applied_total{node="node-1",source="orders",unit="orders/0"} 11
 # HELP drover_unit_dead_lettered_total Messages the unit dead-lettered.
 # TYPE drover_unit_dead_lettered_total counter
 drover_unit_dead_lettered_total{node="node-1",source="orders",unit="orders/0"} 1
-# HELP drover_unit_lag Messages between the unit's last fetched position and the end of the partition, as of the last fetch.
-# TYPE drover_unit_lag gauge
-drover_unit_lag{node="node-1",source="orders",unit="orders/0"} 2
+# HELP drover_unit_lag_messages Messages the broker holds beyond the unit's last fetch, as of that fetch; -1 when the broker cannot count them.
+# TYPE drover_unit_lag_messages gauge
+drover_unit_lag_messages{node="node-1",source="orders",unit="orders/0"} 2
 # HELP drover_unit_lease_changes_total Changes of the unit's lease on this node (acquired, lost, released).
 # TYPE drover_unit_lease_changes_total counter
 drover_unit_lease_changes_total{node="node-1",source="orders",unit="orders/0"} 1
@@ -157,11 +166,11 @@ drover_unit_restarts_total{node="node-1",source="orders",unit="orders/0"} 2
 func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "n", perUnit)
-	m.Received("s", "s/0", -5, -1)
+	received(m, "s", "s/0", -5, -1)
 	m.Applied("s", "s/0", -1, -2, -3)
 	m.Acked("s", "s/0", -4)
-	m.Received("s", "s/\xff", 1, 1) // not UTF-8: dropped, no panic
-	mustValue(t, reg, "drover_unit_lag", "s", "s/0", 0)
+	received(m, "s", "s/\xff", 1, 1)                              // not UTF-8: dropped, no panic
+	mustValue(t, reg, "drover_unit_lag_messages", "s", "s/0", -1) // unknown, not 0 (caught up)
 	n := series(t, reg)
 	for _, f := range []string{"drover_unit_received_total", "drover_unit_applied_total", "drover_unit_rejected_total",
 		"drover_unit_dead_lettered_total", "drover_unit_acked_total"} {
@@ -169,8 +178,8 @@ func TestMetricsIgnoreNegativeCountsAndBadLabels(t *testing.T) {
 			t.Errorf("%s has %d series after negative counts, want 0", f, n[f])
 		}
 	}
-	if n["drover_unit_lag"] != 1 {
-		t.Errorf("drover_unit_lag has %d series, want 1 (the invalid label must be dropped)", n["drover_unit_lag"])
+	if n["drover_unit_lag_messages"] != 1 {
+		t.Errorf("drover_unit_lag_messages has %d series, want 1 (the invalid label must be dropped)", n["drover_unit_lag_messages"])
 	}
 }
 
@@ -178,7 +187,7 @@ func TestMetricsForgetRemovesOnlyThatUnit(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "n", perUnit)
 	for _, u := range []string{"s/0", "s/1"} {
-		m.Received("s", u, 1, 1)
+		received(m, "s", u, 1, 1)
 		m.Applied("s", u, 1, 1, 1)
 		m.Acked("s", u, 1)
 		m.Restarted("s", u)
@@ -213,7 +222,7 @@ func TestMetricsAreSafeForConcurrentUse(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < per; i++ {
-				m.Received("s", "s/0", 2, int64(i))
+				received(m, "s", "s/0", 2, int64(i))
 				m.Applied("s", "s/0", 1, 0, 1)
 				m.Restarted("s", "s/0")
 				m.SetMembers(i)
@@ -261,8 +270,9 @@ func TestNewWithoutRegistryWorks(t *testing.T) {
 	mustValue(t, reg, "drover_unit_acked_total", "s", "s/0", 2)
 }
 
-// By default a unit has two series, its lag and its state, and the
-// counters are per source: 1,000 units cost 2,000 series, not 9,000.
+// By default a unit has three series, its two lags (messages, seconds)
+// and its state, and the counters are per source: 1,000 units cost 3,000
+// series, not 10,000.
 func TestDefaultSeriesArePerSourceButLagAndState(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := New(reg, "n", Options{})
@@ -271,7 +281,7 @@ func TestDefaultSeriesArePerSourceButLagAndState(t *testing.T) {
 		u := fmt.Sprintf("s/%d", i)
 		m.UnitState("s", u, "starting")
 		m.UnitState("s", u, "running")
-		m.Received("s", u, 2, 1)
+		received(m, "s", u, 2, 1)
 		m.Applied("s", u, 2, 0, 1)
 		m.Acked("s", u, 2)
 		m.Restarted("s", u)
@@ -285,10 +295,14 @@ func TestDefaultSeriesArePerSourceButLagAndState(t *testing.T) {
 			t.Errorf("%s has %d series with per-unit counters off", f, k)
 		}
 	}
-	if n["drover_unit_lag"] != units || n["drover_unit_state"] != units {
-		t.Errorf("lag %d, state %d series; want %d each (one per unit)", n["drover_unit_lag"], n["drover_unit_state"], units)
+	if n["drover_unit_lag_messages"] != units || n["drover_unit_lag_seconds"] != units || n["drover_unit_state"] != units {
+		t.Errorf("lag %d, lag_seconds %d, state %d series; want %d each (one per unit)",
+			n["drover_unit_lag_messages"], n["drover_unit_lag_seconds"], n["drover_unit_state"], units)
 	}
-	if max := 2*units + 10; total > max {
+	if n["drover_source_lag_messages"] != 1 || n["drover_source_lag_seconds"] != 1 {
+		t.Errorf("source lag %d, lag_seconds %d series; want 1 each (one per source)", n["drover_source_lag_messages"], n["drover_source_lag_seconds"])
+	}
+	if max := 3*units + 10; total > max {
 		t.Errorf("%d series for %d units, want at most %d", total, units, max)
 	}
 	compare(t, reg, `
@@ -309,7 +323,7 @@ func TestUnitStateIsOneSeriesPerUnit(t *testing.T) {
 	m.UnitState("s", "s/0", "running")
 	m.UnitState("s", "s/0", "running")
 	m.UnitState("s", "s/1", "retrying")
-	m.Received("s", "s/0", 3, 0)
+	received(m, "s", "s/0", 3, 0)
 	compare(t, reg, `
 # HELP drover_unit_state 1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.
 # TYPE drover_unit_state gauge
@@ -322,7 +336,7 @@ drover_unit_state{node="n",source="s",state="running",unit="s/0"} 1
 # TYPE drover_unit_state gauge
 drover_unit_state{node="n",source="s",state="retrying",unit="s/1"} 1
 `, "drover_unit_state")
-	if _, ok := value(t, reg, "drover_unit_lag", "s", "s/0"); ok {
+	if _, ok := value(t, reg, "drover_unit_lag_messages", "s", "s/0"); ok {
 		t.Error("s/0's lag stays after Forget")
 	}
 	mustValue(t, reg, "drover_source_received_total", "s", "", 3)

@@ -2,18 +2,26 @@ package metrics
 
 import (
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/drover-dev/drover/actors"
 )
 
-// unitSeries collects drover_unit_lag and drover_unit_state: one small
-// entry per unit, from which a scrape makes the series. A GaugeVec child
-// per series (its label pairs, hashes and metric) cost about 1 KB per unit
-// on an idle node of 10,000 units; an entry here about a tenth of that
-// (issue 12 item 5).
+// unitSeries collects drover_unit_lag_messages, drover_unit_lag_seconds
+// and drover_unit_state, and the per-source maxima of the lags
+// (drover_source_lag_messages, drover_source_lag_seconds): one small entry
+// per unit, from which a scrape makes the series. A GaugeVec child per
+// series (its label pairs, hashes and metric) cost about 1 KB per unit on
+// an idle node of 10,000 units; an entry here about a tenth of that
+// (issue 12 item 5). lag_seconds is measured at the scrape, against the
+// node's clock, so a stuck unit's grows between its fetches.
 type unitSeries struct {
-	lag, state *prometheus.Desc
+	lagMsgs, lagSecs, state *prometheus.Desc
+	maxMsgs, maxSecs        *prometheus.Desc
+	now                     func() time.Time
 
 	mu    sync.Mutex
 	units map[unitKey]unitEntry
@@ -22,19 +30,31 @@ type unitSeries struct {
 type unitKey struct{ source, unit string }
 
 type unitEntry struct {
-	lag    float64
+	lag    actors.Lag
 	hasLag bool   // a fetch reported the lag
 	state  string // the tree state drover_unit_state shows; "" none yet
 }
 
-func newUnitSeries(constLabels prometheus.Labels) *unitSeries {
+func newUnitSeries(constLabels prometheus.Labels, now func() time.Time) *unitSeries {
+	unit := []string{LabelSource, LabelUnit}
+	source := []string{LabelSource}
 	return &unitSeries{
-		lag: prometheus.NewDesc("drover_unit_lag",
-			"Messages between the unit's last fetched position and the end of the partition, as of the last fetch.",
-			[]string{LabelSource, LabelUnit}, constLabels),
+		lagMsgs: prometheus.NewDesc("drover_unit_lag_messages",
+			"Messages the broker holds beyond the unit's last fetch, as of that fetch; -1 when the broker cannot count them.",
+			unit, constLabels),
+		lagSecs: prometheus.NewDesc("drover_unit_lag_seconds",
+			"Age of the oldest message the unit has not applied, at the scrape; 0 when caught up, -1 when the broker cannot tell.",
+			unit, constLabels),
 		state: prometheus.NewDesc("drover_unit_state",
 			"1 for the state the unit's tree entry shows (starting, acquiring, running, retrying, stopping, stopped); one series per unit.",
 			[]string{LabelSource, LabelUnit, LabelState}, constLabels),
+		maxMsgs: prometheus.NewDesc("drover_source_lag_messages",
+			"The largest drover_unit_lag_messages of the source's units on this node; -1 when none is known.",
+			source, constLabels),
+		maxSecs: prometheus.NewDesc("drover_source_lag_seconds",
+			"The largest drover_unit_lag_seconds of the source's units on this node (what an autoscaler reads); -1 when none is known.",
+			source, constLabels),
+		now:   now,
 		units: map[unitKey]unitEntry{},
 	}
 }
@@ -49,9 +69,12 @@ func valid(values ...string) bool {
 	return true
 }
 
-func (s *unitSeries) setLag(source, unit string, lag float64) {
+func (s *unitSeries) setLag(source, unit string, lag actors.Lag) {
 	if !valid(source, unit) {
 		return
+	}
+	if lag.Messages < 0 {
+		lag.Messages = -1
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -81,23 +104,44 @@ func (s *unitSeries) forget(source, unit string) {
 
 // Describe implements prometheus.Collector.
 func (s *unitSeries) Describe(ch chan<- *prometheus.Desc) {
-	ch <- s.lag
+	ch <- s.lagMsgs
+	ch <- s.lagSecs
 	ch <- s.state
+	ch <- s.maxMsgs
+	ch <- s.maxSecs
 }
+
+// sourceMax is a source's largest lags; -1 while none is known.
+type sourceMax struct{ msgs, secs float64 }
 
 // Collect implements prometheus.Collector.
 func (s *unitSeries) Collect(ch chan<- prometheus.Metric) {
+	now := s.now()
 	s.mu.Lock()
-	ms := make([]prometheus.Metric, 0, 2*len(s.units))
+	ms := make([]prometheus.Metric, 0, 3*len(s.units))
+	maxes := map[string]sourceMax{}
 	for k, e := range s.units {
 		if e.hasLag {
-			ms = append(ms, prometheus.MustNewConstMetric(s.lag, prometheus.GaugeValue, e.lag, k.source, k.unit))
+			msgs, secs := float64(e.lag.Messages), e.lag.Seconds(now)
+			ms = append(ms,
+				prometheus.MustNewConstMetric(s.lagMsgs, prometheus.GaugeValue, msgs, k.source, k.unit),
+				prometheus.MustNewConstMetric(s.lagSecs, prometheus.GaugeValue, secs, k.source, k.unit))
+			m, ok := maxes[k.source]
+			if !ok {
+				m = sourceMax{-1, -1}
+			}
+			maxes[k.source] = sourceMax{max(m.msgs, msgs), max(m.secs, secs)}
 		}
 		if e.state != "" {
 			ms = append(ms, prometheus.MustNewConstMetric(s.state, prometheus.GaugeValue, 1, k.source, k.unit, e.state))
 		}
 	}
 	s.mu.Unlock()
+	for src, m := range maxes {
+		ms = append(ms,
+			prometheus.MustNewConstMetric(s.maxMsgs, prometheus.GaugeValue, m.msgs, src),
+			prometheus.MustNewConstMetric(s.maxSecs, prometheus.GaugeValue, m.secs, src))
+	}
 	for _, m := range ms { // outside the lock: the registry reads ch as it gathers
 		ch <- m
 	}

@@ -107,7 +107,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	}
 
 	n.reg = prometheus.NewRegistry()
-	n.metrics = metrics.New(n.reg, cfg.Node.Name, metrics.Options{PerUnit: cfg.Node.MetricsPerUnit})
+	n.metrics = metrics.New(n.reg, cfg.Node.Name, metrics.Options{PerUnit: cfg.Node.MetricsPerUnit, Now: clock.Real{}.Now})
 	// Built before joining, so that unusable TLS files stop the node
 	// before it is a member; it listens once the actors run.
 	n.debug, err = debug.New(debug.Config{

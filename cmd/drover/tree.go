@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -35,10 +36,11 @@ func newTree() *cobra.Command {
 		Short: "print the actor tree of a node, or of the whole cluster",
 		Long: `tree asks a node's debug endpoint (node.debug_addr) for its actor tree and
 prints it as an indented tree: the node and its members, each source, and
-each unit with its state, lease token, position, lag, counters, restarts,
-last error and next retry. --cluster asks for every live member's tree
-(GET /debug/tree?scope=cluster): one block per node, a node that does not
-answer shows its error instead of its sources. --json prints the JSON the
+each unit with its state, lease token, position, lag (messages behind; in
+brackets, when over 0, the age of its oldest message not applied yet),
+counters, restarts, last error and next retry. --cluster asks for every
+live member's tree (GET /debug/tree?scope=cluster): one block per node, a
+node that does not answer shows its error instead of its sources. --json prints the JSON the
 endpoint returned. Terminal controls in either (ESC, C1 controls,
 bidirectional overrides) are written as escapes (\x1b, \u202e).
 
@@ -278,9 +280,14 @@ func treeUnitLine(u actors.UnitStatus, idW, stW int, loc *time.Location) string 
 	if pos == "" {
 		pos = "-"
 	}
+	lag := strconv.FormatInt(u.Lag, 10)
+	if u.LagSeconds > 0 {
+		// the age of the oldest message not applied yet
+		lag += " (" + strconv.FormatFloat(u.LagSeconds, 'f', -1, 64) + "s)"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-*s  %-*s  token %d  pos %s  lag %d  recv %d applied %d dl %d restarts %d",
-		idW, u.Unit, stW, u.State, u.LeaseToken, pos, u.Lag, u.Received, u.Applied, u.DeadLettered, u.Restarts)
+	fmt.Fprintf(&b, "%-*s  %-*s  token %d  pos %s  lag %s  recv %d applied %d dl %d restarts %d",
+		idW, u.Unit, stW, u.State, u.LeaseToken, pos, lag, u.Received, u.Applied, u.DeadLettered, u.Restarts)
 	if u.Acked > 0 {
 		fmt.Fprintf(&b, " acked %d", u.Acked)
 	}

@@ -89,7 +89,7 @@ func treeSample(t *testing.T) actors.Tree {
 			{Name: "orders", Type: "kafka", State: "running", Units: []actors.UnitStatus{
 				{Unit: "orders/0", Node: "node-1", State: "running", LeaseToken: 7, LeaseExpiresAt: treeTime(t, "2026-01-02T12:00:09Z"),
 					Position: "1234", Received: 1300, Applied: 1290, DeadLettered: 10, LastPullAt: treeTime(t, "2026-01-02T12:00:01Z")},
-				{Unit: "orders/10", Node: "node-1", State: "retrying", LeaseToken: 2, Position: "88", Lag: 5, Received: 90, Applied: 88,
+				{Unit: "orders/10", Node: "node-1", State: "retrying", LeaseToken: 2, Position: "88", Lag: 5, LagSeconds: 12.5, Received: 90, Applied: 88,
 					Rejected: 2, Restarts: 1, LastError: "fetch: broker\nunreachable", NextRetryAt: treeTime(t, "2026-01-02T12:00:03Z")},
 			}},
 			{Name: "jobs", Type: "sqs", State: "starting", Error: "list slots: denied"},
@@ -104,7 +104,7 @@ func TestTreePrintsTheNodeAsAnIndentedTree(t *testing.T) {
 	want := `node-1 (members: node-1 alive, node-2 alive, node-3 leaving)
 ├─ orders [kafka] running
 │  ├─ orders/0   running   token 7  pos 1234  lag 0  recv 1300 applied 1290 dl 10 restarts 0
-│  └─ orders/10  retrying  token 2  pos 88  lag 5  recv 90 applied 88 dl 0 restarts 1 rejected 2  last error: fetch: broker unreachable, retry at ` + retry + `
+│  └─ orders/10  retrying  token 2  pos 88  lag 5 (12.5s)  recv 90 applied 88 dl 0 restarts 1 rejected 2  last error: fetch: broker unreachable, retry at ` + retry + `
 └─ jobs [sqs] starting  error: list slots: denied
    └─ (no units on this node)
 `

@@ -82,6 +82,11 @@ const (
 	// is made, not when the state changes, so drover_unit_state shows
 	// starting for a unit that runs (issue 12 item 5).
 	StaleStateMetrics = "stale-state-metrics"
+
+	// CaughtUpUnknown: a fetch that leaves nothing in the broker (lag 0)
+	// but dates nothing is taken for an unknown age, so a caught-up unit
+	// shows lag_seconds -1 instead of 0 (issue 13 item 6).
+	CaughtUpUnknown = "caught-up-unknown"
 )
 
 // All lists every switch.
@@ -91,4 +96,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics,
+	CaughtUpUnknown,
 }
