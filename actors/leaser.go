@@ -40,6 +40,7 @@ type leaser struct {
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
 	order  []string              // held's units, sorted; nil when held changed since
+	batch  *renewBatch           // what the next round sends; nil when a lease changed since
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
@@ -116,6 +117,7 @@ func (l *leaser) Receive(ctx actor.Context) {
 		if _, ok := l.held[m.lease.Unit]; !ok {
 			l.order = nil
 		}
+		l.batch = nil
 		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseDropped:
 		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
@@ -196,7 +198,58 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 // drop forgets the lease of unit.
 func (l *leaser) drop(unit string) {
 	delete(l.held, unit)
-	l.order = nil
+	l.order, l.batch = nil, nil
+}
+
+// renewBatch is what a round sends: every held lease, grouped by TTL (one
+// RenewLeases call per TTL, in the order of ttls), and sent, the
+// concatenation of the groups in that order (which is the order of the
+// answers). It is never modified once made, so a round in flight may read
+// it while the actor goes on; the leaser makes a new one when a lease was
+// registered, dropped or changed (renewed to a new expiry), and sends the
+// same one again while nothing changed, as in most rounds of idle units.
+type renewBatch struct {
+	sent  []persistence.Lease
+	ttls  []time.Duration
+	byTTL map[time.Duration][]persistence.Lease
+}
+
+// newBatch is the batch of the leases held now.
+func (l *leaser) newBatch() *renewBatch {
+	b := &renewBatch{sent: make([]persistence.Lease, 0, len(l.held)), byTTL: map[time.Duration][]persistence.Lease{}}
+	one := true
+	for _, u := range l.units() {
+		h := l.held[u]
+		if len(b.ttls) == 0 {
+			b.ttls = append(b.ttls, h.ttl)
+		} else if h.ttl != b.ttls[0] {
+			one = false
+		}
+		b.sent = append(b.sent, h.lease)
+	}
+	switch {
+	case len(b.ttls) == 0:
+		b.ttls = append(b.ttls, time.Minute) // a probe: RenewLeases of nothing
+	case one:
+		b.byTTL[b.ttls[0]] = b.sent // the usual case: no second slice of every lease
+	default:
+		for _, sl := range b.sent {
+			b.byTTL[l.held[sl.Unit].ttl] = append(b.byTTL[l.held[sl.Unit].ttl], sl)
+		}
+		b.ttls = slices.Sorted(maps.Keys(b.byTTL))
+		b.sent = b.sent[:0:0]
+		for _, ttl := range b.ttls {
+			b.sent = append(b.sent, b.byTTL[ttl]...)
+		}
+	}
+	return b
+}
+
+// sameLease reports whether a and b agree on everything a store reads of
+// a lease it renews (RenewedAt is the store's answer, never read back).
+func sameLease(a, b persistence.Lease) bool {
+	return a.Unit == b.Unit && a.Owner == b.Owner && a.Token == b.Token &&
+		a.ExpiresAt.Equal(b.ExpiresAt) && a.AcquiredAt.Equal(b.AcquiredAt)
 }
 
 // units are the units of held, sorted: rounds renew them in this order.
@@ -221,38 +274,22 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	sent := make([]persistence.Lease, 0, len(l.held))
-	ttlSet := map[time.Duration]bool{}
-	for _, u := range l.units() {
-		h := l.held[u]
-		ttlSet[h.ttl] = true
-		sent = append(sent, h.lease)
+	if l.batch == nil {
+		l.batch = l.newBatch()
 	}
-	ttls := slices.Sorted(maps.Keys(ttlSet))
-	byTTL := map[time.Duration][]persistence.Lease{}
-	switch len(ttls) {
-	case 0:
-		ttls = append(ttls, time.Minute) // a probe: RenewLeases of nothing
-	case 1:
-		byTTL[ttls[0]] = sent // the usual case: no second slice of every lease
-	default:
-		for _, u := range l.units() {
-			h := l.held[u]
-			byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
-		}
-	}
+	b := l.batch
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
-		d := &renewDone{sent: sent}
-		for _, ttl := range ttls {
-			renewed, lost, err := store.RenewLeases(c, owner, byTTL[ttl], ttl)
+		d := &renewDone{sent: b.sent}
+		for _, ttl := range b.ttls {
+			renewed, lost, err := store.RenewLeases(c, owner, b.byTTL[ttl], ttl)
 			if err != nil {
 				d.err = err
 				return d
 			}
-			if len(ttls) == 1 {
+			if len(b.ttls) == 1 {
 				d.renewed, d.lost = renewed, lost
 				break
 			}
@@ -282,14 +319,28 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			ctx.Send(node, &storeBack{})
 		}
 	}
+	// The answers follow the order of d.sent (lost ones left out). Most
+	// rounds extend no lease: an answer equal to what was sent changes
+	// nothing (the leaser keeps its lease, the tree is left alone), and
+	// costs no lookup.
+	i := 0
 	for _, nl := range d.renewed {
+		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
+			i++
+		}
+		if i < len(d.sent) && sameLease(d.sent[i], nl) {
+			continue
+		}
 		h, ok := l.held[nl.Unit]
 		if !ok || h.lease.Token != nl.Token {
 			continue // dropped or acquired again meanwhile
 		}
 		moved := !h.lease.ExpiresAt.Equal(nl.ExpiresAt)
+		if !sameLease(h.lease, nl) {
+			l.batch = nil
+		}
 		h.lease = nl
-		if moved { // most rounds extend no lease: the tree is left alone
+		if moved {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 		}
 	}
@@ -355,7 +406,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
-		h.lease = r.lease
+		h.lease, l.batch = r.lease, nil
 		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }
