@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -76,6 +77,7 @@ type Store struct {
 
 	checkedMu sync.Mutex
 	checked   map[string]renewCheck // owner -> what its last renewal round found (renew.go)
+	fpSeed    maphash.Seed          // of the renewal rounds' fingerprints (renew.go)
 
 	// failAfterWrites > 0 makes Apply fail after that many more write
 	// statements (a test hook; see export_test.go).
@@ -112,6 +114,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		timeout: cfg.timeout(),
 		tables:  make(map[string]*tableStmts),
 		checked: make(map[string]renewCheck),
+		fpSeed:  maphash.MakeSeed(),
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}
@@ -402,8 +405,7 @@ func (st *statements) close() {
 // whole list for each, not look each pair up by unit (TestRenewPlans).
 const sqlRenewMany = `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
 FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
-WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''
-RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`
+WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''`
 
 // sqlLeaseHeld reads the leases of the same list the owner holds with
 // that token, as stored. CROSS JOIN keeps the list the outer loop (SQLite
