@@ -86,7 +86,8 @@ type (
 		err   error
 	}
 	renewDone struct {
-		sent    []persistence.Lease // as the round passed them
+		batch   *renewBatch
+		sent    []persistence.Lease // as the round passed them (batch.sent)
 		renewed []persistence.Lease
 		lost    []string
 		err     error
@@ -201,13 +202,15 @@ func (l *leaser) drop(unit string) {
 	l.order, l.batch = nil, nil
 }
 
-// renewBatch is what a round sends: every held lease, grouped by TTL (one
-// RenewLeases call per TTL, in the order of ttls), and sent, the
-// concatenation of the groups in that order (which is the order of the
-// answers). It is never modified once made, so a round in flight may read
-// it while the actor goes on; the leaser makes a new one when a lease was
-// registered, dropped or changed (renewed to a new expiry), and sends the
-// same one again while nothing changed, as in most rounds of idle units.
+// renewBatch is what a round sends: every held lease in sent, grouped by
+// TTL (one RenewLeases call per TTL, in the order of ttls; each group is
+// a part of sent, so sent is in the order of the answers). A round in
+// flight reads it, so the actor changes it only when no round is in
+// flight: when that round's answer comes back (done), where it writes the
+// leases extended into it. A lease registered, dropped or renewed alone
+// (possibly while a round is in flight) makes the leaser build a new one
+// for the next round. Idle units thus cost no per-lease work in the
+// leaser in most rounds.
 type renewBatch struct {
 	sent  []persistence.Lease
 	ttls  []time.Duration
@@ -233,13 +236,21 @@ func (l *leaser) newBatch() *renewBatch {
 	case one:
 		b.byTTL[b.ttls[0]] = b.sent // the usual case: no second slice of every lease
 	default:
+		groups := map[time.Duration][]persistence.Lease{}
 		for _, sl := range b.sent {
-			b.byTTL[l.held[sl.Unit].ttl] = append(b.byTTL[l.held[sl.Unit].ttl], sl)
+			ttl := l.held[sl.Unit].ttl
+			groups[ttl] = append(groups[ttl], sl)
 		}
-		b.ttls = slices.Sorted(maps.Keys(b.byTTL))
-		b.sent = b.sent[:0:0]
+		b.ttls = slices.Sorted(maps.Keys(groups))
+		b.sent = b.sent[:0]
 		for _, ttl := range b.ttls {
-			b.sent = append(b.sent, b.byTTL[ttl]...)
+			b.sent = append(b.sent, groups[ttl]...)
+		}
+		at := 0
+		for _, ttl := range b.ttls {
+			n := len(groups[ttl])
+			b.byTTL[ttl] = b.sent[at : at+n : at+n]
+			at += n
 		}
 	}
 	return b
@@ -282,7 +293,7 @@ func (l *leaser) round(ctx actor.Context) {
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
-		d := &renewDone{sent: b.sent}
+		d := &renewDone{batch: b, sent: b.sent}
 		for _, ttl := range b.ttls {
 			renewed, lost, err := store.RenewLeases(c, owner, b.byTTL[ttl], ttl)
 			if err != nil {
@@ -320,9 +331,12 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		}
 	}
 	// The answers follow the order of d.sent (lost ones left out). Most
-	// rounds extend no lease: an answer equal to what was sent changes
-	// nothing (the leaser keeps its lease, the tree is left alone), and
-	// costs no lookup.
+	// rounds extend no lease or few: an answer equal to what was sent
+	// changes nothing (the leaser keeps its lease, the tree is left
+	// alone) and costs no lookup; one that differs is written into the
+	// batch too, if it is still the next round's (no round is in flight
+	// now), so the next round sends it as the store returned it.
+	patch := d.batch == l.batch
 	i := 0
 	for _, nl := range d.renewed {
 		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
@@ -336,8 +350,11 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue // dropped or acquired again meanwhile
 		}
 		moved := !h.lease.ExpiresAt.Equal(nl.ExpiresAt)
-		if !sameLease(h.lease, nl) {
-			l.batch = nil
+		switch {
+		case patch && i < len(d.sent): // d.sent[i] is nl's lease
+			l.batch.sent[i] = nl
+		case !sameLease(h.lease, nl):
+			l.batch, patch = nil, false
 		}
 		h.lease = nl
 		if moved {
