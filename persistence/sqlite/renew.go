@@ -216,17 +216,18 @@ func leasesByUnit(rows *sql.Rows) (map[string]persistence.Lease, error) {
 	return byUnit, nil
 }
 
-// leasePairs is the JSON list of [unit, token] pairs the lease statements
-// take. A unit of plain printable ASCII (every unit the runtime makes) is
-// written as it is; any other goes through encoding/json.
+// leasePairs is the JSON object of unit: token pairs the lease statements
+// take (json_each gives each pair as its key and value, with no
+// json_extract per lease). A unit of plain printable ASCII (every unit the
+// runtime makes) is written as it is; any other goes through
+// encoding/json.
 func leasePairs(ls []persistence.Lease) (string, error) {
-	b := make([]byte, 0, len(ls)*32+2)
-	b = append(b, '[')
+	b := make([]byte, 0, len(ls)*24+2)
+	b = append(b, '{')
 	for i, l := range ls {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, '[')
 		if plainJSON(l.Unit) {
 			b = append(b, '"')
 			b = append(b, l.Unit...)
@@ -238,11 +239,10 @@ func leasePairs(ls []persistence.Lease) (string, error) {
 			}
 			b = append(b, q...)
 		}
-		b = append(b, ',')
+		b = append(b, ':')
 		b = strconv.AppendInt(b, l.Token, 10)
-		b = append(b, ']')
 	}
-	b = append(b, ']')
+	b = append(b, '}')
 	return string(b), nil
 }
 
