@@ -24,7 +24,8 @@ import (
 var (
 	idleUnits       = flag.Int("idle.units", 2000, "units of BenchmarkIdleHeap")
 	idleHeapProfile = flag.String("idle.heapprofile", "", "write BenchmarkIdleHeap's heap profile (inuse) here")
-	idleCPUProfile  = flag.String("idle.cpuprofile", "", "write a CPU profile of BenchmarkIdleHeap's idle node (10 s) here")
+	idleCPUProfile  = flag.String("idle.cpuprofile", "", "write a CPU profile of BenchmarkIdleHeap's idle node (over -idle.cpuwindow) here")
+	idleCPUWindow   = flag.Duration("idle.cpuwindow", 10*time.Second, "how long -idle.cpuprofile profiles the idle node")
 )
 
 // BenchmarkIdleHeap is the per-unit heap of idle units, by retainer: a
@@ -33,7 +34,8 @@ var (
 // opened, after a GC (the least of six samples 0.7 s apart). It reports
 // heap-B/unit (live heap above the process before the node started),
 // stack-B/unit and goroutines/unit, and writes the heap profile to
-// -idle.heapprofile (and a CPU profile of 10 s idle to -idle.cpuprofile).
+// -idle.heapprofile (and a CPU profile of -idle.cpuwindow idle, 10 s by
+// default, to -idle.cpuprofile).
 // Run it with -benchtime 1x:
 //
 //	go test ./cluster/bench -run '^$' -bench IdleHeap -benchtime 1x -idle.units 10000 -idle.heapprofile /tmp/idle.heap
@@ -107,7 +109,7 @@ func idleHeap(b *testing.B, units int) {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			b.Fatal(err)
 		}
-		wait = 10 * time.Second
+		wait = *idleCPUWindow
 	}
 	select {
 	case <-ctx.Done():
