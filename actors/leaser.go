@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -118,7 +119,9 @@ func (l *leaser) Receive(ctx actor.Context) {
 		if _, ok := l.held[m.lease.Unit]; !ok {
 			l.order = nil
 		}
-		l.batch = nil
+		if !mutate.On(mutate.StaleRenewBatch) {
+			l.batch = nil
+		}
 		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseDropped:
 		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {

@@ -82,6 +82,11 @@ const (
 	// is made, not when the state changes, so drover_unit_state shows
 	// starting for a unit that runs (issue 12 item 5).
 	StaleStateMetrics = "stale-state-metrics"
+
+	// StaleRenewBatch: the leaser's next round sends the batch of the
+	// last one again after a unit registered a lease (a new unit, or a
+	// new token), so that lease is never renewed (issue 12 item 5).
+	StaleRenewBatch = "stale-renew-batch"
 )
 
 // All lists every switch.
@@ -90,5 +95,5 @@ var All = []string{
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
-	GhostUnits, StaleStateMetrics,
+	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 }
