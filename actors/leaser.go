@@ -27,7 +27,9 @@ import (
 // the store rewrites a lease row only when its expiry is within half its
 // TTL, so an idle node costs a row write per lease per TTL/2, and the
 // leaser passes every lease back as the store last returned it (its
-// ExpiresAt decides which are due).
+// ExpiresAt decides which are due). What a round sends is kept and sent
+// again while no lease changed (renewBatch), so a round of idle units
+// costs the leaser one comparison per lease and no lookup.
 //
 // Units register a lease when they acquire it and drop it when they
 // release or lose it. A lease the store reports lost is told to its unit
