@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -272,19 +273,10 @@ func (s *Store) fingerprint(ls []persistence.Lease) uint64 {
 // leaseHash hashes a lease's unit, token, expiry and acquisition, with the
 // store's seed (fingerprints are compared only within this process).
 func (s *Store) leaseHash(l persistence.Lease) uint64 {
-	h := maphash.String(s.fpSeed, l.Unit)
-	h = mix64(h ^ uint64(l.Token))
-	h = mix64(h ^ uint64(l.ExpiresAt.UnixNano()))
-	return mix64(h ^ uint64(l.AcquiredAt.UnixNano()))
-}
-
-// mix64 is MurmurHash3's 64-bit finaliser: every bit of x affects every
-// bit of the result.
-func mix64(x uint64) uint64 {
-	x ^= x >> 33
-	x *= 0xff51afd7ed558ccd
-	x ^= x >> 33
-	x *= 0xc4ceb9fe1a85ec53
-	x ^= x >> 33
-	return x
+	var b [32]byte
+	binary.LittleEndian.PutUint64(b[0:], maphash.String(s.fpSeed, l.Unit))
+	binary.LittleEndian.PutUint64(b[8:], uint64(l.Token))
+	binary.LittleEndian.PutUint64(b[16:], uint64(l.ExpiresAt.UnixNano()))
+	binary.LittleEndian.PutUint64(b[24:], uint64(l.AcquiredAt.UnixNano()))
+	return maphash.Bytes(s.fpSeed, b[:])
 }
