@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
+	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -26,7 +27,9 @@ import (
 // the store rewrites a lease row only when its expiry is within half its
 // TTL, so an idle node costs a row write per lease per TTL/2, and the
 // leaser passes every lease back as the store last returned it (its
-// ExpiresAt decides which are due).
+// ExpiresAt decides which are due). What a round sends is kept and sent
+// again while no lease changed (renewBatch), so a round of idle units
+// costs the leaser one comparison per lease and no lookup.
 //
 // Units register a lease when they acquire it and drop it when they
 // release or lose it. A lease the store reports lost is told to its unit
@@ -40,6 +43,7 @@ type leaser struct {
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
 	order  []string              // held's units, sorted; nil when held changed since
+	batch  *renewBatch           // what the next round sends; nil when a lease changed since
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
@@ -85,7 +89,8 @@ type (
 		err   error
 	}
 	renewDone struct {
-		sent    []persistence.Lease // as the round passed them
+		batch   *renewBatch
+		sent    []persistence.Lease // as the round passed them (batch.sent)
 		renewed []persistence.Lease
 		lost    []string
 		err     error
@@ -115,6 +120,9 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *leaseHeld:
 		if _, ok := l.held[m.lease.Unit]; !ok {
 			l.order = nil
+		}
+		if !mutate.On(mutate.StaleRenewBatch) {
+			l.batch = nil
 		}
 		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseDropped:
@@ -196,7 +204,68 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 // drop forgets the lease of unit.
 func (l *leaser) drop(unit string) {
 	delete(l.held, unit)
-	l.order = nil
+	l.order, l.batch = nil, nil
+}
+
+// renewBatch is what a round sends: every held lease in sent, grouped by
+// TTL (one RenewLeases call per TTL, in the order of ttls; each group is
+// a part of sent, so sent is in the order of the answers). A round in
+// flight reads it, so the actor changes it only when no round is in
+// flight: when that round's answer comes back (done), where it writes the
+// leases extended into it. A lease registered, dropped or renewed alone
+// (possibly while a round is in flight) makes the leaser build a new one
+// for the next round. Idle units thus cost no per-lease work in the
+// leaser in most rounds.
+type renewBatch struct {
+	sent  []persistence.Lease
+	ttls  []time.Duration
+	byTTL map[time.Duration][]persistence.Lease
+}
+
+// newBatch is the batch of the leases held now.
+func (l *leaser) newBatch() *renewBatch {
+	b := &renewBatch{sent: make([]persistence.Lease, 0, len(l.held)), byTTL: map[time.Duration][]persistence.Lease{}}
+	one := true
+	for _, u := range l.units() {
+		h := l.held[u]
+		if len(b.ttls) == 0 {
+			b.ttls = append(b.ttls, h.ttl)
+		} else if h.ttl != b.ttls[0] {
+			one = false
+		}
+		b.sent = append(b.sent, h.lease)
+	}
+	switch {
+	case len(b.ttls) == 0:
+		b.ttls = append(b.ttls, time.Minute) // a probe: RenewLeases of nothing
+	case one:
+		b.byTTL[b.ttls[0]] = b.sent // the usual case: no second slice of every lease
+	default:
+		groups := map[time.Duration][]persistence.Lease{}
+		for _, sl := range b.sent {
+			ttl := l.held[sl.Unit].ttl
+			groups[ttl] = append(groups[ttl], sl)
+		}
+		b.ttls = slices.Sorted(maps.Keys(groups))
+		b.sent = b.sent[:0]
+		for _, ttl := range b.ttls {
+			b.sent = append(b.sent, groups[ttl]...)
+		}
+		at := 0
+		for _, ttl := range b.ttls {
+			n := len(groups[ttl])
+			b.byTTL[ttl] = b.sent[at : at+n : at+n]
+			at += n
+		}
+	}
+	return b
+}
+
+// sameLease reports whether a and b agree on everything a store reads of
+// a lease it renews (RenewedAt is the store's answer, never read back).
+func sameLease(a, b persistence.Lease) bool {
+	return a.Unit == b.Unit && a.Owner == b.Owner && a.Token == b.Token &&
+		a.ExpiresAt.Equal(b.ExpiresAt) && a.AcquiredAt.Equal(b.AcquiredAt)
 }
 
 // units are the units of held, sorted: rounds renew them in this order.
@@ -221,38 +290,22 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	sent := make([]persistence.Lease, 0, len(l.held))
-	ttlSet := map[time.Duration]bool{}
-	for _, u := range l.units() {
-		h := l.held[u]
-		ttlSet[h.ttl] = true
-		sent = append(sent, h.lease)
+	if l.batch == nil {
+		l.batch = l.newBatch()
 	}
-	ttls := slices.Sorted(maps.Keys(ttlSet))
-	byTTL := map[time.Duration][]persistence.Lease{}
-	switch len(ttls) {
-	case 0:
-		ttls = append(ttls, time.Minute) // a probe: RenewLeases of nothing
-	case 1:
-		byTTL[ttls[0]] = sent // the usual case: no second slice of every lease
-	default:
-		for _, u := range l.units() {
-			h := l.held[u]
-			byTTL[h.ttl] = append(byTTL[h.ttl], h.lease)
-		}
-	}
+	b := l.batch
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
-		d := &renewDone{sent: sent}
-		for _, ttl := range ttls {
-			renewed, lost, err := store.RenewLeases(c, owner, byTTL[ttl], ttl)
+		d := &renewDone{batch: b, sent: b.sent}
+		for _, ttl := range b.ttls {
+			renewed, lost, err := store.RenewLeases(c, owner, b.byTTL[ttl], ttl)
 			if err != nil {
 				d.err = err
 				return d
 			}
-			if len(ttls) == 1 {
+			if len(b.ttls) == 1 {
 				d.renewed, d.lost = renewed, lost
 				break
 			}
@@ -282,14 +335,34 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			ctx.Send(node, &storeBack{})
 		}
 	}
+	// The answers follow the order of d.sent (lost ones left out). Most
+	// rounds extend no lease or few: an answer equal to what was sent
+	// changes nothing (the leaser keeps its lease, the tree is left
+	// alone) and costs no lookup; one that differs is written into the
+	// batch too, if it is still the next round's (no round is in flight
+	// now), so the next round sends it as the store returned it.
+	patch := d.batch == l.batch
+	i := 0
 	for _, nl := range d.renewed {
+		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
+			i++
+		}
+		if i < len(d.sent) && sameLease(d.sent[i], nl) {
+			continue
+		}
 		h, ok := l.held[nl.Unit]
 		if !ok || h.lease.Token != nl.Token {
 			continue // dropped or acquired again meanwhile
 		}
 		moved := !h.lease.ExpiresAt.Equal(nl.ExpiresAt)
+		switch {
+		case patch && i < len(d.sent): // d.sent[i] is nl's lease
+			l.batch.sent[i] = nl
+		case !sameLease(h.lease, nl):
+			l.batch, patch = nil, false
+		}
 		h.lease = nl
-		if moved { // most rounds extend no lease: the tree is left alone
+		if moved {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 		}
 	}
@@ -355,7 +428,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
-		h.lease = r.lease
+		h.lease, l.batch = r.lease, nil
 		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

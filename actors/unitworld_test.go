@@ -425,7 +425,7 @@ func (s *scriptStore) Release(ctx context.Context, l persistence.Lease) error {
 func (s *scriptStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
 	var parts []string
 	for _, l := range ls {
-		parts = append(parts, fmt.Sprintf("%s token=%d", l.Unit, l.Token))
+		parts = append(parts, fmt.Sprintf("%s token=%d until %s", l.Unit, l.Token, rel(l.ExpiresAt)))
 	}
 	if err := s.inject.take("renew"); err != nil {
 		s.w.printf("  store: renew [%s] -> %v", strings.Join(parts, ", "), err)

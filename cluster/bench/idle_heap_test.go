@@ -24,7 +24,9 @@ import (
 var (
 	idleUnits       = flag.Int("idle.units", 2000, "units of BenchmarkIdleHeap")
 	idleHeapProfile = flag.String("idle.heapprofile", "", "write BenchmarkIdleHeap's heap profile (inuse) here")
-	idleCPUProfile  = flag.String("idle.cpuprofile", "", "write a CPU profile of BenchmarkIdleHeap's idle node (10 s) here")
+	idleCPUProfile  = flag.String("idle.cpuprofile", "", "write a CPU profile of BenchmarkIdleHeap's idle node (over -idle.cpuwindow) here")
+	idleAllocs      = flag.String("idle.allocprofile", "", "write heap profiles at the start (FILE.start) and end (FILE) of -idle.cpuwindow here: go tool pprof -sample_index alloc_space -base FILE.start FILE")
+	idleCPUWindow   = flag.Duration("idle.cpuwindow", 10*time.Second, "how long -idle.cpuprofile profiles the idle node")
 )
 
 // BenchmarkIdleHeap is the per-unit heap of idle units, by retainer: a
@@ -33,7 +35,8 @@ var (
 // opened, after a GC (the least of six samples 0.7 s apart). It reports
 // heap-B/unit (live heap above the process before the node started),
 // stack-B/unit and goroutines/unit, and writes the heap profile to
-// -idle.heapprofile (and a CPU profile of 10 s idle to -idle.cpuprofile).
+// -idle.heapprofile (and a CPU profile of -idle.cpuwindow idle, 10 s by
+// default, to -idle.cpuprofile).
 // Run it with -benchtime 1x:
 //
 //	go test ./cluster/bench -run '^$' -bench IdleHeap -benchtime 1x -idle.units 10000 -idle.heapprofile /tmp/idle.heap
@@ -107,7 +110,12 @@ func idleHeap(b *testing.B, units int) {
 		if err := pprof.StartCPUProfile(f); err != nil {
 			b.Fatal(err)
 		}
-		wait = 10 * time.Second
+		wait = *idleCPUWindow
+	}
+	if *idleAllocs != "" {
+		wait = *idleCPUWindow
+		runtime.GC() // the profile counts up to the last collection
+		writeHeap(b, *idleAllocs+".start")
 	}
 	select {
 	case <-ctx.Done():
@@ -116,6 +124,10 @@ func idleHeap(b *testing.B, units int) {
 	}
 	if *idleCPUProfile != "" {
 		pprof.StopCPUProfile() // before the collections below
+	}
+	if *idleAllocs != "" {
+		runtime.GC()
+		writeHeap(b, *idleAllocs)
 	}
 	// The least of a few samples: a renewal round in flight (every lease
 	// extended once per TTL/2) is transient, not what a unit retains.
@@ -159,4 +171,17 @@ func liveHeap() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
+}
+
+// writeHeap writes the heap profile (allocations since the start, too)
+// to path.
+func writeHeap(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
+	}
 }

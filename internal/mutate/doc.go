@@ -87,6 +87,11 @@ const (
 	// but dates nothing is taken for an unknown age, so a caught-up unit
 	// shows lag_seconds -1 instead of 0 (issue 13 item 6).
 	CaughtUpUnknown = "caught-up-unknown"
+
+	// StaleRenewBatch: the leaser's next round sends the batch of the
+	// last one again after a unit registered a lease (a new unit, or a
+	// new token), so that lease is never renewed (issue 12 item 5).
+	StaleRenewBatch = "stale-renew-batch"
 )
 
 // All lists every switch.
@@ -95,6 +100,6 @@ var All = []string{
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
-	GhostUnits, StaleStateMetrics,
+	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown,
 }

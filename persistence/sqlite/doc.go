@@ -39,8 +39,10 @@
 //     when its renewed_at and its heartbeat (drover_nodes) are at least
 //     Stale old by Config.Clock. RenewLeases is one immediate transaction:
 //     the heartbeat, a check of the leases (skipped in a quiet round, see
-//     renew.go), an UPDATE ... FROM json_each of those due; SQLite has no
-//     row locks, so every lease is either renewed or lost. Acquire (of a
+//     renew.go), an UPDATE ... FROM json_each of those due, whose count of
+//     rows written is checked (fewer: the leases it missed are read and
+//     reported lost); SQLite has no row locks, so every lease is either
+//     renewed or lost. Acquire (of a
 //     held lease), Renew and Release count in the holder's lease_changes.
 //     Batch.Reset writes the checkpoint as given.
 //     InitSource inserts (ON CONFLICT DO NOTHING) and reads back in one

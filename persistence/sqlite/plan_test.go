@@ -19,7 +19,7 @@ func TestRenewPlans(t *testing.T) {
 	}
 	defer s.Close()
 	for name, q := range map[string]string{"renew many": sqlRenewMany, "held": sqlLeaseHeld} {
-		rows, err := s.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, "node-1", 1, "node-1", `[["u/0",1]]`)
+		rows, err := s.db.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+q, "node-1", 1, "node-1", `{"u/0":1}`)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

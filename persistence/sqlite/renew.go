@@ -3,8 +3,11 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
+	"strconv"
 	"time"
 
 	"github.com/drover-dev/drover/persistence"
@@ -69,7 +72,7 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	if err = tx.StmtContext(ctx, s.stmts.ownerCount).QueryRowContext(ctx, owner).Scan(&found.rows); err != nil {
 		return nil, nil, dbErr(err)
 	}
-	found.fp = fingerprint(ls)
+	found.fp = s.fingerprint(ls)
 	s.checkedMu.Lock()
 	last, ok := s.checked[owner]
 	s.checkedMu.Unlock()
@@ -83,8 +86,8 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	} else if renewed, lost, err = s.heldOf(ctx, tx, owner, ls, renewed); err != nil {
 		return nil, nil, err
 	}
-	extended := 0
-	if renewed, lost, extended, err = s.extendDue(ctx, tx, owner, renewed, lost, now, ttl); err != nil {
+	var delta uint64
+	if renewed, lost, delta, err = s.extendDue(ctx, tx, owner, renewed, lost, now, ttl); err != nil {
 		return nil, nil, err
 	}
 	if err = tx.Commit(); err != nil {
@@ -93,9 +96,11 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	for i := range renewed {
 		renewed[i].RenewedAt = fromNanos(now) // the heartbeat
 	}
-	if !quiet || extended > 0 || len(lost) > 0 {
-		found.fp = fingerprint(renewed)
-	} // else renewed holds ls's units, tokens, expiries and acquisitions
+	if quiet {
+		found.fp += delta // renewed is ls, but for what extendDue changed
+	} else {
+		found.fp = s.fingerprint(renewed)
+	}
 	s.checkedMu.Lock()
 	s.checked[owner] = found
 	s.checkedMu.Unlock()
@@ -132,45 +137,71 @@ func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held [
 }
 
 // extendDue extends, fenced by owner and token, the leases of held whose
-// expiry is less than ttl/2 after now, replacing them in held with their
-// rows as updated. A lease the update does not find is no longer held: it
-// moves to lost (a quiet round's leases are the owner's rows, so this
-// does not happen unless the file was edited by hand).
-func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, lost []string, now int64, ttl time.Duration) (_ []persistence.Lease, _ []string, extended int, _ error) {
-	var due []persistence.Lease
-	for _, l := range held {
-		if persistence.RenewDue(l.ExpiresAt, fromNanos(now), ttl) {
-			due = append(due, l)
+// expiry is less than ttl/2 after now, setting their ExpiresAt in held to
+// now + ttl, as the update writes it. When the update writes fewer rows
+// than it was given, the leases it did not find are no longer held: they
+// move to lost (a quiet round's leases are the owner's rows, and a round
+// that is not quiet has just read them in this transaction, so this does
+// not happen unless the file was edited by hand). delta is what the
+// changes add to held's fingerprint (modulo 2^64).
+func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, lost []string, now int64, ttl time.Duration) (_ []persistence.Lease, _ []string, delta uint64, _ error) {
+	var due []int // indexes into held
+	at := fromNanos(now)
+	for i := range held {
+		if persistence.RenewDue(held[i].ExpiresAt, at, ttl) {
+			due = append(due, i)
 		}
 	}
 	if len(due) == 0 {
 		return held, lost, 0, nil
 	}
-	arg, err := leasePairs(due)
+	dueLeases := make([]persistence.Lease, len(due))
+	for k, i := range due {
+		dueLeases[k] = held[i]
+	}
+	arg, err := leasePairs(dueLeases)
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	rows, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).QueryContext(ctx, now+int64(ttl), now, owner, arg)
+	res, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).ExecContext(ctx, now+int64(ttl), now, owner, arg)
 	if err != nil {
 		return nil, nil, 0, dbErr(err)
 	}
-	byUnit, err := leasesByUnit(rows)
+	n, err := res.RowsAffected()
 	if err != nil {
 		return nil, nil, 0, dbErr(err)
 	}
+	var gone map[string]bool // the due leases the update did not find
+	if n < int64(len(due)) {
+		// Which? Those no longer held; the others are the rows updated.
+		_, left, err := s.heldOf(ctx, tx, owner, dueLeases, nil)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		gone = make(map[string]bool, len(left))
+		for _, u := range left {
+			gone[u] = true
+		}
+	}
+	expires := fromNanos(now + int64(ttl))
 	out := held[:0]
-	for _, l := range held {
-		if !persistence.RenewDue(l.ExpiresAt, fromNanos(now), ttl) {
+	next := 0 // into due
+	for i, l := range held {
+		if next == len(due) || due[next] != i {
 			out = append(out, l)
 			continue
 		}
-		if nl, ok := byUnit[l.Unit]; ok && nl.Token == l.Token {
-			out = append(out, nl)
+		next++
+		delta -= s.leaseHash(l)
+		if gone[l.Unit] {
+			lost = append(lost, l.Unit)
 			continue
 		}
-		lost = append(lost, l.Unit)
+		l.ExpiresAt = expires
+		delta += s.leaseHash(l)
+		out = append(out, l)
 	}
-	return out, lost, len(due), nil
+	return out, lost, delta, nil
 }
 
 // leasesByUnit scans lease rows (scanLease) into a map by unit.
@@ -186,34 +217,66 @@ func leasesByUnit(rows *sql.Rows) (map[string]persistence.Lease, error) {
 	return byUnit, nil
 }
 
-// leasePairs is the JSON list of [unit, token] pairs the lease statements
-// take.
+// leasePairs is the JSON object of unit: token pairs the lease statements
+// take (json_each gives each pair as its key and value, with no
+// json_extract per lease). A unit of plain printable ASCII (every unit the
+// runtime makes) is written as it is; any other goes through
+// encoding/json.
 func leasePairs(ls []persistence.Lease) (string, error) {
-	pairs := make([][2]any, len(ls))
+	b := make([]byte, 0, len(ls)*24+2)
+	b = append(b, '{')
 	for i, l := range ls {
-		pairs[i] = [2]any{l.Unit, l.Token}
+		if i > 0 {
+			b = append(b, ',')
+		}
+		if plainJSON(l.Unit) {
+			b = append(b, '"')
+			b = append(b, l.Unit...)
+			b = append(b, '"')
+		} else {
+			q, err := json.Marshal(l.Unit)
+			if err != nil {
+				return "", err
+			}
+			b = append(b, q...)
+		}
+		b = append(b, ':')
+		b = strconv.AppendInt(b, l.Token, 10)
 	}
-	b, err := json.Marshal(pairs)
-	return string(b), err
+	b = append(b, '}')
+	return string(b), nil
+}
+
+// plainJSON reports whether s needs no escaping in a JSON string: only
+// printable ASCII, neither a quote nor a backslash.
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // fingerprint is a 64-bit digest of the leases' units, tokens, expiries
-// and acquisitions that does not depend on their order: the sum of an
-// FNV-1a hash of each.
-func fingerprint(ls []persistence.Lease) uint64 {
-	const offset, prime = 14695981039346656037, 1099511628211
+// and acquisitions that does not depend on their order: the sum of
+// leaseHash of each, so that a change of some leases changes it by their
+// hashes alone (extendDue).
+func (s *Store) fingerprint(ls []persistence.Lease) uint64 {
 	var sum uint64
 	for i := range ls {
-		h := uint64(offset)
-		for j := 0; j < len(ls[i].Unit); j++ {
-			h = (h ^ uint64(ls[i].Unit[j])) * prime
-		}
-		for _, v := range [3]int64{ls[i].Token, ls[i].ExpiresAt.UnixNano(), ls[i].AcquiredAt.UnixNano()} {
-			for k := 0; k < 64; k += 8 {
-				h = (h ^ uint64(byte(v>>k))) * prime
-			}
-		}
-		sum += h
+		sum += s.leaseHash(ls[i])
 	}
 	return sum
+}
+
+// leaseHash hashes a lease's unit, token, expiry and acquisition, with the
+// store's seed (fingerprints are compared only within this process).
+func (s *Store) leaseHash(l persistence.Lease) uint64 {
+	var b [32]byte
+	binary.LittleEndian.PutUint64(b[0:], maphash.String(s.fpSeed, l.Unit))
+	binary.LittleEndian.PutUint64(b[8:], uint64(l.Token))
+	binary.LittleEndian.PutUint64(b[16:], uint64(l.ExpiresAt.UnixNano()))
+	binary.LittleEndian.PutUint64(b[24:], uint64(l.AcquiredAt.UnixNano()))
+	return maphash.Bytes(s.fpSeed, b[:])
 }

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io/fs"
 	"log/slog"
 	"os"
@@ -76,6 +77,7 @@ type Store struct {
 
 	checkedMu sync.Mutex
 	checked   map[string]renewCheck // owner -> what its last renewal round found (renew.go)
+	fpSeed    maphash.Seed          // of the renewal rounds' fingerprints (renew.go)
 
 	// failAfterWrites > 0 makes Apply fail after that many more write
 	// statements (a test hook; see export_test.go).
@@ -112,6 +114,7 @@ func Open(ctx context.Context, path string, cfg Config) (*Store, error) {
 		timeout: cfg.timeout(),
 		tables:  make(map[string]*tableStmts),
 		checked: make(map[string]renewCheck),
+		fpSeed:  maphash.MakeSeed(),
 	}
 	if s.clock == nil {
 		s.clock = clock.Real{}
@@ -396,20 +399,19 @@ func (st *statements) close() {
 	}
 }
 
-// sqlRenewMany extends every lease of a JSON list of [unit, token] pairs
-// that the owner holds with that token. +owner keeps the index on owner
+// sqlRenewMany extends every lease of a JSON object of unit: token pairs
+// (leasePairs) that the owner holds with that token. +owner keeps the index on owner
 // out of the plan: with it SQLite would scan the owner's rows and the
 // whole list for each, not look each pair up by unit (TestRenewPlans).
 const sqlRenewMany = `UPDATE drover_leases SET expires_at = ?1, renewed_at = ?2
-FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?4)) AS r
-WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''
-RETURNING drover_leases.unit, owner, drover_leases.token, expires_at, acquired_at, renewed_at`
+FROM (SELECT key AS unit, value AS token FROM json_each(?4)) AS r
+WHERE drover_leases.unit = r.unit AND drover_leases.token = r.token AND +owner = ?3 AND owner <> ''`
 
-// sqlLeaseHeld reads the leases of the same list the owner holds with
+// sqlLeaseHeld reads the leases of the same pairs the owner holds with
 // that token, as stored. CROSS JOIN keeps the list the outer loop (SQLite
 // does not reorder it): one primary-key lookup per pair.
 const sqlLeaseHeld = `SELECT l.unit, owner, l.token, expires_at, acquired_at, renewed_at
-FROM (SELECT json_extract(value, '$[0]') AS unit, json_extract(value, '$[1]') AS token FROM json_each(?2)) AS r
+FROM (SELECT key AS unit, value AS token FROM json_each(?2)) AS r
 CROSS JOIN drover_leases l ON l.unit = r.unit AND l.token = r.token
 WHERE owner = ?1 AND owner <> ''`
 

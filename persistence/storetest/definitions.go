@@ -32,6 +32,7 @@ func definitions() []definition {
 		{"Lease/HeartbeatExtendsOnlyLeasesDue", always, testHeartbeatNotDue},
 		{"Lease/HeartbeatRoundFindsEveryLoss", always, testHeartbeatLost},
 		{"Lease/HeartbeatExpiryNeverLapses", always, testHeartbeatExpiry},
+		{"Lease/HeartbeatRoundGivenOtherLeases", always, testHeartbeatOtherLeases},
 
 		// apply.go
 		{"Apply/FencedCommitsEverythingTogether", always, testApplyTogether},

@@ -188,3 +188,44 @@ func testHeartbeatExpiry(e *env) {
 		e.t.Errorf("every round rewrote the lease's expiry; want only those within ttl/2 of it")
 	}
 }
+
+// testHeartbeatOtherLeases: after quiet rounds, a round given as many
+// leases as the owner holds but not the same ones (another node's lease
+// in place of one of its own, or one of its own with an older token),
+// with no write to any lease row in between, finds the ones it does not
+// hold: a store that skips checking each lease in a quiet round must
+// notice that the leases given changed (SQLite: their fingerprint).
+func testHeartbeatOtherLeases(e *env) {
+	mine := e.acquire("orders/0", "node-1")
+	old := e.acquire("orders/1", "node-1")
+	cur := e.acquire("orders/1", "node-1") // a new token: old is gone
+	theirs := e.acquire("orders/2", "node-2")
+	ls := []persistence.Lease{mine, cur}
+	for range 2 {
+		e.advance(time.Second)
+		renewed, lost := e.round(ls, longTTL)
+		if len(lost) != 0 || !slices.Equal(units(renewed), units(ls)) {
+			e.t.Fatalf("renewed %v, lost %v; want %v renewed", units(renewed), lost, units(ls))
+		}
+		ls = renewed
+	}
+	for _, c := range []struct {
+		what string
+		ls   []persistence.Lease
+		lost string
+	}{
+		{"node-2's lease in place of orders/1", []persistence.Lease{ls[0], theirs}, "orders/2"},
+		{"orders/1 with its older token", []persistence.Lease{ls[0], old}, "orders/1"},
+	} {
+		e.advance(time.Second)
+		renewed, lost := e.round(c.ls, longTTL)
+		if !slices.Equal(lost, []string{c.lost}) || !slices.Equal(units(renewed), []string{"orders/0"}) {
+			e.t.Fatalf("%s: renewed %v, lost %v; want orders/0 renewed, %s lost", c.what, units(renewed), lost, c.lost)
+		}
+		// back to quiet rounds of what node-1 holds
+		if renewed, lost = e.round(ls, longTTL); len(lost) != 0 || len(renewed) != 2 {
+			e.t.Fatalf("%s: the round after: renewed %v, lost %v; want both renewed", c.what, units(renewed), lost)
+		}
+		e.round(ls, longTTL)
+	}
+}
