@@ -77,6 +77,9 @@ type UnitStatus struct {
 	// last error, recognisable as old by its time.
 	LastErrorAt *time.Time `json:"last_error_at"`
 	NextRetryAt *time.Time `json:"next_retry_at"`
+	// Passive: the unit is idle without an actor of its own (passivated,
+	// architecture §13); it shows what it showed when it passivated.
+	Passive bool `json:"passive,omitempty"`
 }
 
 // setError records msg as the unit's last error at t ("" clears it).

@@ -65,7 +65,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			ctx.Stop(c.pid)
 			continue
 		}
-		ctx.Send(c.pid, &stopUnit{})
+		s.tell(ctx, c, &stopUnit{})
 	}
 	// start what we should own
 	now := s.node.env.Clock.Now()
@@ -106,12 +106,19 @@ func (s *supervisor) eligibleUnits() []string {
 func (s *supervisor) unitsChanged() { s.eligibleSorted = nil }
 
 func (s *supervisor) spawn(ctx actor.Context, unit string) {
-	p := s.units[unit]
-	node, spec := s.node, s.spec
-	initial := s.initial[unit] || spec.isQueue()
-	stale := s.stale[unit]
 	// the entry first: the child may write its status before spawn returns
 	c := &child{unit: unit, gen: s.node.reg.addUnit(s.spec.Name, unit)}
+	s.children[unit] = c
+	s.spawnChild(ctx, c, nil)
+}
+
+// spawnChild spawns c's actor: a new unit, or one activated from its
+// passive record r.
+func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
+	p := s.units[c.unit]
+	node, spec := s.node, s.spec
+	initial := s.initial[c.unit] || spec.isQueue()
+	stale := s.stale[c.unit]
 	// The mailbox is protoactor's lock-free unbounded one: two linked
 	// queues that allocate per message, not a ring of ten slots per actor
 	// up front. A unit receives few messages (its jobs' results, its
@@ -123,13 +130,15 @@ func (s *supervisor) spawn(ctx actor.Context, unit string) {
 		u.gen = c.gen
 		u.staleFinish = stale
 		u.exit = &c.exit
+		u.handoff = &c.handoff
 		// restarted after it failed: its first success is a recovery
 		u.recovering = c.failed.Load()
+		// the record is for the first instance only: a restart starts anew
+		u.record, r = r, nil
 		return u
 	}, append(node.props(), unitMailbox)...)
 	pid := ctx.SpawnPrefix(props, p.ID)
 	c.pid = pid
-	s.children[unit] = c
 	s.byPID[pid.Id] = c
 }
 
@@ -139,6 +148,10 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 		return
 	}
 	delete(s.byPID, pid.Id)
+	if c.exit.Load() == exitPassive {
+		s.adopt(ctx, c)
+		return
+	}
 	delete(s.children, c.unit)
 	if c.restartT != nil {
 		c.restartT.Stop()

@@ -59,6 +59,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		s.Lag = r.fetched.Lag
 	})
 	u.node.metrics.Received(u.spec.Name, u.id, n, r.fetched.Lag)
+	if n > 0 {
+		u.busyAt = now // PassivateAfter counts from here
+	}
 	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
 		u.succeeded(ctx)
 	}
