@@ -227,10 +227,10 @@ type unitWorld struct {
 	renewEvery  time.Duration // the leaser's round, when it runs
 	extendEvery time.Duration // a queue unit's deadline extension
 	lastRow     string
-	passivate   bool           // start passivate: the unit passivates (PassivateAfter 10 s)
-	handoff     passiveHandoff // where it leaves its record
-	record      *passiveUnit   // the passive unit's record, kept by the parent
-	nextWake    int            // the last Wake arrangement's number
+	passivate   bool            // start passivate: the unit passivates (PassivateAfter 10 s)
+	handoff     passiveHandoff  // where it leaves its record
+	record      *passiveUnit    // the passive unit's record, kept by the parent
+	nextWake    int             // the last Wake arrangement's number
 	refuse      map[string]bool // positions the handler refuses (Permanent)
 }
 
