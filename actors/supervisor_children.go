@@ -142,11 +142,23 @@ func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 	s.byPID[pid.Id] = c
 }
 
+// forgetProcess is sent to a child that stopped: protoactor's set of a
+// parent's children keeps the PIDs of removed children past its length
+// (PIDSet.Remove shortens the slice without clearing the slot), and a PID
+// caches its process — its mailbox, context and actor, the whole unit.
+// A message to a stopped process makes the PID drop that cache (the
+// message goes to the dead letters, unlogged). With thousands of units
+// passivating, the stale slots held most of what passivation frees.
+type forgetProcess struct{}
+
+func (forgetProcess) IgnoreDeadLetterLogging() {}
+
 func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	c, ok := s.byPID[pid.Id]
 	if !ok {
 		return
 	}
+	ctx.Send(pid, forgetProcess{})
 	delete(s.byPID, pid.Id)
 	if c.exit.Load() == exitPassive {
 		s.adopt(ctx, c)
