@@ -137,7 +137,18 @@ func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 		u.record, r = r, nil
 		return u
 	}, append(node.props(), unitMailbox)...)
-	pid := ctx.SpawnPrefix(props, p.ID)
+	// Named after the partition, not numbered: an actor spawned again (a
+	// passive unit woken, a unit started again after it stopped) takes
+	// the same entry of protoactor's process registry, a map of 32,768
+	// small maps that never shrink, instead of a new one each time. The
+	// name is free once the actor before stopped (its Terminated comes
+	// after the registry forgot it); messages sent to the old PID that
+	// reach the new actor are those every unit checks anyway (incarnation,
+	// lease token).
+	pid, err := ctx.SpawnNamed(props, p.ID)
+	if err != nil {
+		pid = ctx.SpawnPrefix(props, p.ID) // still taken: a numbered name
+	}
 	c.pid = pid
 	s.byPID[pid.Id] = c
 }
