@@ -125,18 +125,20 @@ func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 	// timers), and a node may hold 10,000 mostly idle ones (issue 12
 	// item 5).
 	unitMailbox := actor.WithMailbox(actor.UnboundedLockfree())
-	props := actor.PropsFromProducer(func() actor.Actor {
-		u := newUnit(node, spec, p, initial)
-		u.gen = c.gen
-		u.staleFinish = stale
-		u.exit = &c.exit
-		u.handoff = &c.handoff
-		// restarted after it failed: its first success is a recovery
-		u.recovering = c.failed.Load()
-		// the record is for the first instance only: a restart starts anew
-		u.record, r = r, nil
-		return u
-	}, append(node.props(), unitMailbox)...)
+	props := func(r *passiveUnit) *actor.Props {
+		return actor.PropsFromProducer(func() actor.Actor {
+			u := newUnit(node, spec, p, initial)
+			u.gen = c.gen
+			u.staleFinish = stale
+			u.exit = &c.exit
+			u.handoff = &c.handoff
+			// restarted after it failed: its first success is a recovery
+			u.recovering = c.failed.Load()
+			// the record is for the first instance only: a restart starts anew
+			u.record, r = r, nil
+			return u
+		}, append(node.props(), unitMailbox)...)
+	}
 	// Named after the partition, not numbered: an actor spawned again (a
 	// passive unit woken, a unit started again after it stopped) takes
 	// the same entry of protoactor's process registry, a map of 32,768
@@ -144,10 +146,18 @@ func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 	// name is free once the actor before stopped (its Terminated comes
 	// after the registry forgot it); messages sent to the old PID that
 	// reach the new actor are those every unit checks anyway (incarnation,
-	// lease token).
-	pid, err := ctx.SpawnNamed(props, p.ID)
-	if err != nil {
-		pid = ctx.SpawnPrefix(props, p.ID) // still taken: a numbered name
+	// lease token). protoactor makes the actor before it finds the name
+	// taken, so the name is looked up first and a numbered one taken if
+	// it is (only this supervisor adds names under its own).
+	var pid *actor.PID
+	if _, taken := ctx.ActorSystem().ProcessRegistry.GetLocal(ctx.Self().Id + "/" + p.ID); !taken {
+		var err error
+		if pid, err = ctx.SpawnNamed(props(r), p.ID); err != nil {
+			pid = nil
+		}
+	}
+	if pid == nil {
+		pid = ctx.SpawnPrefix(props(r), p.ID)
 	}
 	c.pid = pid
 	s.byPID[pid.Id] = c
@@ -172,8 +182,10 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	ctx.Send(pid, forgetProcess{})
 	delete(s.byPID, pid.Id)
 	if c.exit.Load() == exitPassive {
-		s.adopt(ctx, c)
-		return
+		if r := c.handoff.Swap(nil); r != nil {
+			s.adopt(ctx, c, r)
+			return
+		}
 	}
 	delete(s.children, c.unit)
 	if c.restartT != nil {

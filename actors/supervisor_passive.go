@@ -30,8 +30,7 @@ type (
 // adopt takes the record of a unit that passivated: the child stays, with
 // no actor, the leaser sends a lost lease's note here, and the Waker's
 // call comes here.
-func (s *supervisor) adopt(ctx actor.Context, c *child) {
-	r := c.handoff.Swap(nil)
+func (s *supervisor) adopt(ctx actor.Context, c *child, r *passiveUnit) {
 	c.exit.Store(0)
 	c.pid = nil
 	c.passive = r
