@@ -132,7 +132,18 @@ type Tuning struct {
 	// even if it was not woken, so that a broker that misses a call cannot
 	// wedge it (default 30 s).
 	WakeSafety time.Duration
+	// PassivateAfter is how long an idle unit on a brokers.Waker waits,
+	// counted from the last fetch that returned messages, before it gives
+	// up its actor: its supervisor keeps what it needs (lease, reader,
+	// position) and spawns it again when the Waker calls or WakeSafety is
+	// up (architecture §13, passivation; default 5 s).
+	PassivateAfter time.Duration
+	// NoPassivate keeps idle units' actors (no passivation).
+	NoPassivate bool
 }
+
+// DefaultPassivateAfter is Tuning.PassivateAfter's default.
+const DefaultPassivateAfter = 5 * time.Second
 
 func (t Tuning) withDefaults() Tuning {
 	def := func(d *time.Duration, v time.Duration) {
@@ -155,6 +166,7 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.DiscoverySpacing, 2*time.Second)
 	def(&t.RetryLogEvery, 30*time.Second)
 	def(&t.WakeSafety, 30*time.Second)
+	def(&t.PassivateAfter, DefaultPassivateAfter)
 	return t
 }
 

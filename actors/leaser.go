@@ -74,8 +74,21 @@ type (
 		unit  string
 		token int64
 	}
-	// leaseLostNote tells a unit the store no longer has its lease.
-	leaseLostNote struct{ token int64 }
+	// leaseLostNote tells a unit the store no longer has its lease (or the
+	// supervisor of a passive unit, which has no actor: unit says which).
+	leaseLostNote struct {
+		unit  string
+		token int64
+	}
+	// leaseOwner tells the leaser where to send a lost lease's note from
+	// now on: a unit passivates (its supervisor) or is activated again (its
+	// new actor). When the lease is no longer held, the note goes there at
+	// once: it was lost on the way (sent to an actor that stopped).
+	leaseOwner struct {
+		unit  string
+		token int64
+		pid   *actor.PID
+	}
 	// storeBack tells the node (and its supervisors) that the store answers
 	// again after failed rounds: units waiting out a restart backoff caused
 	// by the outage start again now.
@@ -128,6 +141,12 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *leaseDropped:
 		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
 			l.drop(m.unit)
+		}
+	case *leaseOwner:
+		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
+			h.pid = m.pid
+		} else {
+			ctx.Send(m.pid, &leaseLostNote{unit: m.unit, token: m.token})
 		}
 	case *renewTick:
 		l.timer = nil
@@ -381,7 +400,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		}
 		l.drop(u)
 		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
-		ctx.Send(h.pid, &leaseLostNote{token: h.lease.Token})
+		ctx.Send(h.pid, &leaseLostNote{unit: u, token: h.lease.Token})
 	}
 	if len(d.renewed)+len(d.lost) >= len(d.sent) {
 		return // every lease answered (the leaser never sends one twice)
@@ -424,7 +443,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case errors.Is(r.err, persistence.ErrLeaseLost):
 		l.drop(r.unit)
 		l.node.env.trace("renew-lost", r.unit, fmt.Sprintf("token=%d", r.token))
-		ctx.Send(h.pid, &leaseLostNote{token: r.token})
+		ctx.Send(h.pid, &leaseLostNote{unit: r.unit, token: r.token})
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:

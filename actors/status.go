@@ -82,6 +82,10 @@ type UnitStatus struct {
 	LagSeconds float64 `json:"lag_seconds"`
 
 	lag Lag // what LagSeconds is made of when the tree is read
+
+	// Passive: the unit is idle without an actor of its own (passivated,
+	// architecture §13); it shows what it showed when it passivated.
+	Passive bool `json:"passive,omitempty"`
 }
 
 // setLag records the unit's lag (Lag and what LagSeconds is made of).

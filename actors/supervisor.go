@@ -61,6 +61,10 @@ type supervisor struct {
 	draining    bool
 	drained     bool
 	ended       atomic.Bool // stopped or restarting: timers and results are stale
+	restarting  bool        // ended to restart (failed), not to stop
+
+	sweepT  clock.Timer // the passive units' safety sweep (supervisor_passive.go)
+	sweepAt time.Time
 
 	jobs        context.Context
 	cancel      context.CancelFunc
@@ -87,6 +91,11 @@ type child struct {
 	// supervisor before any message the unit sent last (protoactor handles
 	// system messages first), so the reason travels with the child.
 	exit atomic.Int32
+	// handoff is where the unit leaves its record when it passivates
+	// (exitPassive); passive holds it while the unit has no actor (pid
+	// nil).
+	handoff passiveHandoff
+	passive *passiveUnit
 }
 
 // Why a unit stopped itself.
@@ -140,8 +149,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		// still hands this instance system messages — its children's
 		// Terminated among them — and starting children again now would
 		// keep a restart from ever completing (it waits for them).
-		if _, ok := ctx.Message().(*actor.Restarting); ok {
+		switch m := ctx.Message().(type) {
+		case *actor.Restarting:
 			s.forgetUnits()
+		case *actor.Terminated:
+			s.dropHandoff(m.Who, !s.restarting)
 		}
 		return
 	}
@@ -152,9 +164,10 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			// hand their leases over now (its node stopped gossiping the
 			// source, so others take them) instead of running on unsupervised
 			if !mutate.On(mutate.SupervisorLeak) { // the bug of issue 9 item 11
+				s.restarting = true
 				s.end()
 				for _, u := range slices.Sorted(maps.Keys(s.children)) {
-					ctx.Send(s.children[u].pid, &stopUnit{})
+					s.tell(ctx, s.children[u], &stopUnit{})
 				}
 			}
 			panic(r)
@@ -187,6 +200,14 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.onTerminated(ctx, m.Who)
 	case *unitEvent:
 		s.onUnitEvent(ctx, m)
+	case *passiveWoken:
+		s.onPassiveWoken(ctx, m)
+	case *passiveSweep:
+		if m.from == s {
+			s.sweep(ctx)
+		}
+	case *leaseLostNote:
+		s.onLeaseLost(ctx, m)
 	case *restartDue:
 		s.onRestartDue(ctx, m)
 	case *reconcileTick:
@@ -220,6 +241,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		if mutate.On(mutate.SupervisorLeak) {
 			return // the bug of issue 9 item 11
 		}
+		s.restarting = true
 		s.end()
 		s.forgetUnits()
 	}
@@ -244,7 +266,8 @@ func (s *supervisor) end() {
 	}
 	s.cancel()
 	s.ended.Store(true)
-	for _, t := range []clock.Timer{s.discovery, s.reconcileAt, s.qTimer} {
+	s.dropPassive(!s.restarting)
+	for _, t := range []clock.Timer{s.discovery, s.reconcileAt, s.qTimer, s.sweepT} {
 		if t != nil {
 			t.Stop()
 		}
@@ -284,6 +307,8 @@ func (s *supervisor) after(ctx actor.Context, d time.Duration, msg any) clock.Ti
 		label = "quality"
 	case *discoverTick:
 		label = "discover"
+	case *passiveSweep:
+		label = "passive-sweep"
 	}
 	return clock.AfterFunc(s.node.env.Clock, d, label, func() {
 		if !s.ended.Load() {

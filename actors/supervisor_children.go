@@ -65,7 +65,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			ctx.Stop(c.pid)
 			continue
 		}
-		ctx.Send(c.pid, &stopUnit{})
+		s.tell(ctx, c, &stopUnit{})
 	}
 	// start what we should own
 	now := s.node.env.Clock.Now()
@@ -106,39 +106,87 @@ func (s *supervisor) eligibleUnits() []string {
 func (s *supervisor) unitsChanged() { s.eligibleSorted = nil }
 
 func (s *supervisor) spawn(ctx actor.Context, unit string) {
-	p := s.units[unit]
-	node, spec := s.node, s.spec
-	initial := s.initial[unit] || spec.isQueue()
-	stale := s.stale[unit]
 	// the entry first: the child may write its status before spawn returns
 	c := &child{unit: unit, gen: s.node.reg.addUnit(s.spec.Name, unit)}
+	s.children[unit] = c
+	s.spawnChild(ctx, c, nil)
+}
+
+// spawnChild spawns c's actor: a new unit, or one activated from its
+// passive record r.
+func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
+	p := s.units[c.unit]
+	node, spec := s.node, s.spec
+	initial := s.initial[c.unit] || spec.isQueue()
+	stale := s.stale[c.unit]
 	// The mailbox is protoactor's lock-free unbounded one: two linked
 	// queues that allocate per message, not a ring of ten slots per actor
 	// up front. A unit receives few messages (its jobs' results, its
 	// timers), and a node may hold 10,000 mostly idle ones (issue 12
 	// item 5).
 	unitMailbox := actor.WithMailbox(actor.UnboundedLockfree())
-	props := actor.PropsFromProducer(func() actor.Actor {
-		u := newUnit(node, spec, p, initial)
-		u.gen = c.gen
-		u.staleFinish = stale
-		u.exit = &c.exit
-		// restarted after it failed: its first success is a recovery
-		u.recovering = c.failed.Load()
-		return u
-	}, append(node.props(), unitMailbox)...)
-	pid := ctx.SpawnPrefix(props, p.ID)
+	props := func(r *passiveUnit) *actor.Props {
+		return actor.PropsFromProducer(func() actor.Actor {
+			u := newUnit(node, spec, p, initial)
+			u.gen = c.gen
+			u.staleFinish = stale
+			u.exit = &c.exit
+			u.handoff = &c.handoff
+			// restarted after it failed: its first success is a recovery
+			u.recovering = c.failed.Load()
+			// the record is for the first instance only: a restart starts anew
+			u.record, r = r, nil
+			return u
+		}, append(node.props(), unitMailbox)...)
+	}
+	// Named after the partition, not numbered: an actor spawned again (a
+	// passive unit woken, a unit started again after it stopped) takes
+	// the same entry of protoactor's process registry, a map of 32,768
+	// small maps that never shrink, instead of a new one each time. The
+	// name is free once the actor before stopped (its Terminated comes
+	// after the registry forgot it); messages sent to the old PID that
+	// reach the new actor are those every unit checks anyway (incarnation,
+	// lease token). protoactor makes the actor before it finds the name
+	// taken, so the name is looked up first and a numbered one taken if
+	// it is (only this supervisor adds names under its own).
+	var pid *actor.PID
+	if _, taken := ctx.ActorSystem().ProcessRegistry.GetLocal(ctx.Self().Id + "/" + p.ID); !taken {
+		var err error
+		if pid, err = ctx.SpawnNamed(props(r), p.ID); err != nil {
+			pid = nil
+		}
+	}
+	if pid == nil {
+		pid = ctx.SpawnPrefix(props(r), p.ID)
+	}
 	c.pid = pid
-	s.children[unit] = c
 	s.byPID[pid.Id] = c
 }
+
+// forgetProcess is sent to a child that stopped: protoactor's set of a
+// parent's children keeps the PIDs of removed children past its length
+// (PIDSet.Remove shortens the slice without clearing the slot), and a PID
+// caches its process — its mailbox, context and actor, the whole unit.
+// A message to a stopped process makes the PID drop that cache (the
+// message goes to the dead letters, unlogged). With thousands of units
+// passivating, the stale slots held most of what passivation frees.
+type forgetProcess struct{}
+
+func (forgetProcess) IgnoreDeadLetterLogging() {}
 
 func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 	c, ok := s.byPID[pid.Id]
 	if !ok {
 		return
 	}
+	ctx.Send(pid, forgetProcess{})
 	delete(s.byPID, pid.Id)
+	if c.exit.Load() == exitPassive {
+		if r := c.handoff.Swap(nil); r != nil {
+			s.adopt(ctx, c, r)
+			return
+		}
+	}
 	delete(s.children, c.unit)
 	if c.restartT != nil {
 		c.restartT.Stop()

@@ -122,7 +122,7 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 		p.Parents = parents
 		u := s.spec.Name + "/" + p.ID
 		if c, ok := s.children[u]; ok && len(parents) < len(s.units[u].Parents) {
-			ctx.Send(c.pid, &parentsListed{parents: parents})
+			s.tell(ctx, c, &parentsListed{parents: parents})
 		}
 		units[u] = p
 	}

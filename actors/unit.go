@@ -39,7 +39,9 @@ import (
 //     broker's call (woken, checked against the incarnation and the
 //     arrangement like a timer) or the WakeSafety timer, and then fetches
 //     without waiting; a stop, a lost lease, a restart or a reopen cancels
-//     the arrangement;
+//     the arrangement; after PassivateAfter without messages it passivates
+//     (unit_passive.go): the actor stops, its supervisor keeps the lease
+//     and the reader, and spawns it again to fetch when the Waker calls;
 //   - a batch is applied only while the actor believes it holds the lease,
 //     and the store checks the token, so a stale belief cannot commit;
 //   - a stream unit's start is resolved once, on its first open, and
@@ -73,6 +75,11 @@ type unitActor struct {
 	staleFinish bool
 	// exit tells the supervisor why the unit stopped itself (child.exit).
 	exit *atomic.Int32
+	// handoff is where a passivating unit leaves its record (child.handoff);
+	// record, when set, is the record the actor is spawned from
+	// (unit_passive.go).
+	handoff *passiveHandoff
+	record  *passiveUnit
 
 	incarnation *incarnation // this instance's jobs and timers
 
@@ -105,7 +112,8 @@ type unitActor struct {
 	commitRefused  atomic.Bool // the Committer refused for good (none configured): do not call it
 	decoder        decode.Config
 	started        time.Time
-	healthReported bool // the supervisor was told the unit ran HealthyAfter (once per instance)
+	healthReported bool      // the supervisor was told the unit ran HealthyAfter (once per instance)
+	busyAt         time.Time // the last fetch that returned messages (or the start): PassivateAfter counts from it
 }
 
 // incarnation scopes the jobs and timers of one actor instance: results
@@ -240,6 +248,7 @@ const (
 	timerCommit
 	timerExtend
 	timerWake
+	timerPassivate
 )
 
 // step is where a unit resumes after a failure.
@@ -357,7 +366,13 @@ func (u *unitActor) Receive(ctx actor.Context) {
 	case *actor.Started:
 		u.supervisor = ctx.Parent()
 		u.incarnation = newIncarnation(u.node.ctx)
+		if r := u.record; r != nil {
+			u.record = nil
+			u.resumeFrom(ctx, r)
+			return
+		}
 		u.started = u.node.env.Clock.Now()
+		u.busyAt = u.started
 		u.becomeStarting(noRetryAt)
 		u.node.env.trace("started", u.id, "")
 		if len(u.part.Parents) > 0 && !u.spec.isQueue() {
@@ -452,6 +467,8 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 		u.extend(ctx)
 	case timerWake:
 		u.onWakeSafety(ctx)
+	case timerPassivate:
+		u.onPassivateTimer(ctx)
 	}
 }
 

@@ -153,9 +153,11 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 
 // wakeWait is an idle unit's arrangement with its Waker.
 type wakeWait struct {
-	seq    uint64 // of the latest arrangement; a call for another is dropped
-	cancel func() // non-nil while the unit waits
-	safety clock.Timer
+	seq       uint64 // of the latest arrangement; a call for another is dropped
+	cancel    func() // non-nil while the unit waits
+	safety    clock.Timer
+	passivate clock.Timer // PassivateAfter (unit_passive.go)
+	since     time.Time   // the wait began
 }
 
 // waker is the connection's Waker, or nil.
@@ -195,7 +197,9 @@ func (u *unitActor) waitWake(ctx actor.Context) bool {
 		return false // closed meanwhile: the fetch reports it
 	}
 	u.wake.cancel = cancel
+	u.wake.since = u.now()
 	u.wake.safety = u.after(ctx, u.node.tuning.WakeSafety, timerWake)
+	u.armPassivate(ctx)
 	return true
 }
 
@@ -207,9 +211,11 @@ func (u *unitActor) cancelWake() {
 	}
 	w.cancel()
 	w.cancel = nil
-	if w.safety != nil {
-		w.safety.Stop()
-		w.safety = nil
+	for _, t := range []*clock.Timer{&w.safety, &w.passivate} {
+		if *t != nil {
+			(*t).Stop()
+			*t = nil
+		}
 	}
 }
 

@@ -61,6 +61,9 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	})
 	u.node.metrics.Received(u.spec.Name, u.id, n)
 	u.node.metrics.Lag(u.spec.Name, u.id, lag)
+	if n > 0 {
+		u.busyAt = now // PassivateAfter counts from here
+	}
 	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
 		u.succeeded(ctx)
 	}

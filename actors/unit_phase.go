@@ -14,12 +14,17 @@ import (
 //	phase      entered when                                   from
 //	starting   the actor started; parents not finished yet        new, starting, retrying
 //	acquiring  no parents or all finished; the lease asked again  starting, acquiring, retrying
-//	running    an open succeeded; a retrying unit's fetch/apply   acquiring, running, retrying
+//	running    an open succeeded; a retrying unit's fetch/apply   acquiring, running, retrying;
+//	           succeeded; spawned from a passive unit's record    new
 //	retrying   a step failed below the limit; on_position_reset   starting, acquiring, running,
 //	           fail waits for an operator                         retrying
 //	stopping   stopUnit                                           starting … retrying
 //	releasing  a stop or the partition's end, lease held          acquiring … stopping
 //	stopped    the actor stops (a restart is no transition)       any but new
+//
+// A unit that passivates stops its actor in running, which is no
+// transition either: the unit goes on without one (unit_passive.go), and
+// the actor spawned from its record enters running from new.
 //
 // Not phases, because they are concurrent with the phase:
 //   - the main-line job in flight (parents, acquire, open, fetch, apply,
@@ -134,7 +139,7 @@ func andNoRetryAt(more func(*UnitStatus)) func(*UnitStatus) {
 var phaseFrom = map[unitPhase][]unitPhase{
 	phaseStarting:  {phaseNew, phaseStarting, phaseRetrying},
 	phaseAcquiring: {phaseStarting, phaseAcquiring, phaseRetrying},
-	phaseRunning:   {phaseAcquiring, phaseRunning, phaseRetrying},
+	phaseRunning:   {phaseNew, phaseAcquiring, phaseRunning, phaseRetrying},
 	phaseRetrying:  mainLine,
 	phaseStopping:  mainLine,
 	phaseReleasing: {phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping},

@@ -40,7 +40,7 @@ func TestPhaseTransitions(t *testing.T) {
 	allowed := map[unitPhase][]unitPhase{
 		phaseStarting:  {phaseNew, s, re},
 		phaseAcquiring: {s, ac, re},
-		phaseRunning:   {ac, ru, re},
+		phaseRunning:   {phaseNew, ac, ru, re}, // from new: spawned from a passive unit's record
 		phaseRetrying:  {s, ac, ru, re},
 		phaseStopping:  {s, ac, ru, re},
 		phaseReleasing: {ac, ru, re, sp},

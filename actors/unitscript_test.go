@@ -227,6 +227,9 @@ type unitWorld struct {
 	renewEvery  time.Duration // the leaser's round, when it runs
 	extendEvery time.Duration // a queue unit's deadline extension
 	lastRow     string
+	passivate   bool            // start passivate: the unit passivates (PassivateAfter 10 s)
+	handoff     passiveHandoff  // where it leaves its record
+	record      *passiveUnit    // the passive unit's record, kept by the parent
 	nextWake    int             // the last Wake arrangement's number
 	refuse      map[string]bool // positions the handler refuses (Permanent)
 }
@@ -314,6 +317,12 @@ func (w *unitWorld) command(cmd string, args []string) error {
 		w.ne.root().Stop(w.unit)
 	case "restart":
 		w.ne.root().Send(w.parent, &restartScriptUnit{})
+	case "activate": // the parent spawns the passive unit again
+		how := map[string]resumeKind{"fetch": resumeFetch, "stop": resumeStop, "lost": resumeLost}
+		if len(args) != 1 || how[args[0]] == 0 {
+			return errors.New("activate fetch|stop|lost")
+		}
+		w.ne.root().Send(w.parent, &activateScriptUnit{how: how[args[0]]})
 	case "other":
 		if len(args) != 1 {
 			return errors.New("other acquire|steal|release")
@@ -372,8 +381,11 @@ func (w *unitWorld) command(cmd string, args []string) error {
 // start builds the world and spawns the unit: a stream source "s" with one
 // partition "0" of a memory stream, node n1 in a view of n1 and n2.
 //
-//	start [queue] [handler] [max-failures=N] [batch-size=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew] [ahead] [wake]
+//	start [queue] [handler] [max-failures=N] [batch-size=N] [batch-bytes=N] [parents=a,b] [on-reset=earliest|latest|fail] [renew] [ahead] [wake] [passivate]
 //
+// passivate lets the unit passivate (unit_passive.go) after 7 s without
+// messages: the parent keeps its record and prints it, and "activate
+// fetch|stop|lost" spawns it again from the record.
 // batch-size is 10 unless given. ahead lets a stream unit fetch ahead of
 // its applies (the default of Tuning; it does when a fetch comes back full
 // or with a lag): the other scripts pin the sequential loop, so that each
@@ -453,6 +465,7 @@ func (w *unitWorld) start(args []string) error {
 		w.part.Parents = strings.Split(v, ",")
 	}
 	w.unitID = spec.Name + "/" + w.part.ID
+	w.passivate = flags["passivate"]
 	env := Env{
 		Node: "n1", Clock: clk, Rand: NewRand(1), Dispatcher: scriptDispatcher{w}, Executor: scriptExecutor{w},
 		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}, {Name: "n2", State: placement.StateAlive}}},
@@ -465,7 +478,7 @@ func (w *unitWorld) start(args []string) error {
 			RetryBase: 100 * time.Millisecond, RetryCap: 5 * time.Second, AcquireRetry: 250 * time.Millisecond,
 			ParentPoll: time.Second, StopTimeout: 10 * time.Second, RenewInterval: 2 * time.Second,
 			TakeoverMargin: 500 * time.Millisecond, HealthyAfter: 30 * time.Second, PositionCheck: 30 * time.Second,
-			NoFetchAhead: !flags["ahead"], WakeSafety: time.Minute,
+			NoFetchAhead: !flags["ahead"], WakeSafety: time.Minute, PassivateAfter: 7 * time.Second,
 		},
 	}
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {

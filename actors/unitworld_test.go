@@ -77,6 +77,8 @@ func (w *unitWorld) timerName(d time.Duration) string {
 		return " [parent poll]"
 	case tu.StopTimeout:
 		return " [stop deadline]"
+	case tu.PassivateAfter:
+		return " [passivate]"
 	case tu.PositionCheck:
 		return " [position check]"
 	case w.renewEvery:
@@ -276,6 +278,9 @@ func rowString(s UnitStatus) string {
 		}
 		fmt.Fprintf(&b, " error@%s=%q", at, s.LastError)
 	}
+	if s.Passive {
+		b.WriteString(" passive")
+	}
 	return b.String()
 }
 
@@ -303,6 +308,8 @@ type scriptParent struct {
 type (
 	spawnScriptUnit   struct{}
 	restartScriptUnit struct{}
+	// activateScriptUnit spawns the passive unit again from its record.
+	activateScriptUnit struct{ how resumeKind }
 )
 
 func (p *scriptParent) Receive(ctx actor.Context) {
@@ -310,13 +317,21 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *spawnScriptUnit:
 		w.gen = w.ne.reg.addUnit(w.spec.Name, w.unitID)
-		props := actor.PropsFromProducer(func() actor.Actor {
-			u := newUnit(w.ne, w.spec, w.part, true)
-			u.gen = w.gen
-			u.exit = &w.exit
-			return u
-		}, w.ne.props()...)
-		w.unit = ctx.SpawnPrefix(props, w.part.ID)
+		p.spawn(ctx, nil)
+	case *activateScriptUnit:
+		if w.record == nil {
+			w.printf("parent: no passive unit")
+			return
+		}
+		r := w.record
+		w.record = nil
+		if r.cancel != nil {
+			r.cancel()
+		}
+		r.resume = m.how
+		w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *UnitStatus) { st.Passive = false })
+		w.printf("parent: activates the unit (%s)", m.how)
+		p.spawn(ctx, r)
 	case *restartScriptUnit:
 		if p.sup == nil {
 			w.printf("parent: nothing to restart")
@@ -332,8 +347,19 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 			exit = "lease lost"
 		case exitFinished:
 			exit = "finished"
+		case exitPassive:
+			exit = "passivated"
 		}
 		w.printf("parent: unit terminated (exit: %s)", exit)
+		if r := w.handoff.Swap(nil); r != nil {
+			w.exit.Store(0)
+			w.record = r
+			w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *UnitStatus) { st.Passive = true })
+			w.printf("parent: keeps token=%d position=%s checkpoint=%s due=%s", r.lease.Token, r.position, r.checkpoint, rel(r.due))
+			ctx.Send(w.ne.leaser, &leaseOwner{unit: w.unitID, token: r.lease.Token, pid: ctx.Self()})
+		}
+	case *leaseLostNote:
+		w.printf("parent: lease of %s token=%d lost", m.unit, m.token)
 	case *unitEvent:
 		if m.kind == evHealthy {
 			w.printf("parent: unit reports healthy")
@@ -346,6 +372,22 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 	default:
 		w.printf("parent: %T", m)
 	}
+}
+
+// spawn spawns the unit, from record r when it is passive.
+func (p *scriptParent) spawn(ctx actor.Context, r *passiveUnit) {
+	w := p.w
+	props := actor.PropsFromProducer(func() actor.Actor {
+		u := newUnit(w.ne, w.spec, w.part, true)
+		u.gen = w.gen
+		u.exit = &w.exit
+		if w.passivate {
+			u.handoff = &w.handoff
+		}
+		u.record, r = r, nil
+		return u
+	}, w.ne.props()...)
+	w.unit = ctx.SpawnPrefix(props, w.part.ID)
 }
 
 // HandleFailure makes the parent the unit's supervisor strategy.
@@ -368,6 +410,12 @@ func (l *scriptLeaser) Receive(ctx actor.Context) {
 		l.w.printf("leaser: registers %s token=%d ttl=%s", m.lease.Unit, m.lease.Token, m.ttl)
 	case *leaseDropped:
 		l.w.printf("leaser: drops %s token=%d", m.unit, m.token)
+	case *leaseOwner:
+		to := "the unit"
+		if m.pid.Equal(l.w.parent) {
+			to = "the parent"
+		}
+		l.w.printf("leaser: notes of %s token=%d go to %s", m.unit, m.token, to)
 	}
 	if l.real != nil {
 		l.real.Receive(ctx)

@@ -506,7 +506,11 @@ func edgeNackSerialized(t *testing.T) error {
 // 11. Ten crashes of a supervisor: it restarts after a growing backoff
 // and leaves none of its timers behind.
 func edgeSupervisorRestarts(t *testing.T) error {
-	c := edgeStarted(t, testkit.Config{Seed: 24, Nodes: 1}, 50, 2)
+	// Without passivation: the leak of issue 9 item 11 shows as a restart
+	// that never completes (the old instance spawns the children the
+	// restart waits for), and children that passivate would let it
+	// complete after PassivateAfter, hiding the leak from this edge.
+	c := edgeStarted(t, testkit.Config{Seed: 24, Nodes: 1, Tuning: actors.Tuning{NoPassivate: true}}, 50, 2)
 	c.Run(2 * time.Second)
 	jobs := c.PendingJobs("node-1")
 	for range 10 {

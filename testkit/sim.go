@@ -90,7 +90,10 @@ func (r SimResult) OK() bool {
 //   - (drawn apart too) stream units that fetch ahead of their applies
 //     (the default) or not (Tuning.NoFetchAhead), and sometimes a wake
 //     safety timer of 1 to 5 s instead of 30 s, so that idle units on
-//     the memory stream (a brokers.Waker) also fetch unwoken.
+//     the memory stream (a brokers.Waker) also fetch unwoken;
+//   - (drawn apart too, on every seed) idle units passivate after 50 ms
+//     to 3 s (Tuning.PassivateAfter): their actors stop, their
+//     supervisors keep them, and every fault above meets passive units.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -103,6 +106,11 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	if rng12.IntN(10) < 3 {
 		tuning.WakeSafety = time.Second + time.Duration(rng12.IntN(4000))*time.Millisecond
 	}
+	// So is the passivation delay of idle units (issue 12 item 5): on every
+	// seed, 50 ms to 3 s, so that units passivate between the faults, are
+	// woken, swept, stopped, handed over and lose leases while passive.
+	rngPassive := rand.New(rand.NewPCG(seed^0x5a5, seed+0x5a6))
+	tuning.PassivateAfter = 50*time.Millisecond + time.Duration(rngPassive.IntN(2950))*time.Millisecond
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning,
 		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
 	if err != nil {
@@ -147,6 +155,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	if tuning.WakeSafety > 0 {
 		step(0, "idle units fetch unwoken after %s", tuning.WakeSafety)
 	}
+	step(0, "idle units passivate after %s", tuning.PassivateAfter)
 	if refuse {
 		for _, src := range []string{"orders", "jobs", "extra"} {
 			c.StoreFaults().RefuseDocs(src, seqMultipleOf13)

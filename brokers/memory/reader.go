@@ -66,11 +66,12 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 		return brokers.Result{}, err
 	}
 	res, err := r.readLocked(max)
-	wake := r.p.wake
-	s.mu.Unlock()
 	if err != nil || len(res.Messages) > 0 || res.End || wait <= 0 {
+		s.mu.Unlock()
 		return res, err
 	}
+	wake := r.p.waitChan()
+	s.mu.Unlock()
 
 	if s.testHookWait != nil {
 		s.testHookWait()
@@ -87,7 +88,7 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 			return brokers.Result{}, err
 		}
 		res, err = r.readLocked(max)
-		wake = r.p.wake
+		wake = r.p.waitChan()
 		s.mu.Unlock()
 		if err != nil || len(res.Messages) > 0 || res.End || !again {
 			return res, err

@@ -79,9 +79,11 @@ type partition struct {
 	// none was), so that a start At a time no later than it is known to
 	// miss a message.
 	trimmedTime time.Time
-	// wake is closed and replaced whenever a reader waiting on this
+	// wake is closed and forgotten whenever a reader waiting on this
 	// partition has something new to look at (messages, a transaction
-	// ending, closing, Close).
+	// ending, closing, Close); nil while no reader waits (waitChan makes
+	// it), so that an idle partition and a publish nobody waits for
+	// allocate no channel.
 	wake chan struct{}
 	// openedAt is when a reader last asked to open it (whatever came of it).
 	openedAt time.Time
@@ -132,9 +134,20 @@ func (p *partition) lso() int64 {
 // notify wakes every fetch waiting on p and calls the Wake arrangements
 // made on it (with the stream's lock held).
 func (p *partition) notify() {
-	close(p.wake)
-	p.wake = make(chan struct{})
+	if p.wake != nil {
+		close(p.wake)
+		p.wake = nil
+	}
 	p.callWakers()
+}
+
+// waitChan is the channel the next notify closes (with the stream's lock
+// held).
+func (p *partition) waitChan() chan struct{} {
+	if p.wake == nil {
+		p.wake = make(chan struct{})
+	}
+	return p.wake
 }
 
 // callWakers calls the Wake arrangements made on p, and forgets them.
@@ -166,7 +179,7 @@ func (s *Stream) addLocked(n int, parents []string) []string {
 	ids := make([]string, 0, n)
 	for range n {
 		id := strconv.Itoa(len(s.parts))
-		p := &partition{id: id, parents: append([]string(nil), parents...), wake: make(chan struct{})}
+		p := &partition{id: id, parents: append([]string(nil), parents...)}
 		s.parts = append(s.parts, p)
 		s.byID[id] = p
 		ids = append(ids, id)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/cluster/bench"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
@@ -32,7 +33,7 @@ var (
 // BenchmarkIdleHeap is the per-unit heap of idle units, by retainer: a
 // node in this process with -idle.units idle memory-source units on
 // SQLite (the node of drover bench --idle), measured once every unit has
-// opened, after a GC (the least of six samples 0.7 s apart). It reports
+// opened and passivated, after a GC (the least of six samples 0.7 s apart). It reports
 // heap-B/unit (live heap above the process before the node started),
 // stack-B/unit and goroutines/unit, and writes the heap profile to
 // -idle.heapprofile (and a CPU profile of -idle.cpuwindow idle, 10 s by
@@ -99,8 +100,10 @@ func idleHeap(b *testing.B, units int) {
 		case <-tick.C:
 		}
 	}
-	// a few renewal rounds, so that what a round leaves behind is counted
-	wait := 3 * time.Second
+	// the units passivate (actors.Tuning.PassivateAfter after their start),
+	// then a few renewal rounds, so that what a round leaves behind is
+	// counted
+	wait := actors.DefaultPassivateAfter + 3*time.Second
 	if *idleCPUProfile != "" {
 		f, err := os.Create(*idleCPUProfile)
 		if err != nil {
