@@ -117,8 +117,8 @@ func TestPrepareFetch(t *testing.T) {
 			}
 			for _, s := range got {
 				for _, p := range s.positions {
-					if _, ok := pb.byPos[p]; !ok {
-						t.Errorf("byPos lacks %s", p)
+					if m, ok := pb.message(p); !ok || m.Position != p {
+						t.Errorf("message(%s) = %q, %v: want the fetched message", p, m.Position, ok)
 					}
 				}
 			}
