@@ -24,3 +24,23 @@ func BenchmarkFold(b *testing.B) {
 	}
 	b.ReportMetric(float64(len(ops)*b.N)/b.Elapsed().Seconds(), "ops/s")
 }
+
+// BenchmarkFoldIndexes is BenchmarkFold without the copies of the ops
+// (what the PostgreSQL store folds with).
+func BenchmarkFoldIndexes(b *testing.B) {
+	ops := make([]Op, 500)
+	for i := range ops {
+		k := "k" + strconv.Itoa(i%100)
+		ops[i] = Op{Kind: OpUpsert, Key: k, Doc: []byte(`{"id":"` + k + `","seq":` + strconv.Itoa(i) + `}`), Position: strconv.Itoa(i)}
+		if i%17 == 0 {
+			ops[i] = Op{Kind: OpDelete, Key: k, Position: strconv.Itoa(i)}
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(FoldIndexes(ops)); n != 100 {
+			b.Fatalf("folded to %d ops, want 100", n)
+		}
+	}
+	b.ReportMetric(float64(len(ops)*b.N)/b.Elapsed().Seconds(), "ops/s")
+}

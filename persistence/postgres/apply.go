@@ -378,9 +378,19 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 	}
 	// Keys in one order for the same reason as the dedupe ids: units that
 	// share a records table write overlapping keys.
-	records := persistence.Fold(ops)
-	slices.SortStableFunc(records, func(x, y persistence.Op) int { return strings.Compare(x.Key, y.Key) })
-	for _, op := range records {
+	// The folded ops are read in place (FoldIndexes) and sorted as
+	// indexes: an Op is 144 bytes, an index 8.
+	records := persistence.FoldIndexes(ops)
+	slices.SortFunc(records, func(x, y int) int { return strings.Compare(ops[x].Key, ops[y].Key) }) // keys are distinct
+	ups := 0
+	for _, i := range records {
+		if ops[i].Kind == persistence.OpUpsert {
+			ups++
+		}
+	}
+	a.upKeys, a.upDocs, a.upPositions = make([]string, 0, ups), make([][]byte, 0, ups), make([]string, 0, ups)
+	for _, i := range records {
+		op := &ops[i]
 		if op.Kind == persistence.OpDelete {
 			a.delKeys = append(a.delKeys, op.Key)
 			continue
