@@ -138,20 +138,12 @@ func (a *applyPlan) pipelined(tableKnown bool) bool {
 	return !a.b.Dedupe && len(a.msgs) == 0 && tableKnown
 }
 
-// applyPipelined writes a folded stream batch in one round trip.
+// applyPipelined writes a folded stream batch in one round trip: a
+// pipeline of one batch (ApplyGroup's), so that its arrays are encoded as
+// the group's are (encodeQuery).
 func (s *Store) applyPipelined(ctx context.Context, a *applyPlan, rec *recordsSQL) (persistence.Applied, error) {
-	q := &pgx.Batch{}
-	q.Queue(s.sql.fence, a.b.Unit, a.b.Lease.Token)
-	a.queueWrites(q, s, rec)
-	br := s.pool.SendBatch(ctx, q)
-	err := a.readFence(br)
-	if err == nil {
-		err = a.readWrites(br)
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = wrapf(cerr, "commit")
-	}
-	if err != nil {
+	a.rec = rec
+	if err := s.pipeline(ctx, []*applyPlan{a})[0]; err != nil {
 		return persistence.Applied{}, err
 	}
 	return a.applied, nil

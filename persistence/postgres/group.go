@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -173,14 +172,10 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 		// Every statement of a batch encoded before any is sent: a batch
 		// whose arguments do not encode is not sent at all.
 		for _, qq := range q.QueuedQueries {
-			sd := descs[qq.SQL]
-			if err := eqb.Build(typeMap, sd, qq.Arguments); err != nil {
+			eq, err := encodeQuery(&eqb, typeMap, descs[qq.SQL], qq.Arguments)
+			if err != nil {
 				errs[k], encoded[k] = fmt.Errorf("encode: %w", err), nil
 				break
-			}
-			eq := encodedQuery{name: sd.Name, formats: slices.Clone(eqb.ParamFormats), results: slices.Clone(eqb.ResultFormats)}
-			for _, v := range eqb.ParamValues {
-				eq.values = append(eq.values, slices.Clone(v))
 			}
 			encoded[k] = append(encoded[k], eq)
 		}
