@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -110,4 +111,43 @@ func appendTextArray(buf []byte, arg any) []byte {
 		}
 	}
 	return buf
+}
+
+// pipeTrace reports a pipeline to the connection's tracer (a
+// pgx.BatchTracer, as pgx reports a SendBatch) as one batch of the
+// statements sent: one round trip. Without such a tracer it does nothing.
+type pipeTrace struct {
+	ctx  context.Context
+	t    pgx.BatchTracer
+	conn *pgx.Conn
+}
+
+// tracePipeline starts the trace of the statements of queued that are
+// sent (errs[k] == nil).
+func tracePipeline(ctx context.Context, conn *pgx.Conn, queued []*pgx.Batch, errs []error) *pipeTrace {
+	t, ok := conn.Config().Tracer.(pgx.BatchTracer)
+	if !ok {
+		return nil
+	}
+	all := &pgx.Batch{}
+	for k, q := range queued {
+		if errs[k] == nil {
+			all.QueuedQueries = append(all.QueuedQueries, q.QueuedQueries...)
+		}
+	}
+	return &pipeTrace{ctx: t.TraceBatchStart(ctx, conn, pgx.TraceBatchStartData{Batch: all}), t: t, conn: conn}
+}
+
+// query reports the result of statement q.
+func (tr *pipeTrace) query(q *pgx.QueuedQuery, tag pgconn.CommandTag, err error) {
+	if tr != nil && q != nil {
+		tr.t.TraceBatchQuery(tr.ctx, tr.conn, pgx.TraceBatchQueryData{SQL: q.SQL, Args: q.Arguments, CommandTag: tag, Err: err})
+	}
+}
+
+// end reports the end of the pipeline.
+func (tr *pipeTrace) end(err error) {
+	if tr != nil {
+		tr.t.TraceBatchEnd(tr.ctx, tr.conn, pgx.TraceBatchEndData{Err: err})
+	}
 }
