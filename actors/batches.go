@@ -42,14 +42,14 @@ func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 	if f.handle != nil {
 		pb.indexMessages() // the handler gets each op's message
 	}
-	left := len(fetched.Messages) // ops the fetch may still give
-	newBatch := func() *persistence.Batch {
-		// room for every op left: a batch cut by batch_bytes wastes some,
-		// one that is not grows no more
+	// Room for the ops up front: the first batch for the whole fetch, a
+	// batch after a batch_bytes cut for as many as the one before it held
+	// (or the rest of the fetch, when fewer).
+	newBatch := func(room int) *persistence.Batch {
 		return &persistence.Batch{Source: f.source, Unit: f.unit, Lease: f.lease, Table: f.table, Dedupe: queue,
-			Ops: make([]persistence.Op, 0, left)}
+			Ops: make([]persistence.Op, 0, room)}
 	}
-	b := newBatch()
+	b := newBatch(len(fetched.Messages))
 	batches := []*persistence.Batch{b}
 	size := 0
 	for i, m := range fetched.Messages {
@@ -64,8 +64,7 @@ func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 		}
 		n := op.Size()
 		if len(b.Ops) > 0 && size+n > f.maxBytes && !mutate.On(mutate.NoBatchBytes) {
-			left = len(fetched.Messages) - i
-			b, size = newBatch(), 0
+			b, size = newBatch(min(len(b.Ops), len(fetched.Messages)-i)), 0
 			batches = append(batches, b)
 		}
 		size += n
