@@ -38,14 +38,21 @@ type fetchBatching struct {
 // reached the end.
 func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 	queue := f.queue
-	pb := &pendingBatch{msgs: fetched.Messages, byPos: make(map[string]brokers.Message, len(fetched.Messages)), late: map[string]bool{}}
-	newBatch := func() *persistence.Batch {
-		return &persistence.Batch{Source: f.source, Unit: f.unit, Lease: f.lease, Table: f.table, Dedupe: queue}
+	pb := &pendingBatch{msgs: fetched.Messages, late: map[string]bool{}}
+	if f.handle != nil {
+		pb.indexMessages() // the handler gets each op's message
 	}
-	b := newBatch()
+	// Room for the ops up front: the first batch for the whole fetch, a
+	// batch after a batch_bytes cut for as many as the one before it held
+	// (or the rest of the fetch, when fewer).
+	newBatch := func(room int) *persistence.Batch {
+		return &persistence.Batch{Source: f.source, Unit: f.unit, Lease: f.lease, Table: f.table, Dedupe: queue,
+			Ops: make([]persistence.Op, 0, room)}
+	}
+	b := newBatch(len(fetched.Messages))
 	batches := []*persistence.Batch{b}
 	size := 0
-	for _, m := range fetched.Messages {
+	for i, m := range fetched.Messages {
 		if !queue && f.position != "" && brokers.ComparePositions(m.Position, f.position) <= 0 {
 			continue // at or below the checkpoint: a re-read after a crash
 		}
@@ -55,10 +62,9 @@ func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 		} else {
 			op = f.decoder.Record(m)
 		}
-		pb.byPos[m.Position] = m
 		n := op.Size()
 		if len(b.Ops) > 0 && size+n > f.maxBytes && !mutate.On(mutate.NoBatchBytes) {
-			b, size = newBatch(), 0
+			b, size = newBatch(min(len(b.Ops), len(fetched.Messages)-i)), 0
 			batches = append(batches, b)
 		}
 		size += n
@@ -88,6 +94,25 @@ func prepareFetch(f fetchBatching, fetched brokers.Result) *pendingBatch {
 	}
 	pb.batch, pb.rest = batches[0], batches[1:]
 	return pb
+}
+
+// indexMessages fills byPos with the fetch's messages.
+func (pb *pendingBatch) indexMessages() {
+	pb.byPos = make(map[string]brokers.Message, len(pb.msgs))
+	for _, m := range pb.msgs {
+		pb.byPos[m.Position] = m
+	}
+}
+
+// message returns the fetched message of an op's position. The index is
+// built on the first call: in records mode only a refused batch asks, so
+// a fetch that commits builds none.
+func (pb *pendingBatch) message(pos string) (brokers.Message, bool) {
+	if pb.byPos == nil {
+		pb.indexMessages()
+	}
+	m, ok := pb.byPos[pos]
+	return m, ok
 }
 
 // committed reports whether checkpoint cp shows batch b committed.

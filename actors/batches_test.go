@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"strconv"
 	"testing"
 
 	"github.com/drover-dev/drover/actors/decode"
@@ -117,8 +118,8 @@ func TestPrepareFetch(t *testing.T) {
 			}
 			for _, s := range got {
 				for _, p := range s.positions {
-					if _, ok := pb.byPos[p]; !ok {
-						t.Errorf("byPos lacks %s", p)
+					if m, ok := pb.message(p); !ok || m.Position != p {
+						t.Errorf("message(%s) = %q, %v: want the fetched message", p, m.Position, ok)
 					}
 				}
 			}
@@ -253,5 +254,29 @@ func TestBehindWhenFullOrLagging(t *testing.T) {
 		if got := behind(c.r, 10); got != c.want {
 			t.Errorf("behind(%d messages, lag %d, end %t) = %t, want %t", len(c.r.Messages), c.r.Lag, c.r.End, got, c.want)
 		}
+	}
+}
+
+// A fetch cut by batch_bytes into many batches reserves room for about
+// its ops, not for the rest of the fetch in every batch (which grows as
+// the square of the fetch).
+func TestPrepareFetchRoomIsLinear(t *testing.T) {
+	const n = 200
+	res := brokers.Result{}
+	for i := range n {
+		res.Messages = append(res.Messages, brokers.Message{Position: strconv.Itoa(i + 1), Key: []byte("k"), Value: []byte(`{"id":"` + strconv.Itoa(i) + `"}`)})
+	}
+	f := fetchBatching{source: "s", unit: "s/0", table: "t", maxBytes: 1, decoder: decode.Config{KeyField: "id"}}
+	pb := prepareFetch(f, res)
+	all := append([]*persistence.Batch{pb.batch}, pb.rest...)
+	if len(all) != n {
+		t.Fatalf("%d batches, want one per message (%d)", len(all), n)
+	}
+	room := 0
+	for _, b := range all {
+		room += cap(b.Ops)
+	}
+	if room > 2*n {
+		t.Fatalf("the batches reserve room for %d ops in all, want at most %d for %d ops", room, 2*n, n)
 	}
 }

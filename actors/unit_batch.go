@@ -333,7 +333,7 @@ func (u *unitActor) sendCommit(pos string) {
 func (u *unitActor) deadLetter(pb *pendingBatch, perm *PermanentError) bool {
 	for i, op := range pb.batch.Ops {
 		if op.Position == perm.Position && op.Kind == persistence.OpMessage {
-			m, ok := pb.byPos[op.Position]
+			m, ok := pb.message(op.Position)
 			if !ok {
 				return false
 			}
@@ -368,7 +368,7 @@ func (u *unitActor) refused(pb *pendingBatch, err error) bool {
 		pb.batch, pb.rest = first, append([]*persistence.Batch{second}, pb.rest...)
 		return true
 	case len(b.Ops) == 1 && b.Ops[0].Kind != persistence.OpDeadLetter:
-		m, ok := pb.byPos[b.Ops[0].Position]
+		m, ok := pb.message(b.Ops[0].Position)
 		if !ok {
 			return false
 		}

@@ -11,16 +11,27 @@ import (
 // keys were last touched. Dead letters and handler messages are not folded.
 // Stores call it after removing duplicates.
 func Fold(ops []Op) []Op {
+	idx := FoldIndexes(ops)
+	out := make([]Op, len(idx))
+	for j, i := range idx {
+		out[j] = ops[i]
+	}
+	return out
+}
+
+// FoldIndexes is Fold without the copies: the indexes into ops of the ops
+// Fold returns, in the same order.
+func FoldIndexes(ops []Op) []int {
 	last := make(map[string]int, len(ops))
-	for i, op := range ops {
-		if op.Kind == OpUpsert || op.Kind == OpDelete {
+	for i := range ops {
+		if op := &ops[i]; op.Kind == OpUpsert || op.Kind == OpDelete {
 			last[op.Key] = i
 		}
 	}
-	out := make([]Op, 0, len(last))
-	for i, op := range ops {
-		if (op.Kind == OpUpsert || op.Kind == OpDelete) && last[op.Key] == i {
-			out = append(out, op)
+	out := make([]int, 0, len(last))
+	for i := range ops {
+		if op := &ops[i]; (op.Kind == OpUpsert || op.Kind == OpDelete) && last[op.Key] == i {
+			out = append(out, i)
 		}
 	}
 	return out

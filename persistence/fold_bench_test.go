@@ -5,9 +5,9 @@ import (
 	"testing"
 )
 
-// BenchmarkFold folds a 500-op batch over 100 keys (each key touched five
+// benchFoldOps is a 500-op batch over 100 keys (each key touched five
 // times, a delete now and then), the shape of a hot topic's batch.
-func BenchmarkFold(b *testing.B) {
+func benchFoldOps() []Op {
 	ops := make([]Op, 500)
 	for i := range ops {
 		k := "k" + strconv.Itoa(i%100)
@@ -16,9 +16,23 @@ func BenchmarkFold(b *testing.B) {
 			ops[i] = Op{Kind: OpDelete, Key: k, Position: strconv.Itoa(i)}
 		}
 	}
+	return ops
+}
+
+// BenchmarkFold folds benchFoldOps.
+func BenchmarkFold(b *testing.B) { benchFold(b, func(ops []Op) int { return len(Fold(ops)) }) }
+
+// BenchmarkFoldIndexes is BenchmarkFold without the copies of the ops
+// (what the PostgreSQL store folds with).
+func BenchmarkFoldIndexes(b *testing.B) {
+	benchFold(b, func(ops []Op) int { return len(FoldIndexes(ops)) })
+}
+
+func benchFold(b *testing.B, fold func([]Op) int) {
+	ops := benchFoldOps()
 	b.ReportAllocs()
 	for b.Loop() {
-		if n := len(Fold(ops)); n != 100 {
+		if n := fold(ops); n != 100 {
 			b.Fatalf("folded to %d ops, want 100", n)
 		}
 	}

@@ -145,7 +145,8 @@ func (c Config) Record(m brokers.Message) persistence.Op {
 	if len(m.Value) == 0 {
 		return c.dead(op, m, ReasonEmptyBody)
 	}
-	var p parser
+	p := getParser()
+	defer putParser(p)
 	if err := p.parse(m.Value); err != nil {
 		return c.dead(op, m, err.Error())
 	}
@@ -166,18 +167,18 @@ func (c Config) Record(m brokers.Message) persistence.Op {
 				}
 				before = -1
 			}
-			return c.keyed(op, m, persistence.OpDelete, before, &p)
+			return c.keyed(op, m, persistence.OpDelete, before, p)
 		}
 		after := p.member(root, "after")
 		if p.nodes[after].kind != kindObject {
 			return c.dead(op, m, fmt.Sprintf("Debezium op %q: after is %s, want an object", opName, p.nodes[after].kind.typeName()))
 		}
-		return c.keyed(op, m, persistence.OpUpsert, after, &p)
+		return c.keyed(op, m, persistence.OpUpsert, after, p)
 	}
 	if d := p.member(0, "_deleted"); d >= 0 && p.nodes[d].kind == kindTrue {
-		return c.keyed(op, m, persistence.OpDelete, 0, &p)
+		return c.keyed(op, m, persistence.OpDelete, 0, p)
 	}
-	return c.keyed(op, m, persistence.OpUpsert, 0, &p)
+	return c.keyed(op, m, persistence.OpUpsert, 0, p)
 }
 
 // isDebezium reports whether node i is a Debezium change event.

@@ -3,6 +3,7 @@ package decode
 import (
 	"fmt"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -85,6 +86,28 @@ type parser struct {
 	members []member // scratch of canonical: members of the objects being written
 }
 
+// parsers holds parsers between messages: a parser's arenas are reused
+// (Record parses every message of a fetch; allocating them per message
+// was most of the decoder's garbage).
+var parsers = sync.Pool{New: func() any { return new(parser) }}
+
+// maxPooledNodes is the largest node arena a parser goes back to the pool
+// with: a parser that took a huge document is left to the collector, so
+// the pool does not pin its arenas.
+const maxPooledNodes = 1 << 14
+
+// getParser takes a parser from the pool; putParser gives it back.
+func getParser() *parser { return parsers.Get().(*parser) }
+
+func putParser(p *parser) {
+	if cap(p.nodes) > maxPooledNodes || cap(p.members) > maxPooledNodes {
+		return
+	}
+	p.src = nil // do not pin the message
+	clear(p.members[:cap(p.members)])
+	parsers.Put(p)
+}
+
 // member is one object member while canonical sorts them.
 type member struct {
 	name []byte
@@ -95,14 +118,21 @@ type member struct {
 // parse parses src as exactly one JSON value surrounded by optional
 // whitespace and returns the index of its root node (always 0).
 func (p *parser) parse(src []byte) error {
-	p.src, p.pos = src, 0
+	p.src, p.pos, p.depth = src, 0, 0
 	if len(src) > maxInput {
 		return &syntaxError{unsupported: true, msg: "document over 2 GiB", off: 0}
 	}
+	// A parser from the pool keeps its arenas: only a larger document
+	// than it has seen allocates.
 	n := len(src)/5 + 8
-	p.nodes = make([]node, 0, n)
-	p.kids = make([]int32, 0, n)
-	p.stack = make([]int32, 0, 32)
+	if cap(p.nodes) < n {
+		p.nodes = make([]node, 0, n)
+		p.kids = make([]int32, 0, n)
+	}
+	if p.stack == nil {
+		p.stack = make([]int32, 0, 32)
+	}
+	p.nodes, p.kids, p.stack, p.members = p.nodes[:0], p.kids[:0], p.stack[:0], p.members[:0]
 	if _, err := p.value(); err != nil {
 		return err
 	}

@@ -138,20 +138,12 @@ func (a *applyPlan) pipelined(tableKnown bool) bool {
 	return !a.b.Dedupe && len(a.msgs) == 0 && tableKnown
 }
 
-// applyPipelined writes a folded stream batch in one round trip.
+// applyPipelined writes a folded stream batch in one round trip: a
+// pipeline of one batch (ApplyGroup's), so that its arrays are encoded as
+// the group's are (encodeQuery).
 func (s *Store) applyPipelined(ctx context.Context, a *applyPlan, rec *recordsSQL) (persistence.Applied, error) {
-	q := &pgx.Batch{}
-	q.Queue(s.sql.fence, a.b.Unit, a.b.Lease.Token)
-	a.queueWrites(q, s, rec)
-	br := s.pool.SendBatch(ctx, q)
-	err := a.readFence(br)
-	if err == nil {
-		err = a.readWrites(br)
-	}
-	if cerr := br.Close(); err == nil && cerr != nil {
-		err = wrapf(cerr, "commit")
-	}
-	if err != nil {
+	a.rec = rec
+	if err := s.pipeline(ctx, []*applyPlan{a})[0]; err != nil {
 		return persistence.Applied{}, err
 	}
 	return a.applied, nil
@@ -378,9 +370,19 @@ func (a *applyPlan) fold(fresh map[string]bool) {
 	}
 	// Keys in one order for the same reason as the dedupe ids: units that
 	// share a records table write overlapping keys.
-	records := persistence.Fold(ops)
-	slices.SortStableFunc(records, func(x, y persistence.Op) int { return strings.Compare(x.Key, y.Key) })
-	for _, op := range records {
+	// The folded ops are read in place (FoldIndexes) and sorted as
+	// indexes: an Op is 144 bytes, an index 8.
+	records := persistence.FoldIndexes(ops)
+	slices.SortFunc(records, func(x, y int) int { return strings.Compare(ops[x].Key, ops[y].Key) }) // keys are distinct
+	ups := 0
+	for _, i := range records {
+		if ops[i].Kind == persistence.OpUpsert {
+			ups++
+		}
+	}
+	a.upKeys, a.upDocs, a.upPositions = make([]string, 0, ups), make([][]byte, 0, ups), make([]string, 0, ups)
+	for _, i := range records {
+		op := &ops[i]
 		if op.Kind == persistence.OpDelete {
 			a.delKeys = append(a.delKeys, op.Key)
 			continue

@@ -26,8 +26,10 @@
 //     token it checked: a stale token gets persistence.ErrLeaseLost and
 //     nothing is written. It sends one statement per table for the whole
 //     batch (unnest arrays, key = ANY), pipelined: a stream batch is one
-//     round trip whatever its size; a queue batch (dedupe) or a handler
-//     batch is begin, two pipelines and commit, plus the handler's own.
+//     round trip whatever its size (the store's own pipeline, whose
+//     text[] arguments it encodes itself: encodeQuery); a queue batch
+//     (dedupe) or a handler batch is begin, two pipelines and commit,
+//     plus the handler's own.
 //   - ApplyGroup (group commit) sends the stream batches of a group as
 //     pipelines with a Sync after each batch (each its own implicit
 //     transaction, rolled back alone by its fence or a refused record),

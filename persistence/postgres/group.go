@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 
 	"github.com/jackc/pgx/v5"
@@ -173,18 +172,17 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 		// Every statement of a batch encoded before any is sent: a batch
 		// whose arguments do not encode is not sent at all.
 		for _, qq := range q.QueuedQueries {
-			sd := descs[qq.SQL]
-			if err := eqb.Build(typeMap, sd, qq.Arguments); err != nil {
+			eq, err := encodeQuery(&eqb, typeMap, descs[qq.SQL], qq.Arguments)
+			if err != nil {
 				errs[k], encoded[k] = fmt.Errorf("encode: %w", err), nil
 				break
-			}
-			eq := encodedQuery{name: sd.Name, formats: slices.Clone(eqb.ParamFormats), results: slices.Clone(eqb.ResultFormats)}
-			for _, v := range eqb.ParamValues {
-				eq.values = append(eq.values, slices.Clone(v))
 			}
 			encoded[k] = append(encoded[k], eq)
 		}
 	}
+	tr := tracePipeline(ctx, conn.Conn(), queued, errs)
+	var traceErr error
+	defer func() { tr.end(traceErr) }()
 	p := conn.Conn().PgConn().StartPipeline(ctx)
 	for k := range plans {
 		if errs[k] != nil {
@@ -197,13 +195,14 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 	}
 	if err := p.Flush(); err != nil {
 		_ = p.Close()
+		traceErr = err
 		return fail(wrapf(err, "send"))
 	}
 	for k, a := range plans {
 		if errs[k] != nil {
 			continue // not sent
 		}
-		seg := &segment{p: p}
+		seg := &segment{p: p, stmts: queued[k].QueuedQueries, tr: tr}
 		err := a.readFence(seg)
 		if err == nil {
 			err = a.readWrites(seg)
@@ -217,6 +216,7 @@ func (s *Store) pipeline(ctx context.Context, plans []*applyPlan) []error {
 				// The connection is gone: the outcome of every later batch
 				// is unknown.
 				_ = p.Close()
+				traceErr = err
 				return fail(dbErr(err))
 			}
 		}
@@ -242,12 +242,26 @@ type segment struct {
 	p      *pgconn.Pipeline
 	err    error // of the statement that failed
 	broken bool  // the connection failed: nothing more can be read
+	stmts  []*pgx.QueuedQuery
+	n      int // statements read
+	tr     *pipeTrace
 }
 
 func (g *segment) Exec() (pgconn.CommandTag, error) {
 	if g.err != nil {
 		return pgconn.CommandTag{}, g.err
 	}
+	var stmt *pgx.QueuedQuery
+	if g.n < len(g.stmts) {
+		stmt = g.stmts[g.n]
+	}
+	g.n++
+	tag, err := g.exec()
+	g.tr.query(stmt, tag, err)
+	return tag, err
+}
+
+func (g *segment) exec() (pgconn.CommandTag, error) {
 	r, err := g.p.GetResults()
 	if err == nil {
 		rr, ok := r.(*pgconn.ResultReader)
