@@ -120,11 +120,13 @@ func (f *fakeNode) setTree(tree actors.Tree) {
 	f.trees, f.calls = []actors.Tree{tree}, 0
 }
 
-// appliedTree is node's running units of source orders, each with applied.
+// appliedTree is node's running units of source orders, each with applied
+// and a lag_seconds the broker cannot tell (-1).
 func appliedTree(node string, applied int64, units ...string) actors.Tree {
 	t := withUnits(node, units...)
 	for i := range t.Sources[0].Units {
 		t.Sources[0].Units[i].Applied = applied
+		t.Sources[0].Units[i].LagSeconds = -1
 	}
 	return t
 }
@@ -166,7 +168,11 @@ func TestPageShowsGoneNodesAndChartsInHeadlessChromium(t *testing.T) {
 	// clock passes SampleEvery, after the cluster changed.
 	for i := range 21 {
 		n := int64(i)
-		aNode.setTree(appliedTree("node-a", 900*n, "orders/0"))
+		ta := appliedTree("node-a", 900*n, "orders/0")
+		if i >= 18 { // the last three samples know node-a's lag: the chart's line
+			ta.Sources[0].Units[0].LagSeconds = float64(2 * i)
+		}
+		aNode.setTree(ta)
 		switch {
 		case i < 12:
 			bNode.setTree(appliedTree("node-b", 600*n, "orders/1"))
@@ -210,7 +216,7 @@ func TestPageShowsGoneNodesAndChartsInHeadlessChromium(t *testing.T) {
 	}
 	charts := dom[strings.Index(dom, `<section id="charts">`):strings.Index(dom, `<main id="board">`)]
 	for _, want := range []string{`data-source="orders"`, "last 10 min · 1 move", `data-series="applied_per_sec"`, `<polyline class="rate" points="`,
-		`<line class="mv"`, "orders/7: node-c → node-b", `data-series="lag_seconds"`, "no data"} {
+		`<line class="mv"`, "orders/7: node-c → node-b", `data-series="lag_seconds"`, `<polyline class="lagline" points="`, "lag<b>40 s</b>"} {
 		if !strings.Contains(charts, want) {
 			t.Errorf("charts lack %q:\n%s", want, charts)
 		}
