@@ -100,15 +100,28 @@ func (s *Store) prepareBatch(ctx context.Context, b *persistence.Batch) (*tableS
 // letters, Handle and the checkpoint. On an error the caller rolls back
 // what it wrote (the transaction, or the batch's savepoint).
 func (s *Store) applyIn(ctx context.Context, tx *sql.Tx, b *persistence.Batch, table *tableStmts, now int64) (applied persistence.Applied, err error) {
+	if err := s.fence(ctx, tx, b); err != nil {
+		return applied, err
+	}
+	return s.applyFenced(ctx, tx, b, table, now)
+}
+
+// fence checks b's lease token inside tx, before anything of b is
+// written: persistence.ErrLeaseLost when the unit changed hands.
+func (s *Store) fence(ctx context.Context, tx *sql.Tx, b *persistence.Batch) error {
 	var token int64
-	err = tx.StmtContext(ctx, s.stmts.fence).QueryRowContext(ctx, b.Unit).Scan(&token)
+	err := tx.StmtContext(ctx, s.stmts.fence).QueryRowContext(ctx, b.Unit).Scan(&token)
 	if errors.Is(err, sql.ErrNoRows) || (err == nil && token != b.Lease.Token) {
-		return applied, fmt.Errorf("token %d: %w", b.Lease.Token, persistence.ErrLeaseLost)
+		return fmt.Errorf("token %d: %w", b.Lease.Token, persistence.ErrLeaseLost)
 	}
 	if err != nil {
-		return applied, dbErr(err)
+		return dbErr(err)
 	}
+	return nil
+}
 
+// applyFenced is applyIn after the fence.
+func (s *Store) applyFenced(ctx context.Context, tx *sql.Tx, b *persistence.Batch, table *tableStmts, now int64) (applied persistence.Applied, err error) {
 	fresh := b.Ops
 	if b.Dedupe {
 		if fresh, err = s.dedupe(ctx, tx, b, now, &applied); err != nil {
