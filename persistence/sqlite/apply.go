@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -296,7 +297,11 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 				continue
 			}
 		}
-		if _, err := up.ExecContext(ctx, op.Key, string(op.Doc), b.Source, b.Unit, op.Position, now); err != nil {
+		doc, err := compactJSON(op.Doc)
+		if err != nil {
+			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
+		}
+		if _, err := up.ExecContext(ctx, op.Key, string(doc), b.Source, b.Unit, op.Position, now); err != nil {
 			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
 		}
 		if err := s.wrote(); err != nil {
@@ -305,6 +310,23 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 		applied.Upserted++
 	}
 	return nil
+}
+
+// compactJSON is doc, valid JSON, without the whitespace between its
+// tokens: the text SQLite's json() stores for it, which the upsert once
+// computed (at a cost of about a tenth of a group commit's CPU). A text
+// with no space, tab or line break at all is compact as it is (whitespace
+// inside a JSON string can only be a space).
+func compactJSON(doc []byte) ([]byte, error) {
+	if bytes.IndexAny(doc, " \t\r\n") < 0 {
+		return doc, nil
+	}
+	var buf bytes.Buffer
+	buf.Grow(len(doc))
+	if err := json.Compact(&buf, doc); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // moveCheckpoint writes the batch's checkpoint when it is after the stored
@@ -437,8 +459,12 @@ func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) erro
 			return nil
 		}
 	}
+	compact, err := compactJSON(doc)
+	if err != nil {
+		return fmt.Errorf("put %s/%s: %w", table, key, persistence.Refused(err))
+	}
 	st, text := t.stmt(ctx, table, func(ts *tableStmts) *sql.Stmt { return ts.upsert }, func(up, _, _ string) string { return up })
-	args := []any{key, string(doc), t.source, t.unit, t.position, t.now}
+	args := []any{key, string(compact), t.source, t.unit, t.position, t.now}
 	if st != nil {
 		_, err = st.ExecContext(ctx, args...)
 	} else {

@@ -474,9 +474,12 @@ func recordsTableSQL(table string) string {
 ) WITHOUT ROWID`
 }
 
+// recordsSQL are the statements of a records table. The upsert stores the
+// document as given: callers pass compactJSON's (what SQLite's json()
+// would store).
 func recordsSQL(table string) (upsert, remove, get, getMany, page string) {
 	q := quote(table)
-	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, json(?), ?, ?, ?, ?)
+	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
 	position = excluded.position, updated_at = excluded.updated_at`
 	remove = `DELETE FROM ` + q + ` WHERE key = ?`
