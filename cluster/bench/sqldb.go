@@ -146,7 +146,11 @@ type sqliteDB struct {
 }
 
 func openSQLite(ctx context.Context, path string) (*sqliteDB, error) {
-	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate", path)
+	// drover's connection pragmas (persistence/sqlite's open), but not its
+	// WAL checkpointer: the ceiling is one connection, which checkpoints
+	// as SQLite does by default, in its commits.
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(10000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=cache_size(-32768)&_pragma=temp_store(MEMORY)&_txlock=immediate", path)
 	h, err := sql.Open("sqlite", dsn)
 	if err != nil {
 		return nil, err

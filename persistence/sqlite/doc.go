@@ -19,8 +19,15 @@
 //   - One connection per Store (SetMaxOpenConns(1)): within a process,
 //     writers queue in database/sql rather than on the file lock.
 //   - ApplyGroup (group commit) writes a group of batches in one
-//     immediate transaction, one savepoint per batch: a batch fenced off,
-//     refused or failed by its handler rolls back to its savepoint alone.
+//     immediate transaction; a batch fenced off, refused or failed by its
+//     handler fails alone. Without handlers the group runs without
+//     savepoints and, when a batch fails after its fence, is rolled back
+//     and run again without it; with one, each batch has a savepoint.
+//   - Connection settings: synchronous=NORMAL, a 32 MiB page cache,
+//     temp_store=MEMORY, and WAL checkpoints off the commit path: a
+//     PASSIVE checkpoint every 200 ms on a connection of the Store's own,
+//     the writer's wal_autocheckpoint only a backstop at 16,384 pages
+//     (walcheckpoint.go).
 //   - Processes that open one fresh file at once all come up: the first
 //     connection's switch to WAL can fail with SQLITE_BUSY at once (no busy
 //     wait) while another process switches or migrates, so Open retries
@@ -50,7 +57,7 @@
 //   - Lease expiry and every timestamp come from Config.Clock (nil:
 //     clock.Real{}). Times are stored as INTEGER unix nanoseconds (UTC).
 //   - Documents are stored as SQLite's json() of what the caller gave
-//     (validated, minified); "unchanged" is decided by comparing with the
+//     (validated, minified: computed in Go, compactJSON); "unchanged" is decided by comparing with the
 //     stored document as JSON values (key order, whitespace and the spelling
 //     of numbers ignored), as PostgreSQL's jsonb equality would.
 //   - Errors from the driver are translated at this boundary: no
@@ -89,8 +96,9 @@
 //
 // # Goroutines and blocking
 //
-// The Store starts no goroutines (database/sql watches each transaction's
-// context with one of its own). Every call may block on the file lock for
+// A writing Store starts one goroutine, its WAL checkpointer, which Close
+// stops and waits for; a read-only one starts none (database/sql watches
+// each transaction's context with one of its own). Every call may block on the file lock for
 // up to busy_timeout, and never beyond Config.Timeout. Batch.Handle runs while the Store's one connection is
 // inside the batch's transaction: it must use its Tx and never call the
 // Store, which would wait for that connection forever.

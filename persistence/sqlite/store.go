@@ -71,6 +71,7 @@ type Store struct {
 	log     *slog.Logger
 	timeout time.Duration // bounds every call (Config.Timeout)
 	stmts   statements
+	ckpt    *checkpointer // nil when ReadOnly
 
 	mu     sync.Mutex             // guards tables
 	tables map[string]*tableStmts // records tables known to exist
@@ -157,8 +158,17 @@ func (s *Store) open(ctx context.Context) error {
 	// _txlock=immediate takes the write lock at BEGIN, so that a
 	// transaction never has to upgrade a read lock (which fails at once
 	// with SQLITE_BUSY whatever the timeout when another process wrote).
-	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_txlock=immediate",
-		s.path, max(s.timeout.Milliseconds(), 1))
+	//
+	// cache_size: 32 MiB of page cache (SQLite's default is 2 MiB), so that
+	// a group commit's pages stay in memory instead of spilling to the WAL
+	// before the commit and being read back. temp_store(MEMORY) keeps the
+	// sub-journal of ApplyGroup's savepoints in memory (by default it goes
+	// to a temporary file past 64 KiB). wal_autocheckpoint: checkpoints run
+	// off the commit path (walcheckpoint.go); the writer's own is a
+	// backstop.
+	dsn := fmt.Sprintf("file:%s?_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
+		"&_pragma=cache_size(-32768)&_pragma=temp_store(MEMORY)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
+		s.path, max(s.timeout.Milliseconds(), 1), walBackstopPages)
 	switch {
 	case s.ro:
 		// No journal_mode (a write) and no immediate transactions (they
@@ -201,6 +211,14 @@ func (s *Store) open(ctx context.Context) error {
 		s.stmts = statements{}
 		return err
 	}
+	if !s.ro {
+		if s.ckpt, err = startCheckpointer(ctx, s.path, s.timeout, s.log); err != nil {
+			s.stmts.close()
+			s.stmts = statements{}
+			_ = db.Close()
+			return err
+		}
+	}
 	s.db = db
 	return nil
 }
@@ -238,6 +256,12 @@ func (s *Store) Close() error {
 	s.tables = map[string]*tableStmts{}
 	s.mu.Unlock()
 	s.stmts.close()
+	if s.ckpt != nil {
+		if err := s.ckpt.close(); err != nil {
+			_ = s.db.Close()
+			return fmt.Errorf("close sqlite store %s: checkpointer: %w", s.path, dbErr(err))
+		}
+	}
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("close sqlite store %s: %w", s.path, dbErr(err))
 	}
@@ -452,9 +476,12 @@ func recordsTableSQL(table string) string {
 ) WITHOUT ROWID`
 }
 
+// recordsSQL are the statements of a records table. The upsert stores the
+// document as given: callers pass compactJSON's (what SQLite's json()
+// would store).
 func recordsSQL(table string) (upsert, remove, get, getMany, page string) {
 	q := quote(table)
-	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, json(?), ?, ?, ?, ?)
+	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
 	position = excluded.position, updated_at = excluded.updated_at`
 	remove = `DELETE FROM ` + q + ` WHERE key = ?`

@@ -105,6 +105,8 @@ func definitions() []definition {
 		{"Group/LostLeaseCostsOnlyItsBatch/Stream", always, testGroupLostLease(streamBatch)},
 		{"Group/RefusedRecordCostsOnlyItsBatch/Queue", needsRefuse, testGroupRefused(queueBatch)},
 		{"Group/RefusedRecordCostsOnlyItsBatch/Stream", needsRefuse, testGroupRefused(streamBatch)},
+		{"Group/SeveralFailuresEachCostOnlyTheirBatch/Queue", needsRefuse, testGroupSeveralFailures(queueBatch)},
+		{"Group/SeveralFailuresEachCostOnlyTheirBatch/Stream", needsRefuse, testGroupSeveralFailures(streamBatch)},
 		{"Group/DedupeAcrossTheGroup", always, testGroupDedupe},
 		{"Group/SameUnitTwiceInOrder", always, testGroupSameUnitInOrder},
 		{"Group/HandlerBatches", always, testGroupHandler},

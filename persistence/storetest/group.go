@@ -49,7 +49,13 @@ func unitBatch(k batchKind, l persistence.Lease, i int, pos string) *persistence
 // "gone" record (so that the table exists and the deletions delete).
 func (e *env) groupOfThree() []persistence.Lease {
 	e.t.Helper()
-	ls := make([]persistence.Lease, 3)
+	return e.groupOf(3)
+}
+
+// groupOf is groupOfThree for orders/0..n-1.
+func (e *env) groupOf(n int) []persistence.Lease {
+	e.t.Helper()
+	ls := make([]persistence.Lease, n)
 	for i := range ls {
 		ls[i] = e.acquire(fmt.Sprintf("orders/%d", i), "node-1")
 		e.apply(&persistence.Batch{Source: "orders", Unit: ls[i].Unit, Lease: ls[i], Table: "orders",
@@ -153,6 +159,56 @@ func testGroupRefused(k batchKind) func(*env) {
 			e.t.Errorf("batch with a refused record: err = %v, want ErrPermanent", err)
 		}
 		e.wantUnitUntouched(1)
+	}
+}
+
+// testGroupSeveralFailures: in a group of five, the first and fourth
+// batches are refused after writing part of themselves and the third lost
+// its lease; each fails alone, and the second and fifth commit once, with
+// their own counts (a store that runs a group again after a failure must
+// not count or write a batch twice).
+func testGroupSeveralFailures(k batchKind) func(*env) {
+	return func(e *env) {
+		g := e.group()
+		ls := e.groupOf(5)
+		e.h.Refuse(e.t, e.s, "orders")
+		e.acquire("orders/2", "node-2", "node-2") // node-1 is not live: taken over
+		bs := make([]*persistence.Batch, 5)
+		for i := range bs {
+			bs[i] = unitBatch(k, ls[i], i, "5")
+		}
+		for _, i := range []int{0, 3} {
+			bad := upsert(fmt.Sprintf("u%d-bad", i), `{"bad":true}`, "55")
+			if k.dedupe {
+				bad.MessageID = fmt.Sprintf("m-u%d-55", i)
+			}
+			bs[i].Ops = append(bs[i].Ops, bad)
+			bs[i].Checkpoint = "55"
+		}
+		res := g.ApplyGroup(e.ctx, bs)
+		if len(res) != 5 {
+			e.t.Fatalf("ApplyGroup of 5 batches gave %d results", len(res))
+		}
+		for _, i := range []int{0, 3} {
+			if err := res[i].Err; !persistence.Permanent(err) || errors.Is(err, persistence.ErrLeaseLost) {
+				e.t.Errorf("batch %d with a refused record: err = %v, want ErrPermanent", i, err)
+			}
+			e.wantUnitUntouched(i)
+		}
+		if !errors.Is(res[2].Err, persistence.ErrLeaseLost) {
+			e.t.Errorf("batch with a lost lease: err = %v, want ErrLeaseLost", res[2].Err)
+		}
+		e.wantUnitUntouched(2)
+		e.wantUnitApplied(1, "5", res[1])
+		e.wantUnitApplied(4, "5", res[4])
+		if k.dedupe {
+			l0 := ls[0]
+			a := e.apply(&persistence.Batch{Source: "orders", Unit: l0.Unit, Lease: l0, Table: "orders", Dedupe: true,
+				Ops: []persistence.Op{withID(upsert("u0-again", `{"n":1}`, "56"), "m-u0-51"), withID(upsert("u1-again", `{"n":1}`, "57"), "m-u1-51")}})
+			if !slices.Equal(a.Duplicates, []string{"m-u1-51"}) {
+				e.t.Errorf("duplicates %v, want m-u1-51 only (the refused batch's ids were not recorded)", a.Duplicates)
+			}
+		}
 	}
 }
 

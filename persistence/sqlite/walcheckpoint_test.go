@@ -1,0 +1,107 @@
+package sqlite_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/persistence"
+	"github.com/drover-dev/drover/persistence/sqlite"
+)
+
+// walStore opens a store in a fresh directory and takes a lease of
+// big/0; put(n, from) applies one batch of n upserts of 2 KB documents,
+// keys from..from+n-1.
+func walStore(t *testing.T) (s *sqlite.Store, path string, put func(n, from int)) {
+	t.Helper()
+	ctx := context.Background()
+	path = filepath.Join(t.TempDir(), "drover.db")
+	s = open(t, path, nil)
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "big/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pad := strings.Repeat("x", 2000)
+	pos := 0
+	put = func(n, from int) {
+		t.Helper()
+		ops := make([]persistence.Op, n)
+		for i := range ops {
+			pos++
+			ops[i] = persistence.Op{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(from+i), Position: strconv.Itoa(pos),
+				Doc: fmt.Appendf(nil, `{"seq":%d,"pad":%q}`, pos, pad)}
+		}
+		if _, err := s.Apply(ctx, &persistence.Batch{Source: "big", Unit: l.Unit, Lease: l, Table: "big", Ops: ops, Checkpoint: strconv.Itoa(pos)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, path, put
+}
+
+func fileSize(t *testing.T, path string) int64 {
+	t.Helper()
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// TestCommitLeavesCheckpointToCheckpointer: a commit of far more than
+// SQLite's default 1,000 pages of WAL does not checkpoint (the database
+// file does not grow), so the batch does not wait for the copy and its
+// fsync.
+func TestCommitLeavesCheckpointToCheckpointer(t *testing.T) {
+	s, path, put := walStore(t)
+	if err := sqlite.StopCheckpointer(s); err != nil {
+		t.Fatal(err)
+	}
+	put(10, 0) // the records table exists
+	before := fileSize(t, path)
+	put(3000, 0) // about 6 MB: 1,500 pages
+	if after := fileSize(t, path); after != before {
+		t.Errorf("database file grew from %d to %d bytes in a commit: the commit checkpointed", before, after)
+	}
+}
+
+// TestCheckpointerCopiesTheWAL: with no further commit, the store's
+// checkpointer copies the WAL into the database file.
+func TestCheckpointerCopiesTheWAL(t *testing.T) {
+	_, path, put := walStore(t)
+	put(10, 0)
+	before := fileSize(t, path)
+	put(3000, 0)
+	deadline := time.Now().Add(10 * time.Second)
+	for fileSize(t, path) < before+4<<20 {
+		if time.Now().After(deadline) {
+			t.Fatalf("database file still %d bytes (was %d) 10 s after a commit of 6 MB: no checkpoint", fileSize(t, path), before)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+// TestWALBoundedWithoutCheckpointer: when the checkpointer does not run,
+// the writer checkpoints itself once the WAL holds the backstop's pages,
+// so the WAL cannot grow without limit.
+func TestWALBoundedWithoutCheckpointer(t *testing.T) {
+	s, path, put := walStore(t)
+	if err := sqlite.StopCheckpointer(s); err != nil {
+		t.Fatal(err)
+	}
+	put(10, 0)
+	before := fileSize(t, path)
+	for i := range 22 { // 22 × 2,000 documents of 2 KB: about 90 MB of WAL frames
+		put(2000, i*1000)
+	}
+	if after := fileSize(t, path); after <= before {
+		t.Errorf("database file %d bytes after 90 MB of commits (was %d): the writer never checkpointed", after, before)
+	}
+	if wal := fileSize(t, path+"-wal"); wal > 80<<20 {
+		t.Errorf("WAL is %d MB after 90 MB of commits, want it bounded near 64 MiB", wal>>20)
+	}
+}
