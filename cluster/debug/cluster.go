@@ -59,18 +59,37 @@ func failed(name string, err error) NodeTree {
 // flight is one cluster fan-out, shared by the requests that come while
 // it runs.
 type flight struct {
-	done chan struct{} // closed once body and err are set
+	done chan struct{} // closed once ct is set
+	ct   ClusterTree
+
+	once sync.Once // the JSON is made once, for the first caller that wants it
 	body []byte
 	err  error
 }
 
-// clusterJSON is the cluster tree as JSON. At most one fan-out runs at a
-// time: a request that comes while one runs waits for it (or for its own
-// ctx) and answers with the same bytes, which were asked for at most
+// json is the flight's cluster tree as JSON, marshalled once.
+func (f *flight) json() ([]byte, error) {
+	f.once.Do(func() { f.body, f.err = json.Marshal(f.ct) })
+	return f.body, f.err
+}
+
+// clusterJSON is the cluster tree as JSON (see fanOut).
+func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
+	f, err := s.fanOut(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return f.json()
+}
+
+// fanOut returns the flight of the cluster tree. At most one fan-out runs
+// at a time: a request that comes while one runs waits for it (or for its
+// own ctx) and answers with the same tree, which was asked for at most
 // FetchTimeout before. The fan-out runs on the goroutine of the request
 // that started it, and does not end when that request's client goes: the
-// others wait on it.
-func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
+// others wait on it. The tree is shared: callers only read it; its JSON
+// is made only when a caller asks for it (the background sample does not).
+func (s *Server) fanOut(ctx context.Context) (*flight, error) {
 	s.flightMu.Lock()
 	if f := s.flight; f != nil {
 		s.flightMu.Unlock()
@@ -78,7 +97,7 @@ func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
 		defer s.waiters.Add(-1)
 		select {
 		case <-f.done:
-			return f.body, f.err
+			return f, nil
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -92,22 +111,22 @@ func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
 		s.flightMu.Unlock()
 		close(f.done)
 	}()
-	ct, states := s.clusterTree(context.WithoutCancel(ctx))
+	ct, self, states := s.clusterTree(context.WithoutCancel(ctx))
 	now := s.cfg.Clock.Now()
-	s.gone.observe(now, ct.Nodes, states)
+	s.gone.observe(now, self, ct.Nodes, states)
 	ct.Gone = s.gone.list(now)
-	f.body, f.err = json.Marshal(ct)
-	return f.body, f.err
+	f.ct = ct
+	return f, nil
 }
 
 // clusterTree is this node's tree and every other live member's, asked
 // concurrently, with the members' gossiped states; it returns when every
-// member answered or failed.
-func (s *Server) clusterTree(ctx context.Context) (ClusterTree, map[string]placement.MemberState) {
+// member answered or failed; self is this node's name.
+func (s *Server) clusterTree(ctx context.Context) (ct ClusterTree, self string, states map[string]placement.MemberState) {
 	local := normalize(s.cfg.Node.Tree())
 	var others []placement.Member
 	seen := map[string]bool{local.Node: true}
-	states := map[string]placement.MemberState{}
+	states = map[string]placement.MemberState{}
 	for _, m := range s.cfg.Node.Members() {
 		states[m.Name] = m.State
 		if !seen[m.Name] {
@@ -131,7 +150,7 @@ func (s *Server) clusterTree(ctx context.Context) (ClusterTree, map[string]place
 	}
 	wg.Wait()
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
-	return ClusterTree{Nodes: nodes}, states
+	return ClusterTree{Nodes: nodes}, local.Node, states
 }
 
 // memberTree asks member m for its own tree. The token goes only to

@@ -81,13 +81,18 @@ func newGoneMemory(keep time.Duration, max int) *goneMemory {
 // observe records one cluster view read at now: nodes are the trees (or
 // errors) of the members listed, states their gossiped states. A member
 // of the last view that is not listed now has gone; a gone member listed
-// again is live again.
-func (g *goneMemory) observe(now time.Time, nodes []NodeTree, states map[string]placement.MemberState) {
+// again is live again. self is the node that reads the view: it never
+// goes from its own view, so its tree (all of its units: 10,000 on a big
+// node) is not kept.
+func (g *goneMemory) observe(now time.Time, self string, nodes []NodeTree, states map[string]placement.MemberState) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	listed := make(map[string]bool, len(nodes))
 	for _, n := range nodes {
 		listed[n.Node] = true
+		if n.Node == self {
+			continue
+		}
 		e := g.live[n.Node]
 		if e == nil {
 			e = &lastSeen{}

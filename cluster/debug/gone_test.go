@@ -200,11 +200,11 @@ func TestGoneMemoryIsBounded(t *testing.T) {
 		}
 		return out
 	}
-	g.observe(clk.Now(), tree("a", "b", "c", "d", "e"), nil)
+	g.observe(clk.Now(), "", tree("a", "b", "c", "d", "e"), nil)
 	clk.Advance(time.Second)
-	g.observe(clk.Now(), tree("a", "b", "c"), nil) // d and e go
+	g.observe(clk.Now(), "", tree("a", "b", "c"), nil) // d and e go
 	clk.Advance(time.Second)
-	g.observe(clk.Now(), tree("a"), nil) // then b and c: d and e were gone longest
+	g.observe(clk.Now(), "", tree("a"), nil) // then b and c: d and e were gone longest
 	var names []string
 	for _, x := range g.list(clk.Now()) {
 		names = append(names, x.Node)
@@ -215,8 +215,8 @@ func TestGoneMemoryIsBounded(t *testing.T) {
 	// Of several that go at once the bound keeps the last by name, the
 	// same every time.
 	g = newGoneMemory(time.Hour, 1)
-	g.observe(clk.Now(), tree("x", "z", "y"), nil)
-	g.observe(clk.Now(), nil, nil)
+	g.observe(clk.Now(), "", tree("x", "z", "y"), nil)
+	g.observe(clk.Now(), "", nil, nil)
 	if l := g.list(clk.Now()); len(l) != 1 || l[0].Node != "z" {
 		t.Fatalf("gone %+v, want z", l)
 	}
@@ -228,8 +228,8 @@ func TestGoneMemoryIsBounded(t *testing.T) {
 func TestGoneEntryHasTheTreeShapePlusGone(t *testing.T) {
 	g := newGoneMemory(time.Hour, 4)
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
-	g.observe(now, []NodeTree{{Tree: actors.Tree{Node: "a"}}, {Tree: actors.Tree{Node: "b"}, Error: "GET http://b/debug/tree: refused"}}, nil)
-	g.observe(now.Add(time.Second), []NodeTree{{Tree: actors.Tree{Node: "a"}}}, nil)
+	g.observe(now, "", []NodeTree{{Tree: actors.Tree{Node: "a"}}, {Tree: actors.Tree{Node: "b"}, Error: "GET http://b/debug/tree: refused"}}, nil)
+	g.observe(now.Add(time.Second), "", []NodeTree{{Tree: actors.Tree{Node: "a"}}}, nil)
 	b, err := json.Marshal(ClusterTree{Nodes: []NodeTree{{Tree: normalize(actors.Tree{Node: "a"})}}, Gone: g.list(now.Add(time.Second))})
 	if err != nil {
 		t.Fatal(err)
@@ -238,5 +238,31 @@ func TestGoneEntryHasTheTreeShapePlusGone(t *testing.T) {
 		`"gone":{"since":"2026-12-01T21:00:01Z","how":"died","last_error":"GET http://b/debug/tree: refused","tree_at":null}}]}`
 	if string(b) != want {
 		t.Fatalf("got  %s\nwant %s", b, want)
+	}
+}
+
+// The node reading the view never goes from it: its own tree (every unit
+// it holds) is not kept, the other members' are.
+func TestGoneMemoryKeepsNoTreeOfItsOwnNode(t *testing.T) {
+	g := newGoneMemory(time.Minute, 8)
+	now := time.Unix(1000, 0)
+	nodes := []NodeTree{
+		{Tree: actors.Tree{Node: "a", Sources: []actors.SourceStatus{{Name: "orders", Units: []actors.UnitStatus{{Unit: "orders/0"}}}}}},
+		{Tree: actors.Tree{Node: "b", Sources: []actors.SourceStatus{{Name: "orders", Units: []actors.UnitStatus{{Unit: "orders/1"}}}}}},
+	}
+	g.observe(now, "a", nodes, nil)
+	g.mu.Lock()
+	_, kept := g.live["a"]
+	b := g.live["b"]
+	g.mu.Unlock()
+	if kept {
+		t.Error("the memory keeps the reading node's own tree")
+	}
+	if b == nil || len(b.tree.Sources) != 1 {
+		t.Fatalf("member b's tree not kept: %+v", b)
+	}
+	g.observe(now.Add(time.Second), "a", nodes[:1], nil)
+	if l := g.list(now.Add(time.Second)); len(l) != 1 || l[0].Node != "b" {
+		t.Errorf("gone: %+v, want b", l)
 	}
 }

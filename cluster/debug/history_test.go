@@ -199,3 +199,52 @@ func TestHistoryRouteAndSampler(t *testing.T) {
 		t.Errorf("lag_seconds from JSON: %s", lagOf(pts[2]))
 	}
 }
+
+// The background sample reads the cluster tree's structs (viewOf) instead
+// of marshalling and decoding it: both must give the same history, for
+// every lag a unit can show (unknown -1, caught up 0, behind) and for a
+// member that did not answer.
+func TestViewOfTreeEqualsItsJSON(t *testing.T) {
+	unit := func(name string, applied int64, lag float64) actors.UnitStatus {
+		return actors.UnitStatus{Unit: name, Applied: applied, LagSeconds: lag}
+	}
+	tree := func(node string, applied int64, lags ...float64) NodeTree {
+		src := actors.SourceStatus{Name: "orders"}
+		for i, l := range lags {
+			src.Units = append(src.Units, unit(fmt.Sprintf("orders/%s-%d", node, i), applied*int64(i+1), l))
+		}
+		return NodeTree{Tree: actors.Tree{Node: node, Sources: []actors.SourceStatus{src, {Name: "audit", Units: []actors.UnitStatus{unit("audit/"+node, applied, -1)}}}}}
+	}
+	steps := []ClusterTree{
+		{Nodes: []NodeTree{tree("a", 10, -1, 0, 3.5), tree("b", 5, 2), failed("c", fmt.Errorf("down"))}},
+		{Nodes: []NodeTree{tree("a", 60, 0, 0, 1.25), tree("b", 30, -1)}},
+		{Nodes: []NodeTree{tree("a", 90, 7, -1, 0), tree("b", 80, 4)}},
+	}
+	clk := newFakeClock()
+	fromJSON, fromTree := newHistory(5*time.Second), newHistory(5*time.Second)
+	for _, ct := range steps {
+		clk.Advance(5 * time.Second)
+		b, err := json.Marshal(ct)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := fromJSON.addJSON(clk.Now(), b); err != nil {
+			t.Fatal(err)
+		}
+		fromTree.add(clk.Now(), viewOf(ct))
+	}
+	want, err := json.Marshal(fromJSON.view(clk.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := json.Marshal(fromTree.view(clk.Now()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != string(want) {
+		t.Errorf("history from the tree:\n%s\nfrom its JSON:\n%s", got, want)
+	}
+	if !strings.Contains(string(want), `"lag_seconds":7`) || !strings.Contains(string(want), `"lag_seconds":null`) {
+		t.Errorf("the steps should give a known and an unknown lag: %s", want)
+	}
+}

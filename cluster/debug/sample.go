@@ -38,13 +38,11 @@ func (s *Server) sampleLoop(ctx context.Context, done chan<- struct{}) {
 // members sees it too. Start calls it every SampleEvery; embedders
 // without the background sampler may call it themselves.
 func (s *Server) Sample(ctx context.Context) error {
-	b, err := s.clusterJSON(ctx)
+	f, err := s.fanOut(ctx)
 	if err != nil {
 		return fmt.Errorf("cluster tree: %w", err)
 	}
-	if err := s.hist.addJSON(s.cfg.Clock.Now(), b); err != nil {
-		return fmt.Errorf("decode cluster tree: %w", err)
-	}
+	s.hist.add(s.cfg.Clock.Now(), viewOf(f.ct))
 	return nil
 }
 
