@@ -194,7 +194,11 @@ func TestIdleUnitsPassivateAndAreWoken(t *testing.T) {
 // supervisor, which spawns it to give the lease up): the unit stops
 // holding it, and nothing is applied under the lost token.
 func TestLeaseLostWhilePassive(t *testing.T) {
-	w := newPassiveWorld(t, 1)
+	// n2 is no member of n1's view: with the default margin n1 would take
+	// its lease over as stale once RenewInterval+TakeoverMargin passed
+	// without n2 renewing, and on a loaded machine n1's next Acquire comes
+	// later than that. n2 holds it for the whole test.
+	w := newPassiveWorld(t, 1, func(tu *Tuning) { tu.TakeoverMargin = time.Hour })
 	waitUntilf(t, w.state, func() bool { return w.idlePassive(1) })
 	u := w.units()[0]
 	// another node takes the lease over (as one that sees n1 gone would)
