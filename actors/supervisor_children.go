@@ -305,7 +305,9 @@ func (s *supervisor) restartWaiting(ctx actor.Context) {
 
 func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 	c, ok := s.children[m.unit]
-	if !ok || c.pid.Id != m.pid.Id || !c.waiting {
+	// c.pid is nil while the unit is passive: a restartDue that outlived
+	// its restart (restartWaiting armed another) finds it so
+	if !ok || c.pid == nil || c.pid.Id != m.pid.Id || !c.waiting {
 		return
 	}
 	c.waiting = false
