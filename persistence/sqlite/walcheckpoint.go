@@ -41,6 +41,7 @@ type checkpointer struct {
 	done    chan struct{}
 	once    sync.Once
 	err     error // of the connection's Close
+	failing bool  // the last checkpoint failed (run's goroutine only)
 }
 
 // startCheckpointer opens the checkpointer's connection to path (which
@@ -72,10 +73,25 @@ func (c *checkpointer) run() {
 			return
 		case <-t.C:
 		}
-		if err := c.checkpoint(); err != nil {
-			// The backstop keeps the WAL bounded; the next tick tries again.
-			c.log.Debug("sqlite wal checkpoint", "err", err)
-		}
+		c.report(c.checkpoint())
+	}
+}
+
+// report logs a checkpoint's outcome: a warning when checkpoints start to
+// fail (the writer's backstop keeps the WAL bounded meanwhile, and the
+// next tick tries again), the failures after it at debug level only (one
+// every checkpointEvery), and a note when one succeeds again.
+func (c *checkpointer) report(err error) {
+	switch {
+	case err != nil && !c.failing:
+		c.failing = true
+		c.log.Warn("sqlite wal checkpoint failed; retried every "+checkpointEvery.String()+", the writer checkpoints past "+
+			"its backstop meanwhile", "err", err)
+	case err != nil:
+		c.log.Debug("sqlite wal checkpoint", "err", err)
+	case c.failing:
+		c.failing = false
+		c.log.Info("sqlite wal checkpoint works again")
 	}
 }
 
