@@ -73,7 +73,12 @@ type Node struct {
 	DebugAddr string `yaml:"debug_addr" json:"debug_addr"` // default 127.0.0.1:7070
 	// DebugToken is the bearer token of the debug endpoint; required when
 	// DebugAddr is not a loopback address.
-	DebugToken Secret  `yaml:"debug_token" json:"debug_token"`
+	DebugToken Secret `yaml:"debug_token" json:"debug_token"`
+	// AdminToken, when set, is the only token the debug endpoint's
+	// controls (POST /debug/control/…: pause, resume, seek, drain,
+	// undrain, reload) accept; the read token (DebugToken) then only
+	// reads. Empty: the controls take DebugToken.
+	AdminToken Secret  `yaml:"admin_token" json:"admin_token,omitempty"`
 	Capacity   float64 `yaml:"capacity" json:"capacity"` // placement weight, default 1, at most cluster.max_capacity
 	// DebugTLS makes the debug endpoint serve HTTPS; zero: plain HTTP.
 	DebugTLS DebugTLS `yaml:"debug_tls" json:"debug_tls,omitzero"`
@@ -318,6 +323,7 @@ func Load(path string) (*Config, error) {
 func (c *Config) Redacted() *Config {
 	r := *c
 	r.Node.DebugToken = Secret(r.Node.DebugToken.String())
+	r.Node.AdminToken = Secret(r.Node.AdminToken.String())
 	r.Cluster.SecretKey = Secret(r.Cluster.SecretKey.String())
 	r.Cluster.Join = append([]string(nil), c.Cluster.Join...)
 	r.Store.URL = SecretURL(r.Store.URL.String())

@@ -57,6 +57,12 @@ type Config struct {
 	// host is not a loopback address; when set, every route but /healthz
 	// requires "Authorization: Bearer <Token>".
 	Token string
+	// AdminToken, when set, is the only token the controls (POST
+	// /debug/control/{action}) accept (node.admin_token); empty: they take
+	// Token.
+	AdminToken string
+	// Controller carries out the controls; nil: they answer 501.
+	Controller Controller
 	// Node is the node shown. Required.
 	Node Node
 	// Registry is served on /metrics. Nil serves an empty registry.

@@ -28,7 +28,8 @@ type Server struct {
 	ownClient bool
 	handler   http.Handler
 	tokenSum  [sha256.Size]byte
-	tls       *tls.Config // serving; nil: plain HTTP
+	adminSum  [sha256.Size]byte // of Config.AdminToken
+	tls       *tls.Config       // serving; nil: plain HTTP
 
 	// flight is the cluster fan-out in progress, shared by every cluster
 	// request that comes while it runs (see clusterJSON).
@@ -68,7 +69,8 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, client: cfg.Client, tokenSum: sha256.Sum256([]byte(cfg.Token)),
-		gone: newGoneMemory(cfg.GoneFor, cfg.MaxGone), hist: newHistory(cfg.SampleEvery)}
+		adminSum: sha256.Sum256([]byte(cfg.AdminToken)),
+		gone:     newGoneMemory(cfg.GoneFor, cfg.MaxGone), hist: newHistory(cfg.SampleEvery)}
 	if cfg.TLSCert != "" {
 		cert, err := readPEM("node.debug_tls.cert", cfg.TLSCert)
 		if err != nil {
@@ -239,6 +241,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /debug/tree", s.tree)
 	mux.HandleFunc("GET /debug/history", s.serveHistory)
 	mux.HandleFunc("GET /debug/{$}", s.page)
+	mux.HandleFunc("POST /debug/control/{action}", s.control)
 	mux.Handle("GET /debug", http.RedirectHandler("/debug/", http.StatusMovedPermanently))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),
@@ -257,7 +260,8 @@ func (s *Server) auth(next http.Handler) http.Handler {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || s.authorized(r) {
+		// The controls check their own token (adminAuthorized).
+		if r.URL.Path == "/healthz" || r.URL.Path == "/readyz" || strings.HasPrefix(r.URL.Path, "/debug/control/") || s.authorized(r) {
 			next.ServeHTTP(w, r)
 			return
 		}

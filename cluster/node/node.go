@@ -112,6 +112,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	// before it is a member; it listens once the actors run.
 	n.debug, err = debug.New(debug.Config{
 		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
+		AdminToken: cfg.Node.AdminToken.Reveal(), Controller: n,
 		Logger: log.With("component", "debug"),
 		// Only gossip encrypted with cluster.secret_key authenticates
 		// its members: only then may the cluster view send them the token.

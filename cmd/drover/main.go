@@ -51,5 +51,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo(), newDLQ(), newBench())
+	root.AddCommand(newControls()...)
 	return root
 }
