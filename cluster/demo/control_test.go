@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // Issue 13, item 4, with real processes: three node processes on SQLite
 // under load; on each in turn, its config gets a source added ("audit2"),
 // one removed ("scratch") and one changed ("audit", a setting of it), and
-// `drover reload` applies it without a restart. Then a broken file on
+// `drover reload` (SIGHUP on the last node) applies it without a restart. Then a broken file on
 // node-1: `drover reload` exits 2 naming the field and nothing changes.
 // At the end nothing is lost or doubled (orders, audit and audit2 by the
 // verifier, scratch by its audit rows) and no unit was held by two nodes.
@@ -43,9 +44,27 @@ func TestReloadAddRemoveChangeWithSQLite(t *testing.T) {
 		if err := c.ChangeAuditSource(n, "    max_consecutive_failures: 7\n"); err != nil {
 			t.Fatal(err)
 		}
-		out, code := drover(t, "reload", "--addr", "http://"+n.DebugAddr)
-		if code != 0 || !strings.Contains(out, "added audit2") || !strings.Contains(out, "removed scratch") || !strings.Contains(out, "changed audit") {
-			t.Fatal(dumpLogs(c, fmt.Errorf("reload of %s: exit %d: %s", n.Name, code, out)))
+		var out string
+		if i == len(c.Nodes())-1 {
+			// the last by SIGHUP: the outcome shows in its tree
+			if err := syscall.Kill(n.Pid(), syscall.SIGHUP); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, ctx, n.Name+"'s reload in its tree", func() bool {
+				tr, err := GetTree(ctx, n.DebugAddr, false)
+				if err != nil || tr.Nodes[0].Reload == nil {
+					return false
+				}
+				r := tr.Nodes[0].Reload
+				out = fmt.Sprintf("SIGHUP: %+v", *r)
+				return r.OK && slices.Equal(r.Added, []string{"audit2"}) && slices.Equal(r.Removed, []string{"scratch"}) && slices.Equal(r.Changed, []string{"audit"})
+			})
+		} else {
+			var code int
+			out, code = drover(t, "reload", "--addr", "http://"+n.DebugAddr)
+			if code != 0 || !strings.Contains(out, "added audit2") || !strings.Contains(out, "removed scratch") || !strings.Contains(out, "changed audit") {
+				t.Fatal(dumpLogs(c, fmt.Errorf("reload of %s: exit %d: %s", n.Name, code, out)))
+			}
 		}
 		waitFor(t, ctx, fmt.Sprintf("converged after %s's reload", n.Name), func() bool {
 			tr, err := c.Tree(ctx)
