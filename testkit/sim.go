@@ -91,6 +91,11 @@ func (r SimResult) OK() bool {
 //     (the default) or not (Tuning.NoFetchAhead), and sometimes a wake
 //     safety timer of 1 to 5 s instead of 30 s, so that idle units on
 //     the memory stream (a brokers.Waker) also fetch unwoken;
+//   - (drawn apart too) in 1 run of 3 a node drained (out of placement,
+//     still up: it must list no unit within StopBound) and undrained 2 to
+//     10 s later; and in half the runs with the rolling change, each node
+//     gets extra by a live reload (actors.Node.AddSource) instead of a
+//     restart;
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units.
@@ -482,15 +487,32 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			})
 		}
 	}
+	// drawn apart (the rest of the scenario is as without them): a drain
+	// of a node, undrained later, and a rolling change applied live
+	drng := rand.New(rand.NewPCG(seed^0x647261696e, seed))
+	live := drng.IntN(2) == 0
+	if drng.IntN(3) == 0 {
+		at := 2*time.Second + time.Duration(drng.Int64N(int64(18*time.Second)))
+		name := names[drng.IntN(len(names))]
+		back := time.Duration(2000+drng.IntN(8000)) * time.Millisecond
+		step(at, "drain %s, undrain it after %s", name, back)
+		c.At(at, func() { _ = c.Drain(name) })
+		c.At(at+back, func() { _ = c.Undrain(name) })
+	}
 	if rolling {
 		// the rolling change: node by node, stop, add extra, start again
+		// (or, live, reload the node's sources)
 		at := time.Duration(3000+rng.IntN(5000)) * time.Millisecond
 		all := make([]string, 0, len(c.specs))
 		for _, sp := range c.specs {
 			all = append(all, sp.Name)
 		}
 		for i, name := range names {
-			step(at, "rolling change: %s runs extra from now on", name)
+			how := "restart"
+			if live {
+				how = "reload"
+			}
+			step(at, "rolling change (%s): %s runs extra from now on", how, name)
 			first := i == 0
 			c.At(at, func() {
 				_ = c.SetSources(name, all)
@@ -499,6 +521,10 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				}
 				if c.nodes[name].state != "running" {
 					return // it gets extra at its next start
+				}
+				if live {
+					_ = c.Reload(name)
+					return
 				}
 				_ = c.Stop(name)
 				var wait func()
