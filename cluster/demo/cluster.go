@@ -90,10 +90,10 @@ type Node struct {
 	// entry; extra, when set, replaces Config.Extra (SetExtra).
 	auditExtra string
 	extra      *string
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	exitErr  error
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	exitErr    error
 }
 
 // Start starts Kafka and writes the node configs; StartNode starts each.
