@@ -3,6 +3,7 @@ package testkit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"time"
 
@@ -123,4 +124,46 @@ func (c *Cluster) Reload(name string) error {
 		}
 	})
 	return nil
+}
+
+// drawDrain draws, apart from the rest of seed's scenario (which stays as
+// without it), a drain of one of names undrained later (1 run in 3), and
+// whether a rolling change is applied live by Reload (half the runs),
+// which it returns.
+func drawDrain(c *Cluster, seed uint64, names []string, step func(time.Duration, string, ...any)) (live bool) {
+	drng := rand.New(rand.NewPCG(seed^0x647261696e, seed))
+	live = drng.IntN(2) == 0
+	if drng.IntN(3) == 0 {
+		at := 2*time.Second + time.Duration(drng.Int64N(int64(18*time.Second)))
+		name := names[drng.IntN(len(names))]
+		back := time.Duration(2000+drng.IntN(8000)) * time.Millisecond
+		step(at, "drain %s, undrain it after %s", name, back)
+		c.At(at, func() { _ = c.Drain(name) })
+		c.At(at+back, func() { _ = c.Undrain(name) })
+	}
+	return live
+}
+
+// rollOut gives a running node the sources SetSources set: by Reload when
+// live, else by a graceful stop and a restart. A node that is not running
+// gets them at its next start.
+func (c *Cluster) rollOut(name string, live bool) {
+	if c.nodes[name].state != "running" {
+		return
+	}
+	if live {
+		_ = c.Reload(name)
+		return
+	}
+	_ = c.Stop(name)
+	var wait func()
+	wait = func() {
+		switch c.nodes[name].state {
+		case "stopped":
+			_ = c.Restart(name)
+		case "stopping":
+			c.At(100*time.Millisecond, wait)
+		} // killed (and perhaps restarted) meanwhile: it runs extra from its next start
+	}
+	c.At(100*time.Millisecond, wait)
 }

@@ -91,11 +91,8 @@ func (r SimResult) OK() bool {
 //     (the default) or not (Tuning.NoFetchAhead), and sometimes a wake
 //     safety timer of 1 to 5 s instead of 30 s, so that idle units on
 //     the memory stream (a brokers.Waker) also fetch unwoken;
-//   - (drawn apart too) in 1 run of 3 a node drained (out of placement,
-//     still up: it must list no unit within StopBound) and undrained 2 to
-//     10 s later; and in half the runs with the rolling change, each node
-//     gets extra by a live reload (actors.Node.AddSource) instead of a
-//     restart;
+//   - (drawn apart too) a drain, and the rolling change by live reloads
+//     instead of restarts (drawDrain);
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units.
@@ -487,18 +484,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			})
 		}
 	}
-	// drawn apart (the rest of the scenario is as without them): a drain
-	// of a node, undrained later, and a rolling change applied live
-	drng := rand.New(rand.NewPCG(seed^0x647261696e, seed))
-	live := drng.IntN(2) == 0
-	if drng.IntN(3) == 0 {
-		at := 2*time.Second + time.Duration(drng.Int64N(int64(18*time.Second)))
-		name := names[drng.IntN(len(names))]
-		back := time.Duration(2000+drng.IntN(8000)) * time.Millisecond
-		step(at, "drain %s, undrain it after %s", name, back)
-		c.At(at, func() { _ = c.Drain(name) })
-		c.At(at+back, func() { _ = c.Undrain(name) })
-	}
+	live := drawDrain(c, seed, names, step)
 	if rolling {
 		// the rolling change: node by node, stop, add extra, start again
 		// (or, live, reload the node's sources)
@@ -508,35 +494,14 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			all = append(all, sp.Name)
 		}
 		for i, name := range names {
-			how := "restart"
-			if live {
-				how = "reload"
-			}
-			step(at, "rolling change (%s): %s runs extra from now on", how, name)
+			step(at, "rolling change (%s): %s runs extra from now on", map[bool]string{false: "restart", true: "reload"}[live], name)
 			first := i == 0
 			c.At(at, func() {
 				_ = c.SetSources(name, all)
 				if first {
 					extraOn = true
 				}
-				if c.nodes[name].state != "running" {
-					return // it gets extra at its next start
-				}
-				if live {
-					_ = c.Reload(name)
-					return
-				}
-				_ = c.Stop(name)
-				var wait func()
-				wait = func() {
-					switch c.nodes[name].state {
-					case "stopped":
-						_ = c.Restart(name)
-					case "stopping":
-						c.At(100*time.Millisecond, wait)
-					} // killed (and perhaps restarted) meanwhile: it runs extra from its next start
-				}
-				c.At(100*time.Millisecond, wait)
+				c.rollOut(name, live)
 			})
 			at += time.Duration(9000+rng.IntN(3000)) * time.Millisecond
 		}
