@@ -267,6 +267,16 @@ func TestSchemasAreIsolated(t *testing.T) {
 	if rs, err := a.Records(t.Context(), "Orders", "", 0); err != nil || len(rs) != 3 {
 		t.Errorf("records of tenant_a: %d, %v; want 3", len(rs), err)
 	}
+	paused := true
+	if _, err := a.SetControl(t.Context(), persistence.ControlChange{Source: "orders", Paused: &paused, Action: "pause"}); err != nil {
+		t.Fatal(err)
+	}
+	if cs, err := b.ListControls(t.Context()); err != nil || len(cs) != 0 {
+		t.Errorf("controls seen from the other schema: %v, %v", cs, err)
+	}
+	if as, err := b.ListAudit(t.Context(), persistence.AuditFilter{}); err != nil || len(as) != 0 {
+		t.Errorf("audit seen from the other schema: %v, %v", as, err)
+	}
 	var tables []string
 	rows, err := a.pool.Query(t.Context(), `SELECT schemaname || '.' || tablename FROM pg_tables
 		WHERE schemaname IN ('tenant_a', 'Tenant_B', 'public') ORDER BY 1`)
@@ -277,9 +287,10 @@ func TestSchemasAreIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[Tenant_B.drover_checkpoints Tenant_B.drover_dead_letters Tenant_B.drover_dedupe Tenant_B.drover_leases " +
-		"Tenant_B.drover_migrations Tenant_B.drover_nodes Tenant_B.drover_quality Tenant_B.drover_sources tenant_a.Orders " +
-		"tenant_a.drover_checkpoints tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases " +
+	want := "[Tenant_B.drover_audit Tenant_B.drover_checkpoints Tenant_B.drover_controls Tenant_B.drover_dead_letters " +
+		"Tenant_B.drover_dedupe Tenant_B.drover_leases Tenant_B.drover_migrations Tenant_B.drover_nodes Tenant_B.drover_quality " +
+		"Tenant_B.drover_sources tenant_a.Orders tenant_a.drover_audit tenant_a.drover_checkpoints tenant_a.drover_controls " +
+		"tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases " +
 		"tenant_a.drover_migrations tenant_a.drover_nodes tenant_a.drover_quality tenant_a.drover_sources]"
 	if fmt.Sprint(tables) != want {
 		t.Errorf("tables = %v\nwant     %s", tables, want)
