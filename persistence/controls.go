@@ -87,7 +87,7 @@ func (c *ControlChange) Apply(cur Control) Control {
 	return cur
 }
 
-// AuditEntry is one row of drover_audit: a control carried out.
+// AuditEntry is one row of drover_control_audit: a control carried out.
 type AuditEntry struct {
 	ID     int64     // increasing in the order of writes
 	At     time.Time // by the store's clock

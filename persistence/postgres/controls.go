@@ -36,7 +36,7 @@ func (s *Store) SetControl(ctx context.Context, c persistence.ControlChange) (pe
 }
 
 func (s *Store) setControl(ctx context.Context, c persistence.ControlChange) (row persistence.Control, err error) {
-	controls, audit := s.name("drover_controls"), s.name("drover_audit")
+	controls, audit := s.name("drover_controls"), s.name("drover_control_audit")
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return row, err
@@ -87,7 +87,7 @@ func (s *Store) WriteAudit(ctx context.Context, e persistence.AuditEntry) (persi
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.name("drover_audit")+` (at, node, "by", action, source, unit, args, reason)
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.name("drover_control_audit")+` (at, node, "by", action, source, unit, args, reason)
 		VALUES (now(), $1, $2, $3, $4, $5, $6, $7) RETURNING id, at`, e.Node, e.By, e.Action, e.Source, e.Unit, e.Args, e.Reason).Scan(&e.ID, &e.At)
 	if err != nil {
 		return e, wrapf(err, "write audit %s", e.Action)
@@ -112,7 +112,7 @@ func (s *Store) ListAudit(ctx context.Context, f persistence.AuditFilter) ([]per
 		err := r.Scan(&e.ID, &e.At, &e.Node, &e.By, &e.Action, &e.Source, &e.Unit, &e.Args, &e.Reason)
 		e.At = e.At.UTC()
 		return e, err
-	}, `SELECT id, at, node, "by", action, source, unit, args, reason FROM `+s.name("drover_audit")+`
+	}, `SELECT id, at, node, "by", action, source, unit, args, reason FROM `+s.name("drover_control_audit")+`
 		WHERE ($1 = '' OR source = $1) AND ($2 = '' OR unit = $2) AND ($3::timestamptz IS NULL OR at >= $3)
 		ORDER BY id DESC LIMIT $4`, f.Source, f.Unit, since, limit)
 	if err != nil {

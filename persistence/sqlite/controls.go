@@ -57,7 +57,7 @@ ON CONFLICT (source, unit) DO UPDATE SET paused = excluded.paused, seek = exclud
 		row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.SeekDoneID, row.By, row.Reason, now); err != nil {
 		return row, err
 	}
-	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_audit (at, node, "by", action, source, unit, args, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_control_audit (at, node, "by", action, source, unit, args, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
 		now, c.Node, c.By, c.Action, c.Source, c.Unit, c.Args, c.Reason); err != nil {
 		return row, err
 	}
@@ -87,7 +87,7 @@ func (s *Store) WriteAudit(ctx context.Context, e persistence.AuditEntry) (persi
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
 	now := s.now()
-	err := s.db.QueryRowContext(ctx, `INSERT INTO drover_audit (at, node, "by", action, source, unit, args, reason)
+	err := s.db.QueryRowContext(ctx, `INSERT INTO drover_control_audit (at, node, "by", action, source, unit, args, reason)
 VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`, now, e.Node, e.By, e.Action, e.Source, e.Unit, e.Args, e.Reason).Scan(&e.ID)
 	if err != nil {
 		return e, fmt.Errorf("write audit %s: %w", e.Action, dbErr(err))
@@ -108,7 +108,7 @@ func (s *Store) ListAudit(ctx context.Context, f persistence.AuditFilter) ([]per
 	if f.Limit > 0 {
 		limit = f.Limit
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, at, node, "by", action, source, unit, args, reason FROM drover_audit
+	rows, err := s.db.QueryContext(ctx, `SELECT id, at, node, "by", action, source, unit, args, reason FROM drover_control_audit
 WHERE (?1 = '' OR source = ?1) AND (?2 = '' OR unit = ?2) AND at >= ?3 ORDER BY id DESC LIMIT ?4`, f.Source, f.Unit, since, limit)
 	if err != nil {
 		return nil, fmt.Errorf("list audit: %w", dbErr(err))

@@ -145,7 +145,7 @@ CREATE TABLE drover_controls (
 	updated_at   INTEGER NOT NULL, -- unix nanoseconds, UTC
 	PRIMARY KEY (source, unit)
 );
-CREATE TABLE drover_audit (
+CREATE TABLE drover_control_audit (
 	id     INTEGER PRIMARY KEY AUTOINCREMENT,
 	at     INTEGER NOT NULL, -- unix nanoseconds, UTC
 	node   TEXT    NOT NULL,
@@ -156,7 +156,7 @@ CREATE TABLE drover_audit (
 	args   TEXT    NOT NULL,
 	reason TEXT    NOT NULL
 );
-CREATE INDEX drover_audit_unit ON drover_audit (unit, id);
+CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
 `,
 	}}
 }

@@ -13,7 +13,7 @@ CREATE TABLE drover_controls (
     updated_at   timestamptz NOT NULL,
     PRIMARY KEY (source, unit)
 );
-CREATE TABLE drover_audit (
+CREATE TABLE drover_control_audit (
     id     bigserial   PRIMARY KEY,
     at     timestamptz NOT NULL DEFAULT now(),
     node   text        NOT NULL,
@@ -24,4 +24,4 @@ CREATE TABLE drover_audit (
     args   text        NOT NULL,
     reason text        NOT NULL
 );
-CREATE INDEX drover_audit_unit ON drover_audit (unit, id);
+CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
