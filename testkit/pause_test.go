@@ -10,9 +10,9 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// unitState is the state and lease token node's tree shows for unit ("" when
-// it does not list it).
-func unitState(t *testing.T, c *testkit.Cluster, node, unit string) (string, int64) {
+// unitEntry is node's tree entry of unit; ok false when it does not list
+// it.
+func unitEntry(t *testing.T, c *testkit.Cluster, node, unit string) (actors.UnitStatus, bool) {
 	t.Helper()
 	tr, err := c.Tree(node)
 	if err != nil {
@@ -21,11 +21,19 @@ func unitState(t *testing.T, c *testkit.Cluster, node, unit string) (string, int
 	for _, s := range tr.Sources {
 		for _, u := range s.Units {
 			if u.Unit == unit {
-				return u.State, u.LeaseToken
+				return u, true
 			}
 		}
 	}
-	return "", 0
+	return actors.UnitStatus{}, false
+}
+
+// unitState is the state and lease token node's tree shows for unit ("" when
+// it does not list it).
+func unitState(t *testing.T, c *testkit.Cluster, node, unit string) (string, int64) {
+	t.Helper()
+	u, _ := unitEntry(t, c, node, unit)
+	return u.State, u.LeaseToken
 }
 
 func soleOwner(t *testing.T, c *testkit.Cluster, unit string) string {

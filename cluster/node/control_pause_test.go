@@ -63,7 +63,7 @@ func produce(t *testing.T, st *memory.Stream, part string, from, n int) string {
 // waitCheckpoint waits until unit's checkpoint is pos.
 func waitCheckpoint(t *testing.T, s persistence.Store, unit, pos string) {
 	t.Helper()
-	err := waitCond(t.Context(), 10*time.Millisecond, 15*time.Second, func() (bool, string) {
+	err := WaitCond(t.Context(), 10*time.Millisecond, 15*time.Second, func() (bool, string) {
 		cp, err := s.Checkpoint(t.Context(), unit)
 		return err == nil && cp.Position == pos, fmt.Sprintf("checkpoint of %s: %q %v, want %s", unit, cp.Position, err, pos)
 	})
@@ -123,7 +123,7 @@ func TestPauseOverHTTP(t *testing.T) {
 	}
 	// the node that took it applies it at once: no renewal round needed,
 	// but the unit first applies what it may have in hand
-	if err := waitCond(t.Context(), 5*time.Millisecond, 5*time.Second, func() (bool, string) {
+	if err := WaitCond(t.Context(), 5*time.Millisecond, 5*time.Second, func() (bool, string) {
 		u, _ := unitOf(n.Tree(), "m/0")
 		return u.State == actors.StatePaused && u.LeaseToken > 0, "m/0 is " + u.State
 	}); err != nil {
@@ -137,7 +137,7 @@ func TestPauseOverHTTP(t *testing.T) {
 	waitCheckpoint(t, n.store, "m/1", produce(t, st, "1", 10, 5))
 	// past a few renewal rounds: still paused, lease renewed, nothing applied
 	u0, _ := unitOf(n.Tree(), "m/0")
-	if err := waitCond(t.Context(), 20*time.Millisecond, 15*time.Second, func() (bool, string) {
+	if err := WaitCond(t.Context(), 20*time.Millisecond, 15*time.Second, func() (bool, string) {
 		u, _ := unitOf(n.Tree(), "m/0")
 		return u.LeaseExpiresAt != nil && u0.LeaseExpiresAt != nil && u.LeaseExpiresAt.After(*u0.LeaseExpiresAt), "lease not renewed"
 	}); err != nil {
@@ -166,8 +166,9 @@ func TestPauseOverHTTP(t *testing.T) {
 	}
 }
 
-// waitCond polls cond every tick until it holds or limit passes.
-func waitCond(ctx context.Context, tick, limit time.Duration, cond func() (bool, string)) error {
+// WaitCond polls cond every tick until it holds or limit passes (the
+// end-to-end tests of package node_test use it too).
+func WaitCond(ctx context.Context, tick, limit time.Duration, cond func() (bool, string)) error {
 	ctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	tk := time.NewTicker(tick)
