@@ -228,3 +228,29 @@ func testControlsConcurrent(e *env) {
 		e.t.Errorf("%d audit entries, want %d", len(as), n)
 	}
 }
+
+// testControlsSurviveReopen: the rows and the audit are in the database,
+// seen by another store on it (another node, a restarted one).
+func testControlsSurviveReopen(e *env) {
+	e.setControl(pause("orders", "orders/2", true, "kept"))
+	s2, err := e.h.Schema.Reopen(e.t, e.s)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer s2.Close()
+	cs, err := s2.ListControls(e.ctx)
+	if err != nil || !persistence.Paused(cs, "orders", "orders/2") {
+		e.t.Fatalf("controls after reopen: %v, %v; want orders/2 paused", controlsSummary(cs), err)
+	}
+	as, err := s2.ListAudit(e.ctx, persistence.AuditFilter{Unit: "orders/2"})
+	if err != nil || len(as) != 1 || as[0].Reason != "kept" {
+		e.t.Fatalf("audit after reopen: %+v, %v", as, err)
+	}
+	// a change through the second store is seen by the first
+	if _, err := s2.SetControl(e.ctx, pause("orders", "orders/2", false, "done")); err != nil {
+		e.t.Fatal(err)
+	}
+	if persistence.Paused(e.listControls(), "orders", "orders/2") {
+		e.t.Error("a resume through another store is not seen")
+	}
+}

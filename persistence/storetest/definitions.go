@@ -90,6 +90,7 @@ func definitions() []definition {
 		{"Controls/InvalidChangesWriteNothing", always, testControlsInvalid},
 		{"Controls/AuditFilters", always, testAuditFilter},
 		{"Controls/ConcurrentChangesSerialise", always, testControlsConcurrent},
+		{"Controls/SurviveReopen", needsSchema, testControlsSurviveReopen},
 
 		// overlap.go
 		{"Dedupe/OverlappingSlotsConcurrently", always, testOverlappingSlots},
