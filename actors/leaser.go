@@ -108,6 +108,9 @@ type (
 		renewed []persistence.Lease
 		lost    []string
 		err     error
+		// controls is the controls table as the round read it after
+		// renewing (nil: not read).
+		controls *controlsRead
 	}
 )
 
@@ -342,8 +345,17 @@ func (l *leaser) round(ctx actor.Context) {
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
+	var controls func(context.Context) *controlsRead
+	if !mutate.On(mutate.PauseOnlyLocal) {
+		controls = readControls(l.node)
+	}
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
 		d := &renewDone{batch: b, sent: b.sent}
+		defer func() {
+			if d.err == nil && controls != nil {
+				d.controls = controls(c) // the round's one read of the controls table (controls.go)
+			}
+		}()
 		for _, ttl := range b.ttls {
 			renewed, lost, err := store.RenewLeases(c, owner, b.byTTL[ttl], ttl)
 			if err != nil {
@@ -371,6 +383,11 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			l.node.env.logger().Warn("renew leases", "leases", len(d.sent), "failed_rounds", l.failing, "error", d.err)
 		}
 		return
+	}
+	if l.node.controls.applyRead(d.controls) {
+		if node := l.node.nodePID.Load(); node != nil {
+			ctx.Send(node, &controlsChanged{})
+		}
 	}
 	if l.failing > 0 {
 		l.node.env.logger().Info("the store answers again", "after_failed_rounds", l.failing)

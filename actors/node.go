@@ -79,6 +79,9 @@ type nodeEnv struct {
 	digest atomic.Uint64
 	// minTTL is the shortest lease TTL of the node's sources.
 	minTTL time.Duration
+	// controls is the node's view of the controls table (controls.go);
+	// nil pauses nothing.
+	controls *controlView
 	// observePhase, when set, is told every phase transition of a unit
 	// (on its mailbox). Only the unit scripts set it, to show and count
 	// the transitions they cover.
@@ -141,7 +144,8 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
 	ctx, cancel := context.WithCancel(context.Background())
-	shared := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx}
+	shared := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx,
+		controls: newControlView()}
 	shared.env.Logger = logger
 	shared.metrics = env.Metrics
 	if shared.metrics == nil {
@@ -304,6 +308,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.announce(ctx)
 		a.sweep(ctx)
 	case *swept:
+		a.shared.controls.applyRead(m.controls) // before any unit can fetch
 		if len(m.left) > 0 {
 			ctx.Send(a.shared.leaser, m)
 		}
@@ -379,7 +384,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		m.sup.RestartChildren(m.who)
 	case *sourceDown:
 		a.announce(ctx)
-	case *storeBack:
+	case *storeBack, *controlsChanged:
 		for _, pid := range a.supervisors() {
 			ctx.Send(pid, m)
 		}
@@ -403,7 +408,10 @@ func (a *nodeActor) supervisors() []*actor.PID {
 // swept is the result of the start-up sweep: the leases of an earlier
 // process of this node that are released now; left are those it could not
 // take (their row was locked), for the leaser to try again.
-type swept struct{ left []persistence.Lease }
+type swept struct {
+	left     []persistence.Lease
+	controls *controlsRead
+}
 
 // sweep runs before the supervisors start: leases still recorded under
 // this node's name belong to an earlier process of it (killed, or a zombie
@@ -417,11 +425,19 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 	store, me := a.shared.env.Store, a.shared.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	log := a.shared.env.logger()
+	controls := readControls(a.shared)
 	a.shared.env.Executor.Go(exec.WithLabel(a.shared.ctx, "sweep"), func(c context.Context) any {
+		cr := &controlsRead{}
+		if controls != nil {
+			cr = controls(c)
+		}
+		if cr.err != nil {
+			log.Warn("read the controls table at start (units wait, paused, until a renewal round reads it)", "error", cr.err)
+		}
 		ls, err := store.List(c)
 		if err != nil {
 			log.Warn("list leases at start (leases of an earlier process of this node will expire instead)", "error", err)
-			return &swept{}
+			return &swept{controls: cr}
 		}
 		var left []persistence.Lease
 		n := 0
@@ -438,7 +454,7 @@ func (a *nodeActor) sweep(ctx actor.Context) {
 		if n > 0 || len(left) > 0 {
 			log.Info("released the leases of an earlier process of this node", "released", n, "locked", len(left))
 		}
-		return &swept{left: left}
+		return &swept{left: left, controls: cr}
 	}, func(v any) { root.Send(self, v) })
 }
 

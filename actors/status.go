@@ -17,8 +17,11 @@ const (
 	StateAcquiring = "acquiring"
 	StateRunning   = "running"
 	StateRetrying  = "retrying"
-	StateStopping  = "stopping"
-	StateStopped   = "stopped"
+	// StatePaused: an operator paused the unit or its source (drover
+	// pause): it holds its lease and fetches nothing (controls.go).
+	StatePaused   = "paused"
+	StateStopping = "stopping"
+	StateStopped  = "stopped"
 )
 
 // Tree is a node's actor tree in the JSON shape of architecture §10 (Contract).

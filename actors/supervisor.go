@@ -191,6 +191,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		panic(fmt.Sprintf("source %s: crash injected", s.spec.Name))
 	case *storeBack:
 		s.restartWaiting(ctx)
+	case *controlsChanged:
+		s.onControls(ctx)
 	case *drain:
 		s.draining = true
 		s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })

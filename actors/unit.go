@@ -397,6 +397,8 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		u.onWoken(ctx, m.seq)
 	case *stopUnit:
 		u.beginStop(ctx)
+	case *controlsChanged:
+		u.onControls(ctx)
 	case *parentsListed:
 		u.part.Parents = m.parents
 	case *leaseLostNote:

@@ -62,7 +62,8 @@ func (u *unitActor) fetchesAhead() bool {
 // startAhead fetches the next batch beside the apply just issued.
 func (u *unitActor) startAhead(ctx actor.Context) {
 	a := &u.ahead
-	if !u.fetchesAhead() || a.cancel != nil || a.result != nil || u.conn == nil || u.phase.stopping() {
+	if !u.fetchesAhead() || a.cancel != nil || a.result != nil || u.conn == nil || u.phase.stopping() ||
+		u.node.controls.paused(u.spec.Name, u.id) {
 		return
 	}
 	a.seq++

@@ -21,6 +21,9 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
+	if u.pauseBeforeFetch() {
+		return
+	}
 	u.cancelFetch = u.runMainJob(ctx, "fetch", u.fetchJob(false, 0))
 }
 

@@ -18,7 +18,9 @@ import (
 //	           succeeded; spawned from a passive unit's record    new
 //	retrying   a step failed below the limit; on_position_reset   starting, acquiring, running,
 //	           fail waits for an operator                         retrying
-//	stopping   stopUnit                                           starting … retrying
+//	paused     about to fetch, its unit or source paused          running, retrying
+//	           (controls.go); running again when resumed          (running: from paused)
+//	stopping   stopUnit                                           starting … retrying, paused
 //	releasing  a stop or the partition's end, lease held          acquiring … stopping
 //	stopped    the actor stops (a restart is no transition)       any but new
 //
@@ -48,12 +50,13 @@ const (
 	phaseAcquiring                  // asking for the lease, or waiting for its holder to let go
 	phaseRunning                    // lease held: open, fetch, apply, ack
 	phaseRetrying                   // a step failed: waiting out the backoff, then that step again until one succeeds
+	phasePaused                     // an operator paused it: lease held, reader open, nothing fetched (controls.go)
 	phaseStopping                   // asked to stop: the job in flight finishes (an apply) or is cancelled (a fetch)
 	phaseReleasing                  // releasing the lease; the actor stops when the store answers
 	phaseStopped                    // stopped: its jobs and timers are cancelled
 )
 
-var phaseNames = [...]string{"new", "starting", "acquiring", "running", "retrying", "stopping", "releasing", "stopped"}
+var phaseNames = [...]string{"new", "starting", "acquiring", "running", "retrying", "paused", "stopping", "releasing", "stopped"}
 
 func (p unitPhase) String() string {
 	if p < 0 || int(p) >= len(phaseNames) {
@@ -80,6 +83,8 @@ func treeState(p unitPhase) (state string, ok bool) {
 		return StateRunning, true
 	case phaseRetrying:
 		return StateRetrying, true
+	case phasePaused:
+		return StatePaused, true
 	case phaseStopping:
 		return StateStopping, true
 	case phaseStopped:
@@ -139,11 +144,12 @@ func andNoRetryAt(more func(*UnitStatus)) func(*UnitStatus) {
 var phaseFrom = map[unitPhase][]unitPhase{
 	phaseStarting:  {phaseNew, phaseStarting, phaseRetrying},
 	phaseAcquiring: {phaseStarting, phaseAcquiring, phaseRetrying},
-	phaseRunning:   {phaseNew, phaseAcquiring, phaseRunning, phaseRetrying},
+	phaseRunning:   {phaseNew, phaseAcquiring, phaseRunning, phaseRetrying, phasePaused},
 	phaseRetrying:  mainLine,
-	phaseStopping:  mainLine,
+	phasePaused:    {phaseRunning, phaseRetrying},
+	phaseStopping:  append(slices.Clone(mainLine), phasePaused),
 	phaseReleasing: {phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping},
-	phaseStopped:   append(slices.Clone(mainLine), phaseStopping, phaseReleasing),
+	phaseStopped:   append(slices.Clone(mainLine), phasePaused, phaseStopping, phaseReleasing),
 }
 
 // becomeStarting: the actor started, or its parents are not finished yet.
@@ -166,6 +172,11 @@ func (u *unitActor) becomeRunning() {
 // waits for an operator (on_position_reset: fail).
 func (u *unitActor) becomeRetrying(more func(*UnitStatus)) {
 	u.become(phaseRetrying, more)
+}
+
+// becomePaused: the unit was about to fetch and is paused (controls.go).
+func (u *unitActor) becomePaused() {
+	u.become(phasePaused, noRetryAt)
 }
 
 // becomeStopping: stopUnit.

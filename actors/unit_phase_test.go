@@ -11,6 +11,7 @@ func TestTreeStateOfPhase(t *testing.T) {
 		phaseAcquiring: StateAcquiring,
 		phaseRunning:   StateRunning,
 		phaseRetrying:  StateRetrying,
+		phasePaused:    StatePaused,
 		phaseStopping:  StateStopping,
 		phaseReleasing: "", // keeps what the entry shows
 		phaseStopped:   StateStopped,
@@ -32,19 +33,21 @@ func TestPhaseTransitions(t *testing.T) {
 		phaseAcquiring: (*unitActor).becomeAcquiring,
 		phaseRunning:   (*unitActor).becomeRunning,
 		phaseRetrying:  func(u *unitActor) { u.becomeRetrying(nil) },
+		phasePaused:    (*unitActor).becomePaused,
 		phaseStopping:  (*unitActor).becomeStopping,
 		phaseReleasing: (*unitActor).becomeReleasing,
 		phaseStopped:   func(u *unitActor) { u.becomeStopped(nil) },
 	}
-	s, ac, ru, re, sp, rl := phaseStarting, phaseAcquiring, phaseRunning, phaseRetrying, phaseStopping, phaseReleasing
+	s, ac, ru, re, pa, sp, rl := phaseStarting, phaseAcquiring, phaseRunning, phaseRetrying, phasePaused, phaseStopping, phaseReleasing
 	allowed := map[unitPhase][]unitPhase{
 		phaseStarting:  {phaseNew, s, re},
 		phaseAcquiring: {s, ac, re},
-		phaseRunning:   {phaseNew, ac, ru, re}, // from new: spawned from a passive unit's record
+		phaseRunning:   {phaseNew, ac, ru, re, pa}, // from new: spawned from a passive unit's record
 		phaseRetrying:  {s, ac, ru, re},
-		phaseStopping:  {s, ac, ru, re},
+		phasePaused:    {ru, re},
+		phaseStopping:  {s, ac, ru, re, pa},
 		phaseReleasing: {ac, ru, re, sp},
-		phaseStopped:   {s, ac, ru, re, sp, rl},
+		phaseStopped:   {s, ac, ru, re, pa, sp, rl},
 	}
 	for to := phaseStarting; to <= phaseStopped; to++ {
 		ok := map[unitPhase]bool{}

@@ -311,6 +311,8 @@ func (w *unitWorld) command(cmd string, args []string) error {
 		}
 		w.advance(w.now.Add(d))
 		return nil
+	case "pause", "resume": // an operator's control of the unit reaches its node
+		w.control(cmd == "pause")
 	case "stop":
 		w.ne.root().Send(w.unit, &stopUnit{})
 	case "kill":

@@ -392,5 +392,6 @@ type Store interface {
 	DeadLetters
 	Quality
 	Dedupe
+	Controls
 	Close() error
 }

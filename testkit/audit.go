@@ -343,6 +343,7 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 		c.violate("fencing", fmt.Sprintf("two appliers for %s token %d: %s and %s", b.Unit, b.Lease.Token, prev, b.Lease.Owner))
 	}
 	l.appliers[k] = b.Lease.Owner
+	c.checkPaused(b)
 	if !b.Dedupe {
 		if since, ok := l.recreated[b.Unit]; ok && (b.Reset || !c.s.now.Before(since.Add(c.cfg.RecreateQuiet))) {
 			// from now on the unit reads the recreated stream

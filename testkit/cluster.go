@@ -123,6 +123,7 @@ type Cluster struct {
 	treeUnits map[string]int       // scratch of the tree invariant's fast path
 	scale     *scaleStats          // the scale mode's counters (scale.go); nil otherwise
 
+	pauses       []pauseSpan              // every pause (Control), for the pause invariant
 	ackDeadline  map[string]time.Duration // queue source -> its ack deadline
 	expiriesSeen map[string]int           // queue source -> expiries checked
 }

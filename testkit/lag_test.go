@@ -13,19 +13,11 @@ import (
 // unitLag is the tree's lag and lag_seconds of unit on node.
 func unitLag(t *testing.T, c *testkit.Cluster, node, unit string) (int64, float64, string) {
 	t.Helper()
-	tr, err := c.Tree(node)
-	if err != nil {
-		t.Fatal(err)
+	u, ok := unitEntry(t, c, node, unit)
+	if !ok {
+		t.Fatalf("%s does not show %s", node, unit)
 	}
-	for _, s := range tr.Sources {
-		for _, u := range s.Units {
-			if u.Unit == unit {
-				return u.Lag, u.LagSeconds, u.State
-			}
-		}
-	}
-	t.Fatalf("%s does not show %s", node, unit)
-	return 0, 0, ""
+	return u.Lag, u.LagSeconds, u.State
 }
 
 // A unit whose applies fail shows lag_seconds growing with virtual time

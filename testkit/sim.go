@@ -507,6 +507,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 	}
 
+	drawPause(c, seed, step) // issue 13: an operator's pause and resume
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)

@@ -91,15 +91,15 @@ func (t ClusterTree) Owners() map[string][]string {
 	return out
 }
 
-// Holders maps each unit to the nodes that hold it: running, retrying or
-// stopping with a lease token.
+// Holders maps each unit to the nodes that hold it: running, retrying,
+// paused or stopping with a lease token.
 func (t ClusterTree) Holders() map[string][]string {
 	out := map[string][]string{}
 	for _, n := range t.Nodes {
 		for _, s := range n.Sources {
 			for _, u := range s.Units {
 				switch u.State {
-				case actors.StateRunning, actors.StateRetrying, actors.StateStopping:
+				case actors.StateRunning, actors.StateRetrying, actors.StatePaused, actors.StateStopping:
 					if u.LeaseToken > 0 {
 						out[u.Unit] = append(out[u.Unit], n.Node)
 					}

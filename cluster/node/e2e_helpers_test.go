@@ -390,21 +390,7 @@ func e2eApplied(tr actors.Tree, sources map[string]int) int64 {
 // e2eWaitFor polls cond every tick until it holds, ctx ends or limit
 // passes.
 func e2eWaitFor(ctx context.Context, tick, limit time.Duration, cond func() (bool, string)) error {
-	ctx, cancel := context.WithTimeout(ctx, limit)
-	defer cancel()
-	tk := time.NewTicker(tick)
-	defer tk.Stop()
-	for {
-		ok, why := cond()
-		if ok {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w after %v: %s", ctx.Err(), limit, why)
-		case <-tk.C:
-		}
-	}
+	return node.WaitCond(ctx, tick, limit, cond)
 }
 
 // e2eDone reports whether every source has applied everything: a stream

@@ -92,6 +92,12 @@ const (
 	// last one again after a unit registered a lease (a new unit, or a
 	// new token), so that lease is never renewed (issue 12 item 5).
 	StaleRenewBatch = "stale-renew-batch"
+
+	// PauseOnlyLocal: the renewal rounds do not read the controls table,
+	// so a node learns of a pause only at its start and when it writes
+	// the control itself; a unit that moves to a node that was running
+	// already goes on fetching (issue 13 item 1).
+	PauseOnlyLocal = "pause-only-local"
 )
 
 // All lists every switch.
@@ -101,5 +107,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown,
+	CaughtUpUnknown, PauseOnlyLocal,
 }

@@ -16,6 +16,7 @@ const (
 	OpList       = "list"       // List
 	OpApply      = "apply"      // Apply
 	OpCheckpoint = "checkpoint" // Checkpoint, Checkpoints
+	OpControls   = "controls"   // SetControl, ListControls, WriteAudit, ListAudit
 	OpAny        = "any"        // every call of the Store, those above included (inject.Any)
 )
 
@@ -25,7 +26,7 @@ const opOther = "other"
 
 func validOp(op string) bool {
 	switch op {
-	case OpAcquire, OpRenew, OpRelease, OpList, OpApply, OpCheckpoint, OpAny:
+	case OpAcquire, OpRenew, OpRelease, OpList, OpApply, OpCheckpoint, OpControls, OpAny:
 		return true
 	}
 	return false

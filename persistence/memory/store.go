@@ -35,6 +35,8 @@ type Store struct {
 	dedupe      map[dedupeKey]time.Time  // -> applied at
 	quality     []persistence.QualityWindow
 	sources     map[string][]string // source -> initial units
+	controls    map[controlKey]persistence.Control
+	audit       []persistence.AuditEntry // audit[i].ID == i+1
 	faults      faults
 }
 

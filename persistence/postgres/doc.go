@@ -98,7 +98,8 @@
 // drover_leases (plus renewed_at), drover_checkpoints (plus finished),
 // drover_dead_letters (plus payload_bytes), drover_dedupe, drover_quality (plus node),
 // drover_sources (source, units jsonb, created_at), drover_nodes (node,
-// heartbeat_at), drover_migrations
+// heartbeat_at), drover_controls and drover_control_audit (0005: operators'
+// controls and their audit, persistence.Controls), drover_migrations
 // (the schema version), and one records table per source, created on
 // first use by the transaction that first writes it, its name validated
 // by persistence.ValidTable and quoted. Key columns use the "C" collation

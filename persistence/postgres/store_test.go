@@ -277,9 +277,10 @@ func TestSchemasAreIsolated(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "[Tenant_B.drover_checkpoints Tenant_B.drover_dead_letters Tenant_B.drover_dedupe Tenant_B.drover_leases " +
-		"Tenant_B.drover_migrations Tenant_B.drover_nodes Tenant_B.drover_quality Tenant_B.drover_sources tenant_a.Orders " +
-		"tenant_a.drover_checkpoints tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases " +
+	want := "[Tenant_B.drover_checkpoints Tenant_B.drover_control_audit Tenant_B.drover_controls Tenant_B.drover_dead_letters " +
+		"Tenant_B.drover_dedupe Tenant_B.drover_leases Tenant_B.drover_migrations Tenant_B.drover_nodes Tenant_B.drover_quality " +
+		"Tenant_B.drover_sources tenant_a.Orders tenant_a.drover_checkpoints tenant_a.drover_control_audit tenant_a.drover_controls " +
+		"tenant_a.drover_dead_letters tenant_a.drover_dedupe tenant_a.drover_leases " +
 		"tenant_a.drover_migrations tenant_a.drover_nodes tenant_a.drover_quality tenant_a.drover_sources]"
 	if fmt.Sprint(tables) != want {
 		t.Errorf("tables = %v\nwant     %s", tables, want)

@@ -1,5 +1,7 @@
 package sqlite
 
+import "database/sql"
+
 // FailAfterWrites makes the next Apply fail inside its transaction after n
 // write statements (a test hook for storetest's FailMidTx).
 func FailAfterWrites(s *Store, n int) { s.failAfterWrites.Store(int64(n)) }
@@ -13,3 +15,9 @@ func StopCheckpointer(s *Store) error { return s.ckpt.close() }
 
 // CompactJSON is the text the records upsert stores for a document.
 var CompactJSON = compactJSON
+
+// GroupTxs is how many transactions groups without handlers began.
+func GroupTxs(s *Store) int64 { return s.groupTxs.Load() }
+
+// DB is the store's writer pool (one connection), to set a pragma on it.
+func DB(s *Store) *sql.DB { return s.db }

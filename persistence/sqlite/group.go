@@ -84,7 +84,10 @@ func (g *group) failAll(todo []int, err error) {
 // and the others go on. A batch that fails after its fence gets its error,
 // the transaction is rolled back, and oneTx returns its index for the
 // caller to run the rest again; otherwise it returns -1 (committed, or
-// every batch failed with the transaction's error).
+// every batch failed with the transaction's error). Only a batch refused
+// for itself (persistence.ErrPermanent: a record the store will never
+// take) makes the rest run again; any other error after a fence is the
+// store's and fails every batch of todo at once.
 func (g *group) oneTx(ctx context.Context, todo []int) int {
 	for _, i := range todo {
 		g.out[i] = persistence.GroupResult{}
@@ -92,6 +95,7 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 	if len(todo) == 0 {
 		return -1
 	}
+	g.s.groupTxs.Add(1)
 	tx, err := g.s.db.BeginTx(ctx, nil)
 	if err != nil {
 		g.failAll(todo, dbErr(err))
@@ -106,6 +110,15 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 			return g.abort(tx, todo, i, err)
 		}
 		a, err := g.s.applyFenced(ctx, tx, b, g.tables[i], g.now)
+		if err != nil && !persistence.Permanent(err) {
+			// Not this batch's own fault (a full disk, an I/O error, the
+			// context): running the rest again would meet it again, once
+			// per batch. Every batch gets it, as from a failed commit.
+			_ = tx.Rollback()
+			g.out[i].Err = applyErr(b, err)
+			g.failAll(todo, fmt.Errorf("the group's transaction failed in %s's batch: %w", b.Unit, err))
+			return -1
+		}
 		if err != nil {
 			return g.abort(tx, todo, i, err)
 		}

@@ -125,6 +125,39 @@ CREATE TABLE drover_nodes (
 );
 CREATE INDEX drover_leases_owner ON drover_leases (owner);
 `,
+	}, {
+		version: 5,
+		name:    "controls and their audit",
+		// Issue 13: an operator's standing controls (pause, a pending
+		// seek), one row per target (a source: unit '', or one unit),
+		// read by every node once per renewal round; and the audit of
+		// every control (persistence.Controls).
+		sql: `
+CREATE TABLE drover_controls (
+	source       TEXT    NOT NULL,
+	unit         TEXT    NOT NULL DEFAULT '',
+	paused       INTEGER NOT NULL DEFAULT 0,
+	seek         TEXT    NOT NULL DEFAULT '',
+	seek_id      INTEGER NOT NULL DEFAULT 0,
+	seek_done_id INTEGER NOT NULL DEFAULT 0,
+	"by"         TEXT    NOT NULL DEFAULT '',
+	reason       TEXT    NOT NULL DEFAULT '',
+	updated_at   INTEGER NOT NULL, -- unix nanoseconds, UTC
+	PRIMARY KEY (source, unit)
+);
+CREATE TABLE drover_control_audit (
+	id     INTEGER PRIMARY KEY AUTOINCREMENT,
+	at     INTEGER NOT NULL, -- unix nanoseconds, UTC
+	node   TEXT    NOT NULL,
+	"by"   TEXT    NOT NULL,
+	action TEXT    NOT NULL,
+	source TEXT    NOT NULL,
+	unit   TEXT    NOT NULL,
+	args   TEXT    NOT NULL,
+	reason TEXT    NOT NULL
+);
+CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
+`,
 	}}
 }
 

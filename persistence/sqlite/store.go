@@ -83,6 +83,10 @@ type Store struct {
 	// failAfterWrites > 0 makes Apply fail after that many more write
 	// statements (a test hook; see export_test.go).
 	failAfterWrites atomic.Int64
+	// groupTxs counts the transactions ApplyGroup's groups without
+	// handlers began (tests: a store-wide error must not run a group
+	// once per batch).
+	groupTxs atomic.Int64
 }
 
 var _ persistence.Store = (*Store)(nil)

@@ -84,6 +84,14 @@ func definitions() []definition {
 		{"DeadLetters/ListShowMark", always, testDeadLetterManage},
 		{"Quality/WriteAndList", always, testQuality},
 
+		// controls.go: persistence.Controls (issue 13).
+		{"Controls/PauseResumeRowsAndAudit", always, testControlsPauseResume},
+		{"Controls/SeekIDCountsRequests", always, testControlsSeekCounts},
+		{"Controls/InvalidChangesWriteNothing", always, testControlsInvalid},
+		{"Controls/AuditFilters", always, testAuditFilter},
+		{"Controls/ConcurrentChangesSerialise", always, testControlsConcurrent},
+		{"Controls/SurviveReopen", needsSchema, testControlsSurviveReopen},
+
 		// overlap.go
 		{"Dedupe/OverlappingSlotsConcurrently", always, testOverlappingSlots},
 

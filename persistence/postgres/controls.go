@@ -1,0 +1,123 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"slices"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at`
+
+func scanControl(r pgx.Row) (persistence.Control, error) {
+	var c persistence.Control
+	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &c.UpdatedAt)
+	c.UpdatedAt = c.UpdatedAt.UTC()
+	return c, err
+}
+
+// SetControl implements persistence.Controls: the row (locked FOR UPDATE
+// while the change is computed) and its audit entry in one transaction,
+// both stamped with the server's now().
+func (s *Store) SetControl(ctx context.Context, c persistence.ControlChange) (persistence.Control, error) {
+	if err := c.Check(); err != nil {
+		return persistence.Control{}, err
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	row, err := s.setControl(ctx, c)
+	if err != nil {
+		return persistence.Control{}, wrapf(err, "set control %s of %s", c.Action, c.Source)
+	}
+	return row, nil
+}
+
+func (s *Store) setControl(ctx context.Context, c persistence.ControlChange) (row persistence.Control, err error) {
+	controls, audit := s.name("drover_controls"), s.name("drover_control_audit")
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return row, err
+	}
+	defer func() {
+		if err != nil {
+			_ = tx.Rollback(context.WithoutCancel(ctx))
+		}
+	}()
+	// the row exists before it is locked, so two first changes of one
+	// target serialise too
+	if _, err = tx.Exec(ctx, `INSERT INTO `+controls+` (source, unit, updated_at) VALUES ($1, $2, now())
+		ON CONFLICT (source, unit) DO NOTHING`, c.Source, c.Unit); err != nil {
+		return row, err
+	}
+	cur, err := scanControl(tx.QueryRow(ctx, `SELECT `+controlCols+` FROM `+controls+` WHERE source = $1 AND unit = $2 FOR UPDATE`, c.Source, c.Unit))
+	if err != nil {
+		return row, err
+	}
+	row = c.Apply(cur)
+	row, err = scanControl(tx.QueryRow(ctx, `UPDATE `+controls+` SET paused = $3, seek = $4, seek_id = $5, "by" = $6, reason = $7, updated_at = now()
+		WHERE source = $1 AND unit = $2 RETURNING `+controlCols, row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.By, row.Reason))
+	if err != nil {
+		return row, err
+	}
+	if _, err = tx.Exec(ctx, `INSERT INTO `+audit+` (at, node, "by", action, source, unit, args, reason)
+		VALUES (now(), $1, $2, $3, $4, $5, $6, $7)`, c.Node, c.By, c.Action, c.Source, c.Unit, c.Args, c.Reason); err != nil {
+		return row, err
+	}
+	return row, tx.Commit(ctx)
+}
+
+// ListControls implements persistence.Controls.
+func (s *Store) ListControls(ctx context.Context) ([]persistence.Control, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	out, err := queryAll(ctx, s, scanControl, `SELECT `+controlCols+` FROM `+s.name("drover_controls")+` ORDER BY source, unit`)
+	if err != nil {
+		return nil, wrapf(err, "list controls")
+	}
+	return out, nil
+}
+
+// WriteAudit implements persistence.Controls.
+func (s *Store) WriteAudit(ctx context.Context, e persistence.AuditEntry) (persistence.AuditEntry, error) {
+	if e.Action == "" {
+		return e, errors.New("write audit: empty action")
+	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	err := s.pool.QueryRow(ctx, `INSERT INTO `+s.name("drover_control_audit")+` (at, node, "by", action, source, unit, args, reason)
+		VALUES (now(), $1, $2, $3, $4, $5, $6, $7) RETURNING id, at`, e.Node, e.By, e.Action, e.Source, e.Unit, e.Args, e.Reason).Scan(&e.ID, &e.At)
+	if err != nil {
+		return e, wrapf(err, "write audit %s", e.Action)
+	}
+	e.At = e.At.UTC()
+	return e, nil
+}
+
+// ListAudit implements persistence.Controls.
+func (s *Store) ListAudit(ctx context.Context, f persistence.AuditFilter) ([]persistence.AuditEntry, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	var since, limit any
+	if !f.Since.IsZero() {
+		since = f.Since
+	}
+	if f.Limit > 0 {
+		limit = f.Limit
+	}
+	out, err := queryAll(ctx, s, func(r pgx.Row) (persistence.AuditEntry, error) {
+		var e persistence.AuditEntry
+		err := r.Scan(&e.ID, &e.At, &e.Node, &e.By, &e.Action, &e.Source, &e.Unit, &e.Args, &e.Reason)
+		e.At = e.At.UTC()
+		return e, err
+	}, `SELECT id, at, node, "by", action, source, unit, args, reason FROM `+s.name("drover_control_audit")+`
+		WHERE ($1 = '' OR source = $1) AND ($2 = '' OR unit = $2) AND ($3::timestamptz IS NULL OR at >= $3)
+		ORDER BY id DESC LIMIT $4`, f.Source, f.Unit, since, limit)
+	if err != nil {
+		return nil, wrapf(err, "list audit")
+	}
+	slices.Reverse(out)
+	return out, nil
+}
