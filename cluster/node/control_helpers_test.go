@@ -144,14 +144,8 @@ func writeFile(t *testing.T, path, s string) {
 // failure.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("gave up waiting: %s", what)
-		}
-		<-tick.C
+	if err := WaitCond(t.Context(), 10*time.Millisecond, 20*time.Second, func() (bool, string) { return cond(), what }); err != nil {
+		t.Fatalf("gave up waiting: %v", err)
 	}
 }
 
