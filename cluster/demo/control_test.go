@@ -103,15 +103,7 @@ func TestReloadAddRemoveChangeWithSQLite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	sent := stopProducing()
-	v := drainAndVerify(t, ctx, c, sent)
-	stopSampling()
-	if !v.OK() || v.Produced == 0 {
-		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
-	}
-	if bad := s.Violations(); len(bad) > 0 {
-		t.Errorf("a unit was held by two nodes: %v", bad)
-	}
+	verifyEnd(t, ctx, c, s, stopProducing, stopSampling)
 	rows, distinct := auditRows(t, ctx, c, "scratch")
 	if rows == 0 || rows != distinct {
 		t.Errorf("scratch: %d audit rows, %d distinct: want some, none twice", rows, distinct)
@@ -197,8 +189,15 @@ func TestDrainUndrainWithSQLite(t *testing.T) {
 		t.Errorf("node-2 did not exit with status 0 after exit: %v", err)
 	}
 
-	sent := stopProducing()
-	v := drainAndVerify(t, ctx, c, sent)
+	verifyEnd(t, ctx, c, s, stopProducing, stopSampling)
+}
+
+// verifyEnd stops the producer, waits until the cluster applied what it
+// sent, stops the sampler and fails t unless nothing was lost or doubled
+// and no unit was held by two nodes.
+func verifyEnd(t *testing.T, ctx context.Context, c *Cluster, s *Sampler, stopProducing func() Produced, stopSampling func()) {
+	t.Helper()
+	v := drainAndVerify(t, ctx, c, stopProducing())
 	stopSampling()
 	if !v.OK() || v.Produced == 0 {
 		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
@@ -212,26 +211,9 @@ func TestDrainUndrainWithSQLite(t *testing.T) {
 // whose nodes also run "scratch" (the audit handler on the demo topic).
 func startWithScratch(t *testing.T, ctx context.Context) *Cluster {
 	t.Helper()
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, Log: testLog{t}, Partitions: 6})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, n := range c.Nodes() {
-		if err := c.SetExtra(n, c.auditConfig("scratch", "    start: earliest\n")); err != nil {
-			c.Close()
-			t.Fatal(err)
-		}
-		if err := c.StartNode(n); err != nil {
-			c.Close()
-			t.Fatal(err)
-		}
-	}
-	if _, err := c.WaitConverged(ctx); err != nil {
-		err = dumpLogs(c, err)
-		c.Close()
-		t.Fatal(err)
-	}
-	return c
+	return startConvergedWith(t, ctx, Config{Partitions: 6}, func(c *Cluster, n *Node) error {
+		return c.SetExtra(n, c.auditConfig("scratch", "    start: earliest\n"))
+	})
 }
 
 // runningOf counts the running units of source in the cluster tree.

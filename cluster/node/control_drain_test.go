@@ -16,12 +16,8 @@ import (
 // undrain of an undrained node without changing anything, takes units
 // again when undrained, and exit asks its owner to shut it down.
 func TestDrainUndrainExit(t *testing.T) {
-	dir, streams := t.TempDir(), &sharedStreams{}
-	url := "sqlite:" + dir + "/d.db"
-	a1, a2 := freeGossipAddr(t), freeGossipAddr(t)
-	src := auditSource("m", 4, "")
-	n1, _ := startFromFile(t, controlYAML("n1", a1, a1, dir, src), streams)
-	n2, _ := startFromFile(t, controlYAML("n2", a2, a1, dir, src), streams)
+	p := startPair(t, auditSource("m", 4, ""))
+	n1, n2, url, streams := p.nodes[0], p.nodes[1], p.url, p.streams
 	eventually(t, "both nodes own units", func() bool {
 		k1, k2 := len(unitsOf(n1, "m")), len(unitsOf(n2, "m"))
 		return k1 > 0 && k2 > 0 && k1+k2 == 4

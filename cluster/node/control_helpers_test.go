@@ -80,6 +80,32 @@ func (s *sharedStreams) produce(t *testing.T, source string, parts, first, k int
 	}
 }
 
+// pair is two real nodes, n1 and n2 (joining n1), on one SQLite store.
+type pair struct {
+	dir, url string
+	streams  *sharedStreams
+	addrs    [2]string
+	nodes    [2]*Node
+	paths    [2]string // their config files
+}
+
+// startPair starts n1 and n2, each running sources.
+func startPair(t *testing.T, sources ...string) *pair {
+	t.Helper()
+	p := &pair{dir: t.TempDir(), streams: &sharedStreams{}}
+	p.url = "sqlite:" + p.dir + "/d.db"
+	p.addrs = [2]string{freeGossipAddr(t), freeGossipAddr(t)}
+	for i := range p.nodes {
+		p.nodes[i], p.paths[i] = startFromFile(t, p.yaml(i, sources...), p.streams)
+	}
+	return p
+}
+
+// yaml is node i's configuration with sources.
+func (p *pair) yaml(i int, sources ...string) string {
+	return controlYAML(fmt.Sprintf("n%d", i+1), p.addrs[i], p.addrs[0], p.dir, sources...)
+}
+
 // freeGossipAddr is a loopback address nobody listens on (yet).
 func freeGossipAddr(t *testing.T) string {
 	t.Helper()

@@ -17,15 +17,12 @@ import (
 // unchanged one keeps its leases (same tokens); nothing is applied twice
 // or lost. Then files that cannot be applied change nothing and say why.
 func TestReloadAddRemoveChange(t *testing.T) {
-	dir, streams := t.TempDir(), &sharedStreams{}
-	url := "sqlite:" + dir + "/d.db"
-	a1, a2 := freeGossipAddr(t), freeGossipAddr(t)
 	keep, gone := auditSource("keep", 2, ""), auditSource("gone", 2, "")
 	chg, chg2 := auditSource("chg", 2, ""), auditSource("chg", 2, "batch_size: 7, discovery_interval: 20s")
 	added := auditSource("added", 2, "")
-	n1, p1 := startFromFile(t, controlYAML("n1", a1, a1, dir, keep, gone, chg), streams)
-	n2, p2 := startFromFile(t, controlYAML("n2", a2, a1, dir, keep, gone, chg), streams)
-	nodes := []*Node{n1, n2}
+	p := startPair(t, keep, gone, chg)
+	n1, n2, url, streams := p.nodes[0], p.nodes[1], p.url, p.streams
+	nodes := p.nodes[:]
 	owned := func(source string) int { return len(unitsOf(n1, source)) + len(unitsOf(n2, source)) }
 	eventually(t, "every unit owned", func() bool { return owned("keep") == 2 && owned("gone") == 2 && owned("chg") == 2 })
 	for _, s := range []string{"keep", "gone", "chg"} {
@@ -52,7 +49,7 @@ func TestReloadAddRemoveChange(t *testing.T) {
 		t.Fatalf("keep's units: %v", keepTokens)
 	}
 
-	writeFile(t, p1, controlYAML("n1", a1, a1, dir, keep, chg2, added))
+	writeFile(t, p.paths[0], p.yaml(0, keep, chg2, added))
 	st, err := n1.Reload(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -71,7 +68,7 @@ func TestReloadAddRemoveChange(t *testing.T) {
 	streams.produce(t, "gone", 2, 100, 50)
 	applied("gone", 150)
 
-	writeFile(t, p2, controlYAML("n2", a2, a1, dir, keep, chg2, added))
+	writeFile(t, p.paths[1], p.yaml(1, keep, chg2, added))
 	if _, err := n2.Reload(t.Context()); err != nil {
 		t.Fatal(err)
 	}
@@ -100,14 +97,14 @@ func TestReloadAddRemoveChange(t *testing.T) {
 	}
 
 	// Files that cannot be applied change nothing.
-	good := controlYAML("n1", a1, a1, dir, keep, chg2, added)
+	good := p.yaml(0, keep, chg2, added)
 	for _, c := range []struct{ name, yaml, want string }{
 		{"unknown field", strings.Replace(good, "handler_name: audit", "handler_name: audit, bogus: 1", 1), "bogus"},
 		{"not yaml", "sources: [", "invalid YAML"},
 		{"fixed field", strings.Replace(good, "name: n1", "name: n9", 1), "node.name"},
-		{"unregistered handler", controlYAML("n1", a1, a1, dir, keep, chg2, added, strings.Replace(auditSource("more", 1, ""), "audit", "nope", 1)), "no handler"},
+		{"unregistered handler", p.yaml(0, keep, chg2, added, strings.Replace(auditSource("more", 1, ""), "audit", "nope", 1)), "no handler"},
 	} {
-		writeFile(t, p1, c.yaml)
+		writeFile(t, p.paths[0], c.yaml)
 		before := sourceNames(n1)
 		_, err := n1.Reload(t.Context())
 		if !errors.Is(err, ErrReloadInvalid) || !strings.Contains(err.Error(), c.want) {
@@ -127,7 +124,7 @@ func TestReloadAddRemoveChange(t *testing.T) {
 		t.Errorf("keep's leases changed hands after refused reloads: %v, were %v", got, keepTokens)
 	}
 	// the file fixed again: a reload with nothing to change
-	writeFile(t, p1, good)
+	writeFile(t, p.paths[0], good)
 	rep, err := n1.Control(t.Context(), debug.ControlRequest{Action: debug.ActionReload})
 	if err != nil || rep.Detail != "reloaded: no source changed" {
 		t.Fatalf("reload of the same file: %q, %v", rep.Detail, err)
