@@ -63,8 +63,10 @@ func (c *controls) annotate(t *actors.Tree) {
 func (n *Node) ExitRequested() <-chan struct{} { return n.ctl.exit }
 
 // drainWait bounds how long a drain waits for the node's units to stop
-// before it answers (they go on stopping after it).
-const drainWait = 30 * time.Second
+// before it answers (they go on stopping after it): under the debug
+// endpoint's default write timeout (debug.DefaultFetchTimeout +
+// DefaultWriteMargin, 12 s), so that the answer gets out.
+const drainWait = 8 * time.Second
 
 // controlDrain carries out drain, undrain and exit. Both drain and undrain
 // are idempotent: a drain of a drained node, or an undrain of one that is

@@ -108,6 +108,9 @@ func (n *Node) reload(ctx context.Context) (actors.ReloadStatus, error) {
 	if err != nil {
 		return st, fmt.Errorf("%w: %s:\n%w", ErrReloadInvalid, path, err)
 	}
+	for _, w := range next.Warnings() {
+		n.log.Warn("reload: config warning", "config", path, "warning", w)
+	}
 	old := n.ctl.applied
 	d, err := config.Compare(old, next)
 	if err != nil {
