@@ -21,11 +21,19 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
+	if u.seekPending() {
+		u.startSeek(ctx)
+		return
+	}
 	u.cancelFetch = u.runMainJob(ctx, "fetch", u.fetchJob(false, 0))
 }
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.cancelFetch = nil
+	if u.seekPending() {
+		u.startSeek(ctx) // what was fetched lies on the other side of the seek
+		return
+	}
 	if r.err != nil {
 		if u.phase.stopping() {
 			u.finishStop(ctx, false)

@@ -92,6 +92,12 @@ const (
 	// last one again after a unit registered a lease (a new unit, or a
 	// new token), so that lease is never renewed (issue 12 item 5).
 	StaleRenewBatch = "stale-renew-batch"
+
+	// SeekKeepsAhead: a seek keeps the batch fetched ahead of the old
+	// position and applies it after the new checkpoint, so the checkpoint
+	// jumps forward again and part of what the seek asked for is never
+	// applied again (issue 13 item 2).
+	SeekKeepsAhead = "seek-keeps-ahead"
 )
 
 // All lists every switch.
@@ -101,5 +107,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown,
+	CaughtUpUnknown, SeekKeepsAhead,
 }
