@@ -118,12 +118,19 @@ func SeekStart(ctx context.Context, s Stream, partition string, t SeekTarget) (S
 		if fs, ok := s.(FromSeeker); ok {
 			return fs.PositionFrom(ctx, partition, t.From)
 		}
-		if p, ok := decimalBefore(t.From); ok {
-			return Start{After: p}, nil
-		}
-		return Start{Mode: Earliest}, nil
+		return StartFrom(t.From), nil
 	}
 	return Start{}, fmt.Errorf("%w: empty target", ErrBadSeek)
+}
+
+// StartFrom is the Start that reads the decimal position pos first, for
+// streams whose positions are consecutive numbers: after pos - 1, or the
+// very beginning for 0.
+func StartFrom(pos string) Start {
+	if p, ok := decimalBefore(pos); ok {
+		return Start{After: p}
+	}
+	return Start{Mode: Earliest}
 }
 
 // decimalBefore is the decimal number one less than p (any length); false

@@ -7,12 +7,8 @@ import (
 	"github.com/drover-dev/drover/cluster/debug"
 )
 
-// Not built yet (issue 13, items 1, 2 and 5).
+// Not built yet (issue 13, items 1 and 5).
 
 func (n *Node) controlPause(context.Context, debug.ControlRequest) (debug.ControlReply, error) {
 	return debug.ControlReply{}, fmt.Errorf("%w: pause and resume are not built yet", debug.ErrControlConflict)
-}
-
-func (n *Node) controlSeek(context.Context, debug.ControlRequest) (debug.ControlReply, error) {
-	return debug.ControlReply{}, fmt.Errorf("%w: seek is not built yet", debug.ErrControlConflict)
 }
