@@ -84,6 +84,11 @@ type noCommit struct {
 	}
 }
 
+var (
+	_ brokers.Resolver = noCommit{}
+	_ brokers.Seeker   = noCommit{}
+)
+
 func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
 	return s.r.Resolve(ctx, partition, mode)
 }
