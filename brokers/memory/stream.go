@@ -512,16 +512,8 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (its end is %d): %w", partition, start.After, p.end(), brokers.ErrPositionUnknown)}
 		}
 	case !start.At.IsZero():
-		if !p.trimmedTime.IsZero() && !p.trimmedTime.Before(start.At) {
-			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s at %s (a message stamped %s was trimmed): %w",
-				partition, start.At.Format(time.RFC3339Nano), p.trimmedTime.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
-		}
-		r.next = p.end()
-		for i := range p.recs {
-			if rec := &p.recs[i]; !rec.marker && !rec.msg.Time.Before(start.At) {
-				r.next = p.base + int64(i)
-				break
-			}
+		if r.next, err = p.firstAt(OpOpen, partition, start.At); err != nil {
+			return nil, err
 		}
 	case start.Mode == brokers.Latest:
 		r.next = p.lso()
@@ -611,42 +603,4 @@ func cloneBytes(b []byte) []byte {
 		return nil
 	}
 	return append(make([]byte, 0, len(b)), b...)
-}
-
-var _ brokers.Seeker = (*Stream)(nil)
-
-// PositionAt is the start of partition at the first message stamped at or
-// after t (brokers.Seeker): after the offset before it, the very beginning
-// when it is offset 0, after the last offset when no message is that late.
-// A message stamped at or after t that was trimmed is brokers.ErrPositionGone,
-// as for Open at t.
-func (s *Stream) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
-	return s.positionAt(ctx, nil, partition, t)
-}
-
-func (s *Stream) positionAt(ctx context.Context, owner *StreamClient, partition string, t time.Time) (brokers.Start, error) {
-	if err := s.enter(ctx, OpResolve); err != nil {
-		return brokers.Start{}, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	p, err := s.clientPartitionLocked(OpResolve, owner, partition)
-	if err != nil {
-		return brokers.Start{}, err
-	}
-	if !p.trimmedTime.IsZero() && !p.trimmedTime.Before(t) {
-		return brokers.Start{}, &brokers.Error{Op: OpResolve, Err: fmt.Errorf("partition %s at %s (a message stamped %s was trimmed): %w",
-			partition, t.Format(time.RFC3339Nano), p.trimmedTime.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
-	}
-	next := p.end()
-	for i := range p.recs {
-		if rec := &p.recs[i]; !rec.marker && !rec.msg.Time.Before(t) {
-			next = p.base + int64(i)
-			break
-		}
-	}
-	if next == 0 {
-		return brokers.Start{Mode: brokers.Earliest}, nil
-	}
-	return brokers.Start{After: strconv.FormatInt(next-1, 10)}, nil
 }
