@@ -384,7 +384,7 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 			l.unapplied--
 		}
 		if l.applied[key] == 2+l.reapply[key] {
-			c.violate("duplicated", fmt.Sprintf("%s applied twice (last by %s, token %d)", key, b.Lease.Owner, b.Lease.Token))
+			c.violate("duplicated", fmt.Sprintf("%s applied %d times (last by %s, token %d)", key, l.applied[key], b.Lease.Owner, b.Lease.Token))
 		}
 		n++
 	}

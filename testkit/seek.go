@@ -109,10 +109,13 @@ func (l *ledger) sought(b *persistence.Batch) {
 }
 
 // reapplyViolations lists the messages a seek asked to apply again that
-// were not (at most five, and a count).
+// were not (at most five, and a count), in the unit's current incarnation.
 func (l *ledger) reapplyViolations() []Violation {
 	var short []string
 	for key, n := range l.reapply {
+		if p := l.produced[key]; p.gen != l.unitGen[p.unit] {
+			continue // the stream was recreated since: its unit reads another incarnation
+		}
 		if l.applied[key] < 1+n {
 			short = append(short, key)
 		}

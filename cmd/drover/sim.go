@@ -37,9 +37,10 @@ func newSim() *cobra.Command {
 		Short: "run deterministic random cluster scenarios and check every invariant",
 		Long: `sim draws a whole scenario from a seed — nodes, a stream and a queue, messages of
 every kind (good, malformed, tombstones, deletes, Debezium), kills, graceful
-stops, partitions, GC pauses, broker and store faults, a reshard — runs it in
-virtual time on one goroutine, lets the cluster settle and checks: nothing
-lost, nothing applied twice, order per unit, one applier per lease token,
+stops, partitions, GC pauses, broker and store faults, a reshard, operators'
+seeks back — runs it in virtual time on one goroutine, lets the cluster settle
+and checks: nothing lost, nothing applied twice (but exactly the re-applies a
+seek back asks for), order per unit, one applier per lease token,
 failover within its bound, no ghost units in a node's tree, and the others
 README's "The simulator" lists.
 
