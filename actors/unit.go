@@ -99,6 +99,7 @@ type unitActor struct {
 	inflight    int                // main-line jobs in flight
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
 	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
+	seek        *seekUnit          // a seek asked and not yet answered (unit_seek.go)
 	lag         lagTrack           // the lag once the fetch in hand is applied
 	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer
@@ -399,6 +400,8 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		u.beginStop(ctx)
 	case *controlsChanged:
 		u.onControls(ctx)
+	case *seekUnit:
+		u.requestSeek(ctx, m)
 	case *parentsListed:
 		u.part.Parents = m.parents
 	case *leaseLostNote:
@@ -503,5 +506,7 @@ func (u *unitActor) onJob(ctx actor.Context, v any) {
 		u.onExtend(ctx, r)
 	case releaseResult:
 		u.onRelease(ctx, r)
+	case seekResult:
+		u.onSeek(ctx, r)
 	}
 }

@@ -112,6 +112,8 @@ func (u *unitActor) next(ctx actor.Context) {
 	case u.phase.stopping():
 		u.dropAhead()
 		u.fetch(ctx) // ends the stop
+	case u.seekPending():
+		u.startSeek(ctx)
 	case a.reopened && a.cancel == nil && a.result == nil:
 		a.reopened = false
 		u.open(ctx)

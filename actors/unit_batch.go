@@ -21,6 +21,12 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
+	// A seek is carried out paused or not (seek --after past a poison
+	// message, then resume); the fetch after it pauses.
+	if u.seekPending() {
+		u.startSeek(ctx)
+		return
+	}
 	if u.pauseBeforeFetch() {
 		return
 	}
@@ -29,6 +35,10 @@ func (u *unitActor) fetch(ctx actor.Context) {
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.cancelFetch = nil
+	if u.seekPending() {
+		u.startSeek(ctx) // what was fetched lies on the other side of the seek
+		return
+	}
 	if r.err != nil {
 		if u.phase.stopping() {
 			u.finishStop(ctx, false)

@@ -406,4 +406,5 @@ func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
 	u.resetCause = nil // look at the checkpoint again next time
 	u.resumeAt = stepOpen
 	u.retryTimer = u.after(ctx, u.node.tuning.PositionCheck, timerRetry)
+	u.seekIfIdle(ctx) // the operator's way out
 }

@@ -17,6 +17,9 @@ func (u *unitActor) beginStop(ctx actor.Context) {
 		return
 	}
 	u.node.env.trace("stopping", u.id, "")
+	if u.seekPending() {
+		u.endSeek() // not started: the next owner is asked
+	}
 	u.becomeStopping()
 	u.stopTimer = u.after(ctx, u.node.tuning.StopTimeout, timerStopDeadline)
 	if u.cancelFetch != nil {
@@ -97,6 +100,7 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 		return
 	}
 	u.incarnation.end()
+	u.endSeek()
 	u.cancelWake()
 	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {
 		if t != nil {

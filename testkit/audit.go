@@ -381,11 +381,11 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 			c.violate("aborted", fmt.Sprintf("%s of an aborted transaction applied (token %d, %s)", key, b.Lease.Token, b.Lease.Owner))
 		}
 		l.applied[key]++
-		if _, ok := l.produced[key]; ok && l.applied[key] == 1 {
+		if _, ok := l.produced[key]; ok && l.applied[key] == 1 && !l.skipped[key] {
 			l.unapplied--
 		}
-		if l.applied[key] == 2 {
-			c.violate("duplicated", fmt.Sprintf("%s applied twice (last by %s, token %d)", key, b.Lease.Owner, b.Lease.Token))
+		if l.applied[key] == 2+l.reapply[key] {
+			c.violate("duplicated", fmt.Sprintf("%s applied %d times (last by %s, token %d)", key, l.applied[key], b.Lease.Owner, b.Lease.Token))
 		}
 		n++
 	}
@@ -400,6 +400,8 @@ func (c *Cluster) onReset(b *persistence.Batch) {
 	l := c.led
 	l.resets[b.Unit]++
 	switch {
+	case l.takeSeek(b.Unit):
+		l.sought(b) // an operator's seek: a cause
 	case l.resets[b.Unit] == 1:
 		if l.initial[b.Unit] && l.latest[b.Source] && l.unitGen[b.Unit] == 0 {
 			l.excuseBefore(b.Unit, brokers.Applied(b.Checkpoint))
@@ -479,7 +481,7 @@ func (c *Cluster) Report() Report {
 	r.Violations = append(r.Violations, l.violations...)
 	var lost []string
 	for k := range l.produced {
-		if l.applied[k] == 0 {
+		if l.applied[k] == 0 && !l.skipped[k] {
 			lost = append(lost, k)
 		}
 	}
@@ -492,11 +494,12 @@ func (c *Cluster) Report() Report {
 		}
 		r.Violations = append(r.Violations, Violation{"lost", k + " never applied"})
 	}
-	for _, n := range l.applied {
-		if n > 1 {
-			r.Duplicated += n - 1
+	for k, n := range l.applied {
+		if n > 1+l.reapply[k] {
+			r.Duplicated += n - 1 - l.reapply[k]
 		}
 	}
+	r.Violations = append(r.Violations, l.reapplyViolations()...)
 	if len(l.leaseChanges) > 0 {
 		c.checkChurn()
 	}

@@ -55,6 +55,12 @@ type ledger struct {
 	leaseChanges map[string]int
 	partEvents   int
 	maxChanges   int
+	// seeks are the seeks asked and not answered (seek.go); reapply counts
+	// the applications a seek back allowed a message beyond its first,
+	// skipped the messages a seek forward skipped on purpose.
+	seeks   []*seekMark
+	reapply map[string]int
+	skipped map[string]bool
 }
 
 type produced struct {
@@ -103,7 +109,7 @@ func newLedger() *ledger {
 		queueGen: map[string]map[string]int{}, lastPublished: map[string]string{},
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
 		resets: map[string]int{}, allowReset: map[string]int{}, resetsAt: map[string]int{}, aborted: map[string]bool{},
-		leaseChanges: map[string]int{},
+		leaseChanges: map[string]int{}, reapply: map[string]int{}, skipped: map[string]bool{},
 	}
 }
 

@@ -108,7 +108,3 @@ func (n *Node) controlTarget(ctx context.Context, req debug.ControlRequest) (str
 	}
 	return "", fmt.Errorf("%w: no unit %s: no node has run it (see drover tree --cluster)", debug.ErrBadControl, unit)
 }
-
-func (n *Node) controlSeek(context.Context, debug.ControlRequest) (debug.ControlReply, error) {
-	return debug.ControlReply{}, fmt.Errorf("%w: seek is not built yet", debug.ErrControlConflict)
-}
