@@ -57,6 +57,13 @@ func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug
 	if err != nil {
 		return debug.ControlReply{}, err
 	}
+	// The seek is done (its checkpoint committed): the audit entry says
+	// so; a failure to write it is logged, the seek stands.
+	if _, err := n.store.WriteAudit(ctx, persistence.AuditEntry{Node: n.cfg.Node.Name, By: req.By, Action: debug.ActionSeek,
+		Source: strings.TrimSuffix(unit[:strings.LastIndex(unit, "/")+1], "/"), Unit: unit,
+		Args: fmt.Sprintf("to=%s from=%s position=%s token=%d", req.To, rec.From, rec.Position, rec.Token), Reason: req.Reason}); err != nil {
+		n.log.Warn("seek done; its audit entry was not written", "unit", unit, "error", err)
+	}
 	return debug.ControlReply{
 		Action: debug.ActionSeek, Node: rec.Node, Result: rec,
 		Detail: fmt.Sprintf("%s sought to %s: checkpoint %s -> %s (lease token %d); what follows it is applied (again)", unit, req.To, rec.From, rec.Position, rec.Token),

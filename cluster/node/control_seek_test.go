@@ -120,6 +120,11 @@ sources:
 	if ls := u.LastSeek; ls == nil || ls.To != "after:39" || ls.Position != "39" || ls.From != "49" || ls.By != "tester" || ls.Reason != "test" {
 		t.Fatalf("last_seek %+v", u.LastSeek)
 	}
+	// recorded in the audit table, with who, why and what moved
+	if es, err := st.ListAudit(ctx, persistence.AuditFilter{Unit: "m/0"}); err != nil || len(es) != 1 ||
+		es[0].Action != "seek" || es[0].By != "tester" || es[0].Reason != "test" || es[0].Source != "m" || !strings.Contains(es[0].Args, "from=49 position=39") {
+		t.Fatalf("audit of the seek: %+v, %v", es, err)
+	}
 
 	// held elsewhere: a conflict naming the holder
 	if _, _, err := st.RenewLeases(ctx, "n2", []persistence.Lease{held}, time.Hour); err != nil {
