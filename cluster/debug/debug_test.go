@@ -499,24 +499,24 @@ func TestPageIsSelfContainedAndPolls(t *testing.T) {
 	}
 }
 
-func TestTreeURL(t *testing.T) {
+func TestMemberURL(t *testing.T) {
 	for _, tt := range []struct {
 		m       placement.Member
 		want    string
 		wantErr string
 	}{
-		{placement.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070", ""},
 		{placement.Member{Name: "a", DebugAddr: ":7070"}, "", `member a: debug address ":7070" has no host`},
 		{placement.Member{Name: "a", DebugAddr: "nohost"}, "", `member a: debug address "nohost"`},
 		{placement.Member{Name: "a"}, "", "member a gossips no debug address"},
 	} {
-		got, err := treeURL(tt.m)
+		got, err := memberURL(tt.m)
 		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("treeURL(%+v) = %q, %v; want %q, %q", tt.m, got, err, tt.want, tt.wantErr)
+			t.Errorf("memberURL(%+v) = %q, %v; want %q, %q", tt.m, got, err, tt.want, tt.wantErr)
 		}
 	}
 }
