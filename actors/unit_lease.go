@@ -131,6 +131,9 @@ func (u *unitActor) clearWaitNote() {
 // recordAcquired records the acquisition of lease l in the node's event
 // log: a takeover when the store says it replaced another holder.
 func (u *unitActor) recordAcquired(l persistence.Lease) {
+	if mutate.On(mutate.AnonymousTakeover) {
+		l.PrevOwner = "" // the bug the events' simulator invariant catches
+	}
 	e := events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindAcquired, Token: l.Token,
 		PrevOwner: l.PrevOwner, PrevToken: l.PrevToken}
 	if l.PrevOwner != "" && l.PrevOwner != u.node.env.Node {

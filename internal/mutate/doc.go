@@ -92,6 +92,11 @@ const (
 	// last one again after a unit registered a lease (a new unit, or a
 	// new token), so that lease is never renewed (issue 12 item 5).
 	StaleRenewBatch = "stale-renew-batch"
+
+	// AnonymousTakeover: a unit that took its lease over from another
+	// holder logs a plain acquisition that names no previous holder, as
+	// before Acquire reported it (issue 13 item 7).
+	AnonymousTakeover = "anonymous-takeover"
 )
 
 // All lists every switch.
@@ -101,5 +106,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown,
+	CaughtUpUnknown, AnonymousTakeover,
 }
