@@ -70,13 +70,7 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 			}
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if _, err := out.Write(escapeJSON(body)); err != nil {
-					return &exitError{1, err}
-				}
-				if len(body) > 0 && body[len(body)-1] != '\n' {
-					fmt.Fprintln(out)
-				}
-				return nil
+				return writeJSONBody(out, body)
 			}
 			var a debug.EventsAnswer
 			if err := json.Unmarshal(body, &a); err != nil {
