@@ -1,7 +1,8 @@
 // Package events is a node's bounded log of why its units are where they
 // are (architecture §10, events): placement decisions, lease
-// acquisitions, takeovers and losses, restarts, position resets,
-// passivation and operators' controls. The runtime records into a Log from
+// acquisitions, takeovers, losses and releases, restarts, position
+// resets and operators' controls (not passivation: idle units passivate
+// and wake too often, and would push the decisions out). The runtime records into a Log from
 // its actors' goroutines; the debug endpoint reads it from HTTP handlers.
 //
 // A Log is a ring of at most its capacity entries: the oldest is
@@ -47,10 +48,6 @@ const (
 	// KindPositionReset: the checkpoint was no longer a position of the
 	// broker and was reset under on_position_reset (Reason: from, to, why).
 	KindPositionReset = "position_reset"
-	// KindPassivated and KindActivated: an idle unit gave up its actor,
-	// and got one again.
-	KindPassivated = "passivated"
-	KindActivated  = "activated"
 	// KindControl: an operator's control (pause, resume, seek, drain,
 	// reload, ...), Action naming it and By who asked, where known.
 	KindControl = "control"

@@ -364,7 +364,7 @@ func TestTokenGuardsEveryRouteButProbes(t *testing.T) {
 	if r := get(t, base+"/readyz"); r.code != 200 || r.body != "ready\n" {
 		t.Fatalf("readyz without token: %d %q", r.code, r.body)
 	}
-	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/nope"} {
+	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/events", "/debug/events?scope=cluster", "/debug/", "/metrics", "/nope"} {
 		for _, h := range [][]string{
 			nil,
 			{"Authorization", "Bearer wrong"},
@@ -378,7 +378,7 @@ func TestTokenGuardsEveryRouteButProbes(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/readyz"} {
+	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/events", "/debug/events?scope=cluster", "/debug/", "/metrics", "/readyz"} {
 		if r := get(t, base+path, "Authorization", "Bearer s3cret"); r.code != 200 {
 			t.Errorf("GET %s with the token: %d %q", path, r.code, r.body)
 		}
