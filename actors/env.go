@@ -9,6 +9,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
@@ -60,6 +61,12 @@ type Env struct {
 	Trace func(Event)
 	// Metrics receives counters; nil means none.
 	Metrics Metrics
+	// Events is the node's log of why its units are where they are
+	// (placement decisions, lease acquisitions, takeovers and losses,
+	// restarts, position resets); nil records nothing. The runtime records
+	// per unit decision, never per message. Callers outside the runtime
+	// (controls) record into the same log.
+	Events *events.Log
 	// ApplyAlone makes every batch a store call of its own
 	// (node.group_commit: false). By default, when Store implements
 	// persistence.GroupApplier, the batches of several units that are

@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
 )
@@ -76,6 +77,7 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 	if r.err == nil {
 		u.node.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
+		u.node.env.Events.Record(events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindReleased, Token: u.lease.Token})
 	}
 	u.dropLease(ctx)
 	ctx.Stop(ctx.Self())

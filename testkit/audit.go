@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -293,6 +294,9 @@ func (c *Cluster) onAcquired(l persistence.Lease) {
 		c.violate("fencing", fmt.Sprintf("token %d of %s given to %s and %s", l.Token, l.Unit, prev, l.Owner))
 	}
 	c.led.tokens[k] = l.Owner
+	if l.PrevOwner != "" && l.PrevOwner != l.Owner {
+		c.led.takeovers[k] = l
+	}
 	c.event("lease", l.Owner, l.Unit, fmt.Sprintf("token=%d", l.Token))
 	if c.scale != nil {
 		sid := 0
@@ -344,6 +348,10 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 	}
 	l.appliers[k] = b.Lease.Owner
 	c.checkPaused(b)
+	if to, ok := l.takeovers[k]; ok {
+		delete(l.takeovers, k)
+		c.checkTakeoverLogged(to)
+	}
 	if !b.Dedupe {
 		if since, ok := l.recreated[b.Unit]; ok && (b.Reset || !c.s.now.Before(since.Add(c.cfg.RecreateQuiet))) {
 			// from now on the unit reads the recreated stream
@@ -427,6 +435,27 @@ func (c *Cluster) partitioned() bool {
 		}
 	}
 	return false
+}
+
+// checkTakeoverLogged: a takeover whose token commits a batch is in the
+// new owner's event log, naming the holder and token it took the lease
+// from (the owner's process acquired that token: it applies with it).
+func (c *Cluster) checkTakeoverLogged(l persistence.Lease) {
+	n := c.nodes[l.Owner]
+	if n == nil || n.events == nil {
+		return
+	}
+	for _, e := range n.events.Query(events.Filter{Unit: l.Unit}) {
+		if e.Kind == events.KindTakeover && e.Token == l.Token {
+			if e.PrevOwner != l.PrevOwner || e.PrevToken != l.PrevToken {
+				c.violate("events", fmt.Sprintf("%s logged the takeover of %s token %d from %s token %d; the store gave it from %s token %d",
+					l.Owner, l.Unit, l.Token, e.PrevOwner, e.PrevToken, l.PrevOwner, l.PrevToken))
+			}
+			return
+		}
+	}
+	c.violate("events", fmt.Sprintf("%s applied %s with token %d, taken over from %s, without a takeover in its event log",
+		l.Owner, l.Unit, l.Token, l.PrevOwner))
 }
 
 func (c *Cluster) violate(inv, detail string) {

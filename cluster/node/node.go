@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/sqs"
@@ -61,6 +62,7 @@ type Node struct {
 	debug   *debug.Server
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
+	events  *events.Log
 
 	stopWatch func()
 	capWarn   mixedCapWarner
@@ -106,13 +108,14 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		specs = append(specs, spec)
 	}
 
+	n.events = events.New(cfg.Node.Name, clock.Real{}, events.DefaultCapacity)
 	n.reg = prometheus.NewRegistry()
 	n.metrics = metrics.New(n.reg, cfg.Node.Name, metrics.Options{PerUnit: cfg.Node.MetricsPerUnit, Now: clock.Real{}.Now})
 	// Built before joining, so that unusable TLS files stop the node
 	// before it is a member; it listens once the actors run.
 	n.debug, err = debug.New(debug.Config{
 		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
-		AdminToken: cfg.Node.AdminToken.Reveal(), Controller: n,
+		AdminToken: cfg.Node.AdminToken.Reveal(), Controller: n, Events: n.events,
 		Logger: log.With("component", "debug"),
 		// Only gossip encrypted with cluster.secret_key authenticates
 		// its members: only then may the cluster view send them the token.
@@ -156,6 +159,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Store:      n.store,
 		Logger:     log,
 		Metrics:    n.metrics,
+		Events:     n.events,
 		Tuning:     opt.Tuning,
 		ApplyAlone: !cfg.Node.GroupCommit,
 		// the clamp of every member's gossiped capacity, unless a member

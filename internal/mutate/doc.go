@@ -104,6 +104,11 @@ const (
 	// jumps forward again and part of what the seek asked for is never
 	// applied again (issue 13 item 2).
 	SeekKeepsAhead = "seek-keeps-ahead"
+
+	// AnonymousTakeover: a unit that took its lease over from another
+	// holder logs a plain acquisition that names no previous holder, as
+	// before Acquire reported it (issue 13 item 7).
+	AnonymousTakeover = "anonymous-takeover"
 )
 
 // All lists every switch.
@@ -113,5 +118,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead,
+	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover,
 }
