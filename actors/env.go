@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/internal/clock"
@@ -60,6 +61,9 @@ type Env struct {
 	Trace func(Event)
 	// Metrics receives counters; nil means none.
 	Metrics Metrics
+	// Tracer, when set, receives the spans of every batch (fetch, decode,
+	// apply: trace.go); nil means no tracing, at no cost.
+	Tracer trace.Tracer
 	// ApplyAlone makes every batch a store call of its own
 	// (node.group_commit: false). By default, when Store implements
 	// persistence.GroupApplier, the batches of several units that are
