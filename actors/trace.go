@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/internal/tracing"
+	"github.com/drover-dev/drover/brokers/tracecontext"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -25,7 +25,7 @@ import (
 // allocation (TestTraceHooksOffAllocateNothing).
 //
 // The W3C trace contexts the messages carry (traceparent, tracestate in
-// their headers: internal/tracing) become links, at most MaxTraceLinks per
+// their headers: brokers/tracecontext) become links, at most MaxTraceLinks per
 // fetch: of the fetch span, and of each apply span for the messages of its
 // batch. When every traced message of a fetch carries one and the same
 // context (a single message, typically), the fetch span continues that
@@ -141,10 +141,10 @@ func messageLinks(msgs []brokers.Message) ([]trace.Link, map[string]trace.SpanCo
 	var byPos map[string]trace.SpanContext
 	traced := 0
 	for _, m := range msgs {
-		if !tracing.Has(m.Headers) {
+		if !tracecontext.Has(m.Headers) {
 			continue
 		}
-		sc := tracing.Extract(m)
+		sc := tracecontext.Extract(m)
 		if !sc.IsValid() {
 			continue
 		}

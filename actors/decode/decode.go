@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/tracecontext"
 	"github.com/drover-dev/drover/internal/mutate"
-	"github.com/drover-dev/drover/internal/tracing"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -280,7 +280,7 @@ func (c Config) Dead(m brokers.Message, reason string) persistence.Op {
 // a dead letter (drover_dead_letters has no column for it: the reason
 // holds it).
 func withTraceID(reason string, m brokers.Message) string {
-	id := tracing.TraceID(m)
+	id := tracecontext.TraceID(m)
 	if id == "" {
 		return cutReason(reason, MaxReasonBytes)
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/brokers"
-	"github.com/drover-dev/drover/internal/tracing"
+	"github.com/drover-dev/drover/brokers/tracecontext"
 )
 
 // Names of the definitions that check W3C trace context (traceparent,
@@ -26,23 +26,23 @@ var traceDoc = "a message sent with W3C traceparent and tracestate headers (attr
 // tracedMessage is a message carrying a producer's trace context.
 func tracedMessage() brokers.Message {
 	return brokers.Message{Key: []byte("k"), Value: []byte(`{"id":1}`), Headers: []brokers.Header{
-		{Key: tracing.TraceParent, Value: []byte("00-" + testTraceID + "-" + testSpanID + "-01")},
-		{Key: tracing.TraceState, Value: []byte(testTraceState)},
+		{Key: tracecontext.TraceParent, Value: []byte("00-" + testTraceID + "-" + testSpanID + "-01")},
+		{Key: tracecontext.TraceState, Value: []byte(testTraceState)},
 	}}
 }
 
 // checkTraced fails t unless m continues tracedMessage's context.
 func checkTraced(t *testing.T, m brokers.Message) {
 	t.Helper()
-	sc := tracing.Extract(m)
+	sc := tracecontext.Extract(m)
 	if !sc.IsValid() || sc.TraceID().String() != testTraceID || sc.SpanID().String() != testSpanID || !sc.IsSampled() || !sc.IsRemote() {
 		t.Fatalf("trace context of %s = %+v, want trace %s span %s sampled", Headers(m), sc, testTraceID, testSpanID)
 	}
 	if ts := sc.TraceState().String(); ts != testTraceState {
 		t.Fatalf("tracestate %q, want %q", ts, testTraceState)
 	}
-	if tracing.TraceID(m) != testTraceID {
-		t.Fatalf("TraceID = %q", tracing.TraceID(m))
+	if tracecontext.TraceID(m) != testTraceID {
+		t.Fatalf("TraceID = %q", tracecontext.TraceID(m))
 	}
 }
 

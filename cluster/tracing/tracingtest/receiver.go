@@ -52,7 +52,7 @@ type Receiver struct {
 	spans    []Span
 	requests int
 	headers  map[string]string // of the last request, names in lower case
-	changed  chan struct{} // closed and replaced on every request
+	changed  chan struct{}     // closed and replaced on every request
 }
 
 // Start starts a receiver; t.Cleanup stops it.

@@ -1,8 +1,8 @@
-// Package tracing reads W3C trace context (traceparent, tracestate) out of
+// Package tracecontext reads W3C trace context (traceparent, tracestate) out of
 // the headers of a broker message, through OpenTelemetry's TraceContext
 // propagator. It is what the runtime links a batch's spans to and what a
 // dead letter records. It starts nothing and keeps no state.
-package tracing
+package tracecontext
 
 import (
 	"context"
