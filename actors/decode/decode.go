@@ -280,16 +280,31 @@ func (c Config) Dead(m brokers.Message, reason string) persistence.Op {
 // a dead letter (drover_dead_letters has no column for it: the reason
 // holds it).
 func withTraceID(reason string, m brokers.Message) string {
-	id := tracecontext.TraceID(m)
-	if id == "" {
+	return ReasonWithTraceID(reason, tracecontext.TraceID(m))
+}
+
+// TraceIDField starts the trace id at the end of a dead letter's reason.
+const TraceIDField = "trace_id="
+
+// ReasonWithTraceID is reason cut at MaxReasonBytes, ending with
+// " trace_id=<id>" when id is not "" and reason does not end with it yet.
+func ReasonWithTraceID(reason, id string) string {
+	if id == "" || ReasonTraceID(reason) == id {
 		return cutReason(reason, MaxReasonBytes)
 	}
 	sfx := " " + TraceIDField + id
 	return cutReason(reason, MaxReasonBytes-len(sfx)) + sfx
 }
 
-// TraceIDField starts the trace id at the end of a dead letter's reason.
-const TraceIDField = "trace_id="
+// ReasonTraceID is the trace id at the end of a dead letter's reason
+// (ReasonWithTraceID), "" when there is none.
+func ReasonTraceID(reason string) string {
+	_, id, ok := strings.Cut(reason[max(0, len(reason)-len(TraceIDField)-33):], " "+TraceIDField)
+	if !ok || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
+}
 
 // cutReason cuts a reason longer than limit bytes on a character boundary
 // and marks the cut.

@@ -42,4 +42,15 @@ func TestDeadLetterRecordsTraceID(t *testing.T) {
 	if len(op.Reason) > MaxReasonBytes || !strings.HasSuffix(op.Reason, "… trace_id="+id) || !utf8.ValidString(op.Reason) {
 		t.Errorf("cut reason of %d bytes ends %q, want at most %d ending in '… trace_id=%s'", len(op.Reason), op.Reason[len(op.Reason)-50:], MaxReasonBytes, id)
 	}
+	if ReasonTraceID(op.Reason) != id || ReasonWithTraceID(op.Reason, id) != op.Reason {
+		t.Errorf("ReasonTraceID(%q) = %q; adding the id again changes the reason", op.Reason[len(op.Reason)-50:], ReasonTraceID(op.Reason))
+	}
+	for _, r := range []string{"", "no key", "x trace_id=" + id[:31], "x trace_id=" + strings.ToUpper(id), "x trace_id=" + id + " more"} {
+		if got := ReasonTraceID(r); got != "" {
+			t.Errorf("ReasonTraceID(%q) = %q, want none", r, got)
+		}
+	}
+	if got := ReasonWithTraceID("handler: bad", id); got != "handler: bad trace_id="+id {
+		t.Errorf("ReasonWithTraceID = %q", got)
+	}
 }
