@@ -22,6 +22,7 @@ import (
 
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
 // Span is one received span, flattened for assertions.
@@ -127,7 +128,7 @@ func (r *Receiver) keep(req *collectortrace.ExportTraceServiceRequest, headers m
 				sp := Span{
 					Name: s.GetName(), TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 					ParentID: hex.EncodeToString(s.GetParentSpanId()), Attrs: attrs(s.GetAttributes()), Resource: res,
-					Error: s.GetStatus().GetCode() == 2, // STATUS_CODE_ERROR
+					Error: s.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR,
 				}
 				for _, l := range s.GetLinks() {
 					sp.Links = append(sp.Links, hex.EncodeToString(l.GetTraceId()))
