@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
@@ -67,6 +68,9 @@ type Env struct {
 	// per unit decision, never per message. Callers outside the runtime
 	// (controls) record into the same log.
 	Events *events.Log
+	// Tracer, when set, receives the spans of every batch (fetch, decode,
+	// apply: trace.go); nil means no tracing, at no cost.
+	Tracer trace.Tracer
 	// ApplyAlone makes every batch a store call of its own
 	// (node.group_commit: false). By default, when Store implements
 	// persistence.GroupApplier, the batches of several units that are

@@ -289,6 +289,7 @@ type (
 		// ahead: a fetch ahead, the seq-th of the incarnation
 		ahead bool
 		seq   uint64
+		span  spanTimes // when the fetch ran, with a Tracer (trace.go)
 	}
 	applyResult struct {
 		batch    *pendingBatch
@@ -337,6 +338,8 @@ type pendingBatch struct {
 	// refusedOnce is the position of the one op the store refused alone
 	// once: it is applied alone again before it is dead-lettered.
 	refusedOnce string
+	// trace is the fetch's spans, with a Tracer (trace.go); nil without.
+	trace *batchTrace
 }
 
 // events the unit sends its supervisor

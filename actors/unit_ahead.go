@@ -138,7 +138,7 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 	if conn.waker() != nil {
 		wait = 0
 	}
-	return func(c context.Context) any {
+	return u.timeFetch(func(c context.Context) any {
 		var r brokers.Result
 		err := conn.use(func() (err error) {
 			if conn.reader != nil {
@@ -149,7 +149,7 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 			return err
 		})
 		return fetchResult{fetched: r, err: err, ahead: ahead, seq: seq}
-	}
+	})
 }
 
 // ---- an idle unit waits for its Waker ----

@@ -23,6 +23,7 @@ import (
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/gossip"
 	"github.com/drover-dev/drover/cluster/metrics"
+	"github.com/drover-dev/drover/cluster/tracing"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
@@ -63,6 +64,7 @@ type Node struct {
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
 	events  *events.Log
+	tracing *tracing.Tracing // nil: tracing off (no OTEL_EXPORTER_OTLP_* endpoint)
 
 	stopWatch func()
 	capWarn   mixedCapWarner
@@ -165,6 +167,14 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		// the clamp of every member's gossiped capacity, unless a member
 		// gossips a lower max_capacity
 		MaxCapacity: cfg.Cluster.MaxCapacity,
+	}
+	n.tracing, err = tracing.Start(ctx, tracing.Options{Node: cfg.Node.Name, Version: opt.Version, Logger: log.With("component", "tracing")})
+	if err != nil {
+		return err
+	}
+	if n.tracing != nil {
+		env.Tracer = n.tracing.Tracer()
+		log.Info("tracing on: exporting spans over OTLP", "protocol", n.tracing.Protocol())
 	}
 	n.actors, err = actors.Start(env, specs)
 	if err != nil {
@@ -427,6 +437,13 @@ func (n *Node) closeAll() {
 	}
 	n.exec.Wait()
 	n.wg.Wait()
+	if n.tracing != nil { // after the actors: their last spans are queued
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.tracing.Shutdown(ctx); err != nil {
+			n.log.Warn("flush traces", "error", err)
+		}
+		cancel()
+	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			n.log.Warn("close store", "error", err)
