@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
+	"go.opentelemetry.io/otel/trace"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
@@ -60,6 +62,15 @@ type Env struct {
 	Trace func(Event)
 	// Metrics receives counters; nil means none.
 	Metrics Metrics
+	// Events is the node's log of why its units are where they are
+	// (placement decisions, lease acquisitions, takeovers and losses,
+	// restarts, position resets); nil records nothing. The runtime records
+	// per unit decision, never per message. Callers outside the runtime
+	// (controls) record into the same log.
+	Events *events.Log
+	// Tracer, when set, receives the spans of every batch (fetch, decode,
+	// apply: trace.go); nil means no tracing, at no cost.
+	Tracer trace.Tracer
 	// ApplyAlone makes every batch a store call of its own
 	// (node.group_commit: false). By default, when Store implements
 	// persistence.GroupApplier, the batches of several units that are

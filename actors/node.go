@@ -365,6 +365,8 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		if a.reannounce {
 			a.announce(ctx)
 		}
+	case *seekUnit:
+		a.routeSeek(ctx, m)
 	case *crashSource:
 		if pid, ok := a.sups[m.source]; ok && !a.down[m.source] {
 			ctx.Send(pid, m)

@@ -76,8 +76,13 @@ func Replay(ctx context.Context, store ReplayStore, spec SourceSpec, id int64) (
 	if spec.Handler != nil {
 		op = dc.Raw(m)
 	}
-	// keep the dead letter's identity: the same (source, unit, position) row
+	// keep the dead letter's identity: the same (source, unit, position) row,
+	// and the trace it recorded (the message's headers are not kept)
 	op.Position = dl.Position
+	trace := decode.ReasonTraceID(dl.Reason)
+	if op.Kind == persistence.OpDeadLetter {
+		op.Reason = decode.ReasonWithTraceID(op.Reason, trace)
+	}
 	b := &persistence.Batch{Source: dl.Source, Unit: dl.Unit, Table: spec.Table, Ops: []persistence.Op{op}}
 	if op.Kind == persistence.OpMessage {
 		h := spec.Handler
@@ -100,7 +105,7 @@ func Replay(ctx context.Context, store ReplayStore, spec SourceSpec, id int64) (
 			continue // the unit changed hands meanwhile: read the new token
 		case errors.As(err, &perm) && op.Kind == persistence.OpMessage:
 			op = persistence.Op{Kind: persistence.OpDeadLetter, Position: dl.Position, MsgKey: dl.MsgKey, Payload: dl.Payload,
-				Reason: "handler: " + perm.Err.Error()}
+				Reason: decode.ReasonWithTraceID("handler: "+perm.Err.Error(), trace)}
 			b.Ops, b.Handle = []persistence.Op{op}, nil
 			continue
 		default:

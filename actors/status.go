@@ -108,6 +108,26 @@ type UnitStatus struct {
 	// Passive: the unit is idle without an actor of its own (passivated,
 	// architecture §13); it shows what it showed when it passivated.
 	Passive bool `json:"passive,omitempty"`
+	// LastSeek is the last seek this unit's owner carried out here
+	// (drover seek); nil when none was. Replaced whole, never changed.
+	LastSeek *SeekStatus `json:"last_seek,omitempty"`
+}
+
+// SeekStatus is a seek as the tree shows it.
+type SeekStatus struct {
+	// To is the target as asked ("earliest", "after:41", a time, ...).
+	To string `json:"to"`
+	// From is the checkpoint before the seek, Position the one written.
+	From     string    `json:"from"`
+	Position string    `json:"position"`
+	At       time.Time `json:"at"`
+	By       string    `json:"by,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	// ID is the control's id (the controls table's seek_id), 0 when the
+	// seek came without one.
+	ID int64 `json:"id,omitempty"`
+	// Token is the lease token the checkpoint was written under.
+	Token int64 `json:"token"`
 }
 
 // setLag records the unit's lag (Lag and what LagSeconds is made of).

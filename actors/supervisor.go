@@ -154,6 +154,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.forgetUnits()
 		case *actor.Terminated:
 			s.dropHandoff(m.Who, !s.restarting)
+		case *seekUnit:
+			m.refuse(fmt.Errorf("seek %s: %w: source %s is restarting or stopping on node %s", m.Unit, ErrSeekConflict, s.spec.Name, s.node.env.Node))
 		}
 		return
 	}
@@ -210,6 +212,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		}
 	case *leaseLostNote:
 		s.onLeaseLost(ctx, m)
+	case *seekUnit:
+		s.onSeek(ctx, m)
 	case *restartDue:
 		s.onRestartDue(ctx, m)
 	case *reconcileTick:

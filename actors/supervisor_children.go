@@ -11,6 +11,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/mutate"
@@ -57,6 +58,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			continue
 		}
 		c.stopping = true
+		s.recordPlacement(events.KindGivenUp, u)
 		if c.waiting {
 			// suspended after a failure: nothing in flight, stop it now
 			if c.restartT != nil {
@@ -82,8 +84,19 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			}
 			delete(s.cooldown, u)
 		}
+		s.recordPlacement(events.KindAssigned, u)
 		s.spawn(ctx, u)
 	}
+}
+
+// recordPlacement records a placement decision about unit in the node's
+// event log, with the size of the view it was made on.
+func (s *supervisor) recordPlacement(kind, unit string) {
+	e := events.Event{Source: s.spec.Name, Unit: unit, Kind: kind, Members: len(s.members)}
+	if kind == events.KindGivenUp && s.draining {
+		e.Reason = "the source drains"
+	}
+	s.node.env.Events.Record(e)
 }
 
 // eligibleUnits are the units placement is asked about: listed and not
@@ -270,6 +283,8 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		s.node.env.logger().Error("unit actor panicked", "unit", c.unit, "panic", msg)
 	}
 	s.node.env.trace("restart-scheduled", c.unit, fmt.Sprintf("n=%d in=%s", c.restarts, d))
+	s.node.env.Events.Record(events.Event{Source: s.spec.Name, Unit: c.unit, Kind: events.KindRestart,
+		Reason: fmt.Sprintf("restart %d in %s: %s", c.restarts, d.Round(time.Millisecond), msg)})
 	now := s.node.env.Clock.Now()
 	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
 		st.State = StateRetrying

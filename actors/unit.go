@@ -99,6 +99,7 @@ type unitActor struct {
 	inflight    int                // main-line jobs in flight
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
 	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
+	seek        *seekUnit          // a seek asked and not yet answered (unit_seek.go)
 	lag         lagTrack           // the lag once the fetch in hand is applied
 	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer
@@ -288,6 +289,7 @@ type (
 		// ahead: a fetch ahead, the seq-th of the incarnation
 		ahead bool
 		seq   uint64
+		span  spanTimes // when the fetch ran, with a Tracer (trace.go)
 	}
 	applyResult struct {
 		batch    *pendingBatch
@@ -336,6 +338,8 @@ type pendingBatch struct {
 	// refusedOnce is the position of the one op the store refused alone
 	// once: it is applied alone again before it is dead-lettered.
 	refusedOnce string
+	// trace is the fetch's spans, with a Tracer (trace.go); nil without.
+	trace *batchTrace
 }
 
 // events the unit sends its supervisor
@@ -399,6 +403,8 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		u.beginStop(ctx)
 	case *controlsChanged:
 		u.onControls(ctx)
+	case *seekUnit:
+		u.requestSeek(ctx, m)
 	case *parentsListed:
 		u.part.Parents = m.parents
 	case *leaseLostNote:
@@ -503,5 +509,7 @@ func (u *unitActor) onJob(ctx actor.Context, v any) {
 		u.onExtend(ctx, r)
 	case releaseResult:
 		u.onRelease(ctx, r)
+	case seekResult:
+		u.onSeek(ctx, r)
 	}
 }

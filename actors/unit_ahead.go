@@ -112,6 +112,8 @@ func (u *unitActor) next(ctx actor.Context) {
 	case u.phase.stopping():
 		u.dropAhead()
 		u.fetch(ctx) // ends the stop
+	case u.seekPending():
+		u.startSeek(ctx)
 	case a.reopened && a.cancel == nil && a.result == nil:
 		a.reopened = false
 		u.open(ctx)
@@ -136,7 +138,7 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 	if conn.waker() != nil {
 		wait = 0
 	}
-	return func(c context.Context) any {
+	return u.timeFetch(func(c context.Context) any {
 		var r brokers.Result
 		err := conn.use(func() (err error) {
 			if conn.reader != nil {
@@ -147,7 +149,7 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 			return err
 		})
 		return fetchResult{fetched: r, err: err, ahead: ahead, seq: seq}
-	}
+	})
 }
 
 // ---- an idle unit waits for its Waker ----

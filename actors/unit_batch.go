@@ -21,6 +21,12 @@ func (u *unitActor) fetch(ctx actor.Context) {
 		u.finishStop(ctx, false)
 		return
 	}
+	// A seek is carried out paused or not (seek --after past a poison
+	// message, then resume); the fetch after it pauses.
+	if u.seekPending() {
+		u.startSeek(ctx)
+		return
+	}
 	if u.pauseBeforeFetch() {
 		return
 	}
@@ -29,6 +35,10 @@ func (u *unitActor) fetch(ctx actor.Context) {
 
 func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	u.cancelFetch = nil
+	if u.seekPending() {
+		u.startSeek(ctx) // what was fetched lies on the other side of the seek
+		return
+	}
 	if r.err != nil {
 		if u.phase.stopping() {
 			u.finishStop(ctx, false)
@@ -70,7 +80,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	if !mutate.On(mutate.FailuresSpanSuccess) { // the bug of issue 9 item 8: only an apply counted
 		u.succeeded(ctx)
 	}
-	pb := u.prepare(r.fetched)
+	pb := u.tracePrepare(r)
 	if pb == nil {
 		u.showLag(lag, u.lag.applied()) // nothing to apply: applied
 		if len(r.fetched.Messages) == 0 && !r.fetched.End && u.waitWake(ctx) {
@@ -142,6 +152,7 @@ func (u *unitActor) apply(ctx actor.Context, pb *pendingBatch, attempts int) {
 	}
 	b := pb.batch
 	b.Lease = u.lease
+	u.traceApplyStart(pb)
 	u.storeApply(ctx, b, func(a persistence.Applied, err error) any {
 		return applyResult{batch: pb, applied: a, err: err, attempts: attempts}
 	})
@@ -165,6 +176,7 @@ func (u *unitActor) reapply(ctx actor.Context) {
 	}
 	store, unit, b := u.node.env.Store, u.id, pb.batch
 	b.Lease = u.lease
+	u.traceApplyStart(pb)
 	u.runMainJob(ctx, "apply", func(c context.Context) any {
 		cp, err := store.Checkpoint(c, unit)
 		switch {
@@ -180,6 +192,7 @@ func (u *unitActor) reapply(ctx actor.Context) {
 }
 
 func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
+	u.traceApplied(r)
 	pb := r.batch
 	if r.err != nil {
 		var perm *PermanentError

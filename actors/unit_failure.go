@@ -97,6 +97,7 @@ func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	})
 	u.resumeAt = at
 	u.retryTimer = u.after(ctx, d, timerRetry)
+	u.seekIfIdle(ctx) // a seek waiting for the failed step goes first
 }
 
 // logRetry writes a WARN line when a unit retries, at most one per

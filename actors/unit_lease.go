@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
@@ -98,6 +100,8 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 		u.fail(ctx, fmt.Errorf("acquire lease: %w", r.err), stepAcquire)
 		return
 	}
+	u.recordAcquired(r.lease)
+	r.lease.PrevOwner, r.lease.PrevToken = "", 0 // said once, in the event
 	u.lease, u.holdsLease = r.lease, true
 	u.failures = 0 // a step that succeeded: failures are counted anew
 	u.node.env.trace("acquired", u.id, fmt.Sprintf("token=%d", r.lease.Token))
@@ -124,9 +128,30 @@ func (u *unitActor) clearWaitNote() {
 	}
 }
 
+// recordAcquired records the acquisition of lease l in the node's event
+// log: a takeover when the store says it replaced another holder.
+func (u *unitActor) recordAcquired(l persistence.Lease) {
+	if mutate.On(mutate.AnonymousTakeover) {
+		l.PrevOwner = "" // the bug the events' simulator invariant catches
+	}
+	e := events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindAcquired, Token: l.Token,
+		PrevOwner: l.PrevOwner, PrevToken: l.PrevToken}
+	if l.PrevOwner != "" && l.PrevOwner != u.node.env.Node {
+		e.Kind = events.KindTakeover
+		if slices.Contains(u.node.liveNames(), l.PrevOwner) {
+			e.Reason = fmt.Sprintf("the lease of %s (token %d) had expired", l.PrevOwner, l.PrevToken)
+		} else {
+			e.Reason = fmt.Sprintf("%s (token %d) is not in this node's view and stopped renewing", l.PrevOwner, l.PrevToken)
+		}
+	}
+	u.node.env.Events.Record(e)
+}
+
 // leaseLost drops everything not applied and stops: placement decides again.
 func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 	u.node.env.trace("lease-lost", u.id, fmt.Sprintf("token=%d at=%s", u.lease.Token, where))
+	u.node.env.Events.Record(events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindLeaseLost, Token: u.lease.Token,
+		Reason: "found lost at " + where + ": the store no longer has this token (taken over, or expired)"})
 	u.dropLease(ctx)
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
@@ -377,6 +402,7 @@ func (u *unitActor) positionReset(r *resetInfo) {
 	u.node.env.logger().Warn("checkpoint is no longer a position of the broker; reset by a fenced write",
 		"unit", u.id, "from", r.from, "to", r.to, "on_position_reset", u.spec.OnPositionReset.String(), "error", r.cause)
 	u.node.env.trace("position-reset", u.id, r.from+" -> "+r.to)
+	u.node.env.Events.Record(events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindPositionReset, Token: u.lease.Token, Reason: msg})
 	u.node.metrics.PositionReset(u.spec.Name, u.id)
 	now := u.now()
 	u.status(func(s *UnitStatus) { s.setError(msg, now) })
@@ -406,4 +432,5 @@ func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
 	u.resetCause = nil // look at the checkpoint again next time
 	u.resumeAt = stepOpen
 	u.retryTimer = u.after(ctx, u.node.tuning.PositionCheck, timerRetry)
+	u.seekIfIdle(ctx) // the operator's way out
 }

@@ -43,6 +43,8 @@ type passiveUnit struct {
 	cancel func() // the Wake arrangement
 	// resume is what the actor spawned from the record does first.
 	resume resumeKind
+	// seek is the seek it is activated for (resumeSeek).
+	seek *seekUnit
 }
 
 type resumeKind int8
@@ -51,9 +53,10 @@ const (
 	resumeFetch resumeKind = iota + 1 // woken, or the safety sweep: fetch at once
 	resumeStop                        // a stop: release the lease, stop
 	resumeLost                        // the leaser reported the lease lost
+	resumeSeek                        // an operator's seek (unit_seek.go)
 )
 
-var resumeNames = [...]string{resumeFetch: "fetch", resumeStop: "stop", resumeLost: "lease-lost"}
+var resumeNames = [...]string{resumeFetch: "fetch", resumeStop: "stop", resumeLost: "lease-lost", resumeSeek: "seek"}
 
 func (k resumeKind) String() string { return resumeNames[k] }
 
@@ -142,6 +145,8 @@ func (u *unitActor) resumeFrom(ctx actor.Context, r *passiveUnit) {
 		u.beginStop(ctx)
 	case resumeLost:
 		u.leaseLost(ctx, "renew")
+	case resumeSeek:
+		u.requestSeek(ctx, r.seek)
 	}
 }
 

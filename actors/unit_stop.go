@@ -6,6 +6,7 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
 )
@@ -17,6 +18,9 @@ func (u *unitActor) beginStop(ctx actor.Context) {
 		return
 	}
 	u.node.env.trace("stopping", u.id, "")
+	if u.seekPending() {
+		u.endSeek() // not started: the next owner is asked
+	}
 	u.becomeStopping()
 	u.stopTimer = u.after(ctx, u.node.tuning.StopTimeout, timerStopDeadline)
 	if u.cancelFetch != nil {
@@ -73,6 +77,7 @@ func (u *unitActor) finishStop(ctx actor.Context, force bool) {
 func (u *unitActor) onRelease(ctx actor.Context, r releaseResult) {
 	if r.err == nil {
 		u.node.env.trace("released", u.id, fmt.Sprintf("token=%d", u.lease.Token))
+		u.node.env.Events.Record(events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindReleased, Token: u.lease.Token})
 	}
 	u.dropLease(ctx)
 	ctx.Stop(ctx.Self())
@@ -97,6 +102,7 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 		return
 	}
 	u.incarnation.end()
+	u.endSeek()
 	u.cancelWake()
 	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {
 		if t != nil {

@@ -24,6 +24,11 @@
 // offsets, Kinesis sequence numbers, JetStream stream sequences), so
 // ComparePositions orders them without knowing the broker.
 //
+// A seek (drover seek) names a target: a position, earliest, latest, a
+// time or after:<position> (ParseSeekTarget). SeekStart turns it into the
+// Start to open and checkpoint, with the optional Resolver, Seeker and
+// FromSeeker where the stream has them.
+//
 // # Blocking and goroutines
 //
 // Fetch and Receive may block up to their wait argument and must return

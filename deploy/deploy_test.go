@@ -1,7 +1,6 @@
 package deploy
 
 import (
-	"bytes"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -11,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/goccy/go-yaml"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/drover-dev/drover/cluster/config"
 )
@@ -36,69 +35,38 @@ func TestDockerfileBuildsAStaticNonRootImage(t *testing.T) {
 	}
 }
 
-func docs(t *testing.T) map[string]map[string]any {
-	t.Helper()
-	b, err := os.ReadFile("kubernetes/drover.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]map[string]any{}
-	for _, part := range bytes.Split(b, []byte("\n---\n")) {
-		var d map[string]any
-		if err := yaml.Unmarshal(part, &d); err != nil {
-			t.Fatalf("manifest does not parse: %v", err)
-		}
-		if d == nil {
-			continue
-		}
-		out[d["kind"].(string)] = d
-	}
-	return out
-}
-
-func get(v any, path ...string) any {
-	for _, p := range path {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return nil
-		}
-		v = m[p]
-	}
-	return v
-}
-
 func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
-	d := docs(t)
-	svc, sts, cm := d["Service"], d["StatefulSet"], d["ConfigMap"]
-	if svc == nil || sts == nil || cm == nil {
-		t.Fatalf("want a Service, a StatefulSet and a ConfigMap, got %v", d)
-	}
-	if get(svc, "spec", "clusterIP") != "None" {
+	k := kubeManifests(t)
+	svc, sts, cm := k.svc, k.sts, k.cm
+	if svc.Spec.ClusterIP != corev1.ClusterIPNone {
 		t.Error("the Service is not headless")
 	}
-	if get(sts, "spec", "serviceName") != get(svc, "metadata", "name") {
+	if sts.Spec.ServiceName != svc.Name {
 		t.Error("the StatefulSet does not use the headless Service")
 	}
-	pod := get(sts, "spec", "template", "spec")
-	if get(pod, "securityContext", "runAsNonRoot") != true {
+	pod := sts.Spec.Template.Spec
+	if sc := pod.SecurityContext; sc == nil || sc.RunAsNonRoot == nil || !*sc.RunAsNonRoot {
 		t.Error("pods may run as root")
 	}
-	c := get(pod, "containers").([]any)[0]
-	if get(c, "readinessProbe", "httpGet", "path") != "/readyz" {
+	if len(pod.Containers) == 0 {
+		t.Fatal("the pod has no container")
+	}
+	c := pod.Containers[0]
+	if p := c.ReadinessProbe; p == nil || p.HTTPGet == nil || p.HTTPGet.Path != "/readyz" {
 		t.Error("readiness is not /readyz")
 	}
 	secretEnv := map[string]string{}
-	for _, e := range get(c, "env").([]any) {
-		if ref := get(e, "valueFrom", "secretKeyRef", "name"); ref != nil {
-			secretEnv[get(e, "name").(string)] = ref.(string)
+	for _, e := range c.Env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			secretEnv[e.Name] = e.ValueFrom.SecretKeyRef.Name
 		}
 	}
 	if secretEnv["DROVER_DEBUG_TOKEN"] == "" {
 		t.Error("the debug token does not come from a Secret")
 	}
 	gossipFromSecret := false
-	for _, v := range get(pod, "volumes").([]any) {
-		if get(v, "secret", "secretName") != nil && get(v, "name") == "gossip-key" {
+	for _, v := range pod.Volumes {
+		if v.Secret != nil && v.Secret.SecretName != "" && v.Name == "gossip-key" {
 			gossipFromSecret = true
 		}
 	}
@@ -107,21 +75,20 @@ func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
 	}
 	// no mount inside another: a runtime may not create a mount point in a
 	// read-only volume (the ConfigMap)
-	var paths []string
-	for _, m := range get(c, "volumeMounts").([]any) {
-		paths = append(paths, get(m, "mountPath").(string))
-	}
-	for _, a := range paths {
-		for _, b := range paths {
-			if a != b && strings.HasPrefix(b, a+"/") {
-				t.Errorf("volume mount %s is inside mount %s", b, a)
+	for _, a := range c.VolumeMounts {
+		for _, b := range c.VolumeMounts {
+			if a.MountPath != b.MountPath && strings.HasPrefix(b.MountPath, a.MountPath+"/") {
+				t.Errorf("volume mount %s is inside mount %s", b.MountPath, a.MountPath)
 			}
 		}
 	}
 
 	// the embedded configuration is valid for the real parser, and takes
 	// its secrets only through ${env:} and ${file:}
-	text := get(cm, "data", "drover.yaml").(string)
+	text, ok := cm.Data["drover.yaml"]
+	if !ok {
+		t.Fatal("the ConfigMap holds no drover.yaml")
+	}
 	for _, secret := range []string{"debug_token", "secret_key"} {
 		if !regexp.MustCompile(secret + `: \$\{(env|file):`).MatchString(text) {
 			t.Errorf("%s is not read from ${env:} or ${file:}", secret)
@@ -147,13 +114,12 @@ func TestManifestsRunAHeadlessStatefulSetWithSecretsAndReadiness(t *testing.T) {
 
 	// every pod lists every pod as a seed (issue 9, item 6b: a node
 	// restarted with a partial or empty list may form a cluster of its own)
-	replicas, _ := get(sts, "spec", "replicas").(uint64)
-	if replicas < 2 {
-		t.Fatalf("replicas %v: want a cluster", get(sts, "spec", "replicas"))
+	if sts.Spec.Replicas == nil || *sts.Spec.Replicas < 2 {
+		t.Fatalf("replicas %v: want a cluster", sts.Spec.Replicas)
 	}
 	var want []string
-	for i := range replicas {
-		want = append(want, fmt.Sprintf("%s-%d.%s:7946", get(sts, "metadata", "name"), i, get(svc, "metadata", "name")))
+	for i := range *sts.Spec.Replicas {
+		want = append(want, fmt.Sprintf("%s-%d.%s:7946", sts.Name, i, svc.Name))
 	}
 	if !slices.Equal(cfg.Cluster.Join, want) {
 		t.Errorf("cluster.join = %v, want every pod: %v", cfg.Cluster.Join, want)

@@ -20,6 +20,14 @@ type Lease struct {
 	// (RenewLeases). Acquire, Renew, RenewLeases, List and a
 	// LeaseHeldError's Holder all report it so.
 	RenewedAt time.Time
+	// PrevOwner and PrevToken are set only in what Acquire returns: the
+	// holder of the token just before this one (PrevToken = Token-1) and
+	// that token; PrevOwner is empty when the lease was released, new
+	// (PrevToken 0), or when the store cannot tell. They are never stored
+	// and never read by the other methods; the runtime records them in
+	// its event log (a takeover names whom it took the lease from).
+	PrevOwner string
+	PrevToken int64
 }
 
 // AcquireRequest asks for a unit's lease.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -293,6 +294,9 @@ func (c *Cluster) onAcquired(l persistence.Lease) {
 		c.violate("fencing", fmt.Sprintf("token %d of %s given to %s and %s", l.Token, l.Unit, prev, l.Owner))
 	}
 	c.led.tokens[k] = l.Owner
+	if l.PrevOwner != "" && l.PrevOwner != l.Owner {
+		c.led.takeovers[k] = l
+	}
 	c.event("lease", l.Owner, l.Unit, fmt.Sprintf("token=%d", l.Token))
 	if c.scale != nil {
 		sid := 0
@@ -344,6 +348,10 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 	}
 	l.appliers[k] = b.Lease.Owner
 	c.checkPaused(b)
+	if to, ok := l.takeovers[k]; ok {
+		delete(l.takeovers, k)
+		c.checkTakeoverLogged(to)
+	}
 	if !b.Dedupe {
 		if since, ok := l.recreated[b.Unit]; ok && (b.Reset || !c.s.now.Before(since.Add(c.cfg.RecreateQuiet))) {
 			// from now on the unit reads the recreated stream
@@ -381,11 +389,11 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 			c.violate("aborted", fmt.Sprintf("%s of an aborted transaction applied (token %d, %s)", key, b.Lease.Token, b.Lease.Owner))
 		}
 		l.applied[key]++
-		if _, ok := l.produced[key]; ok && l.applied[key] == 1 {
+		if _, ok := l.produced[key]; ok && l.applied[key] == 1 && !l.skipped[key] {
 			l.unapplied--
 		}
-		if l.applied[key] == 2 {
-			c.violate("duplicated", fmt.Sprintf("%s applied twice (last by %s, token %d)", key, b.Lease.Owner, b.Lease.Token))
+		if l.applied[key] == 2+l.reapply[key] {
+			c.violate("duplicated", fmt.Sprintf("%s applied %d times (last by %s, token %d)", key, l.applied[key], b.Lease.Owner, b.Lease.Token))
 		}
 		n++
 	}
@@ -400,6 +408,8 @@ func (c *Cluster) onReset(b *persistence.Batch) {
 	l := c.led
 	l.resets[b.Unit]++
 	switch {
+	case l.takeSeek(b.Unit):
+		l.sought(b) // an operator's seek: a cause
 	case l.resets[b.Unit] == 1:
 		if l.initial[b.Unit] && l.latest[b.Source] && l.unitGen[b.Unit] == 0 {
 			l.excuseBefore(b.Unit, brokers.Applied(b.Checkpoint))
@@ -425,6 +435,27 @@ func (c *Cluster) partitioned() bool {
 		}
 	}
 	return false
+}
+
+// checkTakeoverLogged: a takeover whose token commits a batch is in the
+// new owner's event log, naming the holder and token it took the lease
+// from (the owner's process acquired that token: it applies with it).
+func (c *Cluster) checkTakeoverLogged(l persistence.Lease) {
+	n := c.nodes[l.Owner]
+	if n == nil || n.events == nil {
+		return
+	}
+	for _, e := range n.events.Query(events.Filter{Unit: l.Unit}) {
+		if e.Kind == events.KindTakeover && e.Token == l.Token {
+			if e.PrevOwner != l.PrevOwner || e.PrevToken != l.PrevToken {
+				c.violate("events", fmt.Sprintf("%s logged the takeover of %s token %d from %s token %d; the store gave it from %s token %d",
+					l.Owner, l.Unit, l.Token, e.PrevOwner, e.PrevToken, l.PrevOwner, l.PrevToken))
+			}
+			return
+		}
+	}
+	c.violate("events", fmt.Sprintf("%s applied %s with token %d, taken over from %s, without a takeover in its event log",
+		l.Owner, l.Unit, l.Token, l.PrevOwner))
 }
 
 func (c *Cluster) violate(inv, detail string) {
@@ -479,7 +510,7 @@ func (c *Cluster) Report() Report {
 	r.Violations = append(r.Violations, l.violations...)
 	var lost []string
 	for k := range l.produced {
-		if l.applied[k] == 0 {
+		if l.applied[k] == 0 && !l.skipped[k] {
 			lost = append(lost, k)
 		}
 	}
@@ -492,11 +523,12 @@ func (c *Cluster) Report() Report {
 		}
 		r.Violations = append(r.Violations, Violation{"lost", k + " never applied"})
 	}
-	for _, n := range l.applied {
-		if n > 1 {
-			r.Duplicated += n - 1
+	for k, n := range l.applied {
+		if n > 1+l.reapply[k] {
+			r.Duplicated += n - 1 - l.reapply[k]
 		}
 	}
+	r.Violations = append(r.Violations, l.reapplyViolations()...)
 	if len(l.leaseChanges) > 0 {
 		c.checkChurn()
 	}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/memory"
 	"github.com/drover-dev/drover/persistence"
@@ -139,6 +140,7 @@ type simNode struct {
 	stopAt  time.Time     // when its graceful stop began
 	drained *actors.Node  // the process Drain took out of placement; nil when none (drain.go)
 	metrics *stateMetrics // the current process's unit states, as its metrics report them
+	events  *events.Log   // the current process's event log
 	// clean is what the tree invariant last found clean: the process, its
 	// tree's and its metrics' versions of the states (checkTrees).
 	clean treeVersion
@@ -379,6 +381,8 @@ func (c *Cluster) startNode(n *simNode) error {
 	}
 	n.metrics = newStateMetrics()
 	env.Metrics = n.metrics
+	n.events = events.New(n.name, env.Clock, 0)
+	env.Events = n.events
 	if c.scale != nil {
 		env.Placement = c.scale.placement(n.name)
 		c.scale.viewChanged(n.name) // a new process: its first view
@@ -574,4 +578,13 @@ type teeHash struct {
 func (t teeHash) Write(p []byte) (int, error) {
 	_, _ = t.w.Write(p)
 	return t.Hash.Write(p)
+}
+
+// EventLog is the event log of node's current process (what its GET
+// /debug/events would answer); nil for a node that never started.
+func (c *Cluster) EventLog(node string) *events.Log {
+	if n := c.nodes[node]; n != nil {
+		return n.events
+	}
+	return nil
 }

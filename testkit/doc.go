@@ -22,7 +22,8 @@
 //     merges split memberships. Converged says when every view is right.
 //   - Invariants are checked on what the store committed (an audit wrapper
 //     around it records every commit and lease acquisition): nothing lost,
-//     nothing applied twice, order per unit, one applier per lease token,
+//     nothing applied twice (beyond exactly the re-applies an operator's
+//     seek back asks for, Cluster.Seek), order per unit, one applier per lease token,
 //     failover within Config.FailoverBound, no record dead-lettered for a
 //     refusal the store would not repeat (RaceNext). Others are checked
 //     on the running cluster (invariants.go), the nodes' trees among them

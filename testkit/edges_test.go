@@ -63,6 +63,9 @@ var edges = []edge{
 	{"RefusalRaceNotDeadLettered", "10.7", mutate.RefuseAtOnce, edgeRefusalRace},
 	// found by review (ghost_units_test.go)
 	{"RestartedSupervisorLeavesNoGhostUnit", "review", mutate.GhostUnits, edgeGhostUnits},
+	// issue 13 (edges_seek_test.go)
+	{"SeekBackReappliesExactly", "13.2", mutate.SeekKeepsAhead, edgeSeekBack},
+	{"SeekAfterSkipsPoison", "13.2", "", edgeSeekPastPoison},
 }
 
 func TestEdges(t *testing.T) {

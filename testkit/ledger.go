@@ -8,17 +8,22 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
 )
 
 // ledger is what the invariant checks compare: what was produced and what
 // the store committed.
 type ledger struct {
-	produced     map[string]produced // key -> message
-	unapplied    int                 // produced messages not committed yet
-	applied      map[string]int      // key -> commits that applied it
-	lastPos      map[string]string   // unit -> last applied position (streams)
-	tokens       map[string]string   // unit#token -> owner that acquired it
-	appliers     map[string]string   // unit#token -> owner that applied with it
+	produced  map[string]produced // key -> message
+	unapplied int                 // produced messages not committed yet
+	applied   map[string]int      // key -> commits that applied it
+	lastPos   map[string]string   // unit -> last applied position (streams)
+	tokens    map[string]string   // unit#token -> owner that acquired it
+	appliers  map[string]string   // unit#token -> owner that applied with it
+	// takeovers are the leases the store gave from one holder to another
+	// (unit#token), until a batch commits with that token: the new owner
+	// must have logged the takeover by then (checkTakeoverLogged).
+	takeovers    map[string]persistence.Lease
 	kills        []kill
 	failovers    []Failover
 	violations   []Violation
@@ -55,6 +60,12 @@ type ledger struct {
 	leaseChanges map[string]int
 	partEvents   int
 	maxChanges   int
+	// seeks are the seeks asked and not answered (seek.go); reapply counts
+	// the applications a seek back allowed a message beyond its first,
+	// skipped the messages a seek forward skipped on purpose.
+	seeks   []*seekMark
+	reapply map[string]int
+	skipped map[string]bool
 }
 
 type produced struct {
@@ -98,12 +109,12 @@ func (v Violation) String() string { return v.Invariant + ": " + v.Detail }
 func newLedger() *ledger {
 	return &ledger{
 		produced: map[string]produced{}, applied: map[string]int{}, lastPos: map[string]string{},
-		tokens: map[string]string{}, appliers: map[string]string{},
+		tokens: map[string]string{}, appliers: map[string]string{}, takeovers: map[string]persistence.Lease{},
 		gen: map[string]int{}, unitGen: map[string]int{}, recreated: map[string]time.Time{},
 		queueGen: map[string]map[string]int{}, lastPublished: map[string]string{},
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
 		resets: map[string]int{}, allowReset: map[string]int{}, resetsAt: map[string]int{}, aborted: map[string]bool{},
-		leaseChanges: map[string]int{},
+		leaseChanges: map[string]int{}, reapply: map[string]int{}, skipped: map[string]bool{},
 	}
 }
 

@@ -1,7 +1,6 @@
 package testkit_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -43,15 +42,6 @@ func soleOwner(t *testing.T, c *testkit.Cluster, unit string) string {
 		t.Fatalf("%s owned by %v, want one owner", unit, o)
 	}
 	return o[0]
-}
-
-func checkpointOf(t *testing.T, c *testkit.Cluster, unit string) string {
-	t.Helper()
-	cp, err := c.Store().Checkpoint(context.Background(), unit)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cp.Position
 }
 
 // A paused unit stays paused when its owner is killed (the new owner

@@ -70,6 +70,33 @@ func TestReplayDeadLetter(t *testing.T) {
 	checkReport(t, c)
 }
 
+// A dead letter that still fails when replayed keeps the trace id it
+// recorded of its message (the replayed message has no headers).
+func TestReplayKeepsTheTraceID(t *testing.T) {
+	c := newCluster(t, testkit.Config{Seed: 37, Nodes: 1})
+	spec := actors.SourceSpec{Name: "people", KeyField: "id"}
+	must(c.AddStream(spec, 1))
+	mustStart(t, c)
+	const id = "4bf92f3577b34da6a3ce929d0e0e4736"
+	must(c.Publish("people", "0", brokers.Message{Value: []byte(`not json`),
+		Headers: []brokers.Header{{Key: "traceparent", Value: []byte("00-" + id + "-00f067aa0ba902b7-01")}}}))
+	mustSettle(t, c, time.Minute)
+	store := c.Store()
+	dl := wantDeadLetters(t, store, "people", 1)[0]
+	if !strings.HasSuffix(dl.Reason, " trace_id="+id) {
+		t.Fatalf("dead letter reason %q does not end with its trace id", dl.Reason)
+	}
+	res, err := actors.Replay(context.Background(), store, spec, dl.ID)
+	if err != nil || res.Applied {
+		t.Fatalf("replay of junk: %+v %v", res, err)
+	}
+	again, err := store.DeadLetter(context.Background(), dl.ID)
+	if err != nil || again.Attempts != 2 || !strings.HasSuffix(again.Reason, " trace_id="+id) {
+		t.Fatalf("after the replay: reason %q attempts %d (%v); want the trace id kept", again.Reason, again.Attempts, err)
+	}
+	checkReport(t, c)
+}
+
 // Issue 10 item 6: a dead letter whose payload was cut at
 // max_dead_letter_bytes holds only the first bytes of its message: replay
 // refuses it, saying why, and leaves it pending and untouched.

@@ -95,7 +95,8 @@ func (r SimResult) OK() bool {
 //     instead of restarts (drawDrain);
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
-//     supervisors keep them, and every fault above meets passive units.
+//     supervisors keep them, and every fault above meets passive units;
+//   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go).
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -508,6 +509,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	}
 
 	drawPause(c, seed, step) // issue 13: an operator's pause and resume
+	drawSeeks(c, seed, stream.BatchSize, 4096, step)
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)

@@ -8,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/tracecontext"
 	"github.com/drover-dev/drover/internal/mutate"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -255,7 +256,7 @@ func (c Config) keyed(op persistence.Op, m brokers.Message, kind persistence.OpK
 
 func (c Config) dead(op persistence.Op, m brokers.Message, reason string) persistence.Op {
 	op.Kind = persistence.OpDeadLetter
-	op.Reason = cutReason(reason)
+	op.Reason = withTraceID(reason, m)
 	op.MsgKey = MsgKey(m.Key)
 	op.Payload = m.Value
 	if max := c.maxDeadLetterBytes(); len(m.Value) > max && !mutate.On(mutate.WholeDeadLetters) {
@@ -273,14 +274,46 @@ func (c Config) Dead(m brokers.Message, reason string) persistence.Op {
 	return c.dead(persistence.Op{Position: m.Position, MessageID: m.ID}, m, reason)
 }
 
-// cutReason cuts a reason longer than MaxReasonBytes on a character
-// boundary and marks the cut.
-func cutReason(r string) string {
-	if len(r) <= MaxReasonBytes {
+// withTraceID is reason cut at MaxReasonBytes; when m carries a W3C
+// traceparent, " trace_id=<32 hex digits>" ends it (kept whole, the reason
+// before it cut shorter), so that an operator finds the producer's trace of
+// a dead letter (drover_dead_letters has no column for it: the reason
+// holds it).
+func withTraceID(reason string, m brokers.Message) string {
+	return ReasonWithTraceID(reason, tracecontext.TraceID(m))
+}
+
+// TraceIDField starts the trace id at the end of a dead letter's reason.
+const TraceIDField = "trace_id="
+
+// ReasonWithTraceID is reason cut at MaxReasonBytes, ending with
+// " trace_id=<id>" when id is not "" and reason does not end with it yet.
+func ReasonWithTraceID(reason, id string) string {
+	if id == "" || ReasonTraceID(reason) == id {
+		return cutReason(reason, MaxReasonBytes)
+	}
+	sfx := " " + TraceIDField + id
+	return cutReason(reason, MaxReasonBytes-len(sfx)) + sfx
+}
+
+// ReasonTraceID is the trace id at the end of a dead letter's reason
+// (ReasonWithTraceID), "" when there is none.
+func ReasonTraceID(reason string) string {
+	_, id, ok := strings.Cut(reason[max(0, len(reason)-len(TraceIDField)-33):], " "+TraceIDField)
+	if !ok || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return ""
+	}
+	return id
+}
+
+// cutReason cuts a reason longer than limit bytes on a character boundary
+// and marks the cut.
+func cutReason(r string, limit int) string {
+	if len(r) <= limit {
 		return r
 	}
 	const mark = "…"
-	n := MaxReasonBytes - len(mark)
+	n := limit - len(mark)
 	for n > 0 && !utf8.RuneStart(r[n]) {
 		n--
 	}

@@ -35,6 +35,7 @@ const askedDeadline = 2 * time.Second
 
 var queueDefs = []queueDef{
 	{Definition{Name: QueueFields, Doc: "a received message has its value, a non-empty ID equal to its Position, and Deliveries 1 (or 0 when the broker does not say)"}, queueFields},
+	{Definition{Name: QueueTraceContext, Doc: traceDoc}, queueTraceContext},
 	{Definition{Name: QueueAck, Doc: "acked messages do not come back, even after the ack deadline"}, queueAck},
 	{Definition{Name: QueueNack, Doc: "a nacked message comes back after its delay, not before, with a higher delivery count"}, queueNack},
 	{Definition{Name: QueueDeadline, Doc: "an unacked message comes back after its ack deadline, not before"}, queueDeadline},

@@ -34,6 +34,7 @@ const (
 var streamDefs = []streamDef{
 	{Definition{Name: StreamOrder, Doc: "messages of a partition come back in produce order with increasing positions equal to those the producer got; partitions do not mix"}, streamOrder},
 	{Definition{Name: StreamFields, Doc: "key, value, headers (in order) and a timestamp are carried through"}, streamFields},
+	{Definition{Name: StreamTraceContext, Doc: traceDoc}, streamTraceContext},
 	{Definition{Name: StreamReopen, Doc: "a reader opened after a position returns exactly the messages after it"}, streamReopen},
 	{Definition{Name: StreamStart, Doc: "Earliest starts at the oldest message; Latest at the end as of Open, returning only later messages"}, streamStart},
 	{Definition{Name: StreamUnknownPartition, Doc: "Open of a partition the stream lacks fails with ErrUnknownPartition, not retryable"}, streamUnknownPartition},

@@ -13,6 +13,7 @@ func TestConformance(t *testing.T) {
 		Run: []string{
 			brokertest.StreamOrder,
 			brokertest.StreamFields,
+			brokertest.StreamTraceContext,
 			brokertest.StreamReopen,
 			brokertest.StreamStart,
 			brokertest.StreamUnknownPartition,

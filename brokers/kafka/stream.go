@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -397,4 +398,26 @@ func (s *Stream) Close() error {
 	s.meta.close()
 	s.admin.Close()
 	return nil
+}
+
+var _ brokers.Seeker = (*Stream)(nil)
+
+// PositionAt is the start of partition at its first record stamped at or
+// after t (brokers.Seeker), by ListOffsets with the timestamp: after the
+// offset before that record, the very beginning when it is offset 0, after
+// the newest record when none is that late.
+func (s *Stream) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
+	const op = "position at"
+	p, _, err := s.partition(ctx, op, partition)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	next, err := s.offsetAt(ctx, op, p, t)
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	if next <= 0 {
+		return brokers.Start{Mode: brokers.Earliest}, nil
+	}
+	return brokers.Start{After: strconv.FormatInt(next-1, 10)}, nil
 }

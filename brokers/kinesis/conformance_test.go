@@ -32,6 +32,8 @@ func TestConformance(t *testing.T) {
 				"TestFields checks key, value and arrival time instead",
 			brokertest.StreamDiscovery: "Kinesis adds shards only by resharding (split, merge, UpdateShardCount), " +
 				"which closes parents; reshard-end and TestSplitMergeMidStream cover how new shards appear",
+			brokertest.StreamTraceContext: "Kinesis records have no headers or attributes: a W3C trace context cannot travel with a record " +
+				"(drover starts a trace of its own for each fetch)",
 			brokertest.StreamPositionGone: "Kinesis cannot delete records on demand (retention is 24 h at least), so no fixture can trim; " +
 				"TestPositionGone opens after a sequence number whose record does not exist, which the reader detects the same way",
 		},

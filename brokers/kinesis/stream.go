@@ -356,3 +356,14 @@ func (s *Stream) shutdown() {
 	s.calls.Wait()
 	s.transport.CloseIdleConnections()
 }
+
+var _ brokers.FromSeeker = (*Stream)(nil)
+
+// PositionFrom refuses a seek to a sequence number (brokers.FromSeeker):
+// Kinesis numbers are not consecutive, so the number just before one is
+// not known without reading the shard, and a made-up one is refused by
+// GetShardIterator. Seek after the record before it, or to a time.
+func (s *Stream) PositionFrom(_ context.Context, partition, pos string) (brokers.Start, error) {
+	return brokers.Start{}, fmt.Errorf("%w: shard %s: Kinesis sequence numbers are not consecutive, so a seek cannot start at %s itself: seek --after the sequence number of the record before it, or --to a time",
+		brokers.ErrBadSeek, partition, pos)
+}

@@ -4,6 +4,7 @@ package memory
 
 import (
 	"context"
+	"time"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/internal/open"
@@ -100,4 +101,9 @@ func (c *QueueClient) Close() error {
 	c.closed = true
 	c.q.notifyLocked()
 	return nil
+}
+
+// PositionAt is Stream.PositionAt.
+func (c *StreamClient) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
+	return c.s.positionAt(ctx, c, partition, t)
 }

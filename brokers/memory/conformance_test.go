@@ -77,6 +77,7 @@ func TestConformanceStream(t *testing.T) {
 		Run: []string{
 			brokertest.StreamOrder,
 			brokertest.StreamFields,
+			brokertest.StreamTraceContext,
 			brokertest.StreamReopen,
 			brokertest.StreamStart,
 			brokertest.StreamUnknownPartition,
@@ -99,6 +100,7 @@ func TestConformanceQueue(t *testing.T) {
 	brokertest.RunQueue(t, queueHarness{}, brokertest.Plan{
 		Run: []string{
 			brokertest.QueueFields,
+			brokertest.QueueTraceContext,
 			brokertest.QueueAck,
 			brokertest.QueueNack,
 			brokertest.QueueDeadline,

@@ -512,16 +512,8 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (its end is %d): %w", partition, start.After, p.end(), brokers.ErrPositionUnknown)}
 		}
 	case !start.At.IsZero():
-		if !p.trimmedTime.IsZero() && !p.trimmedTime.Before(start.At) {
-			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s at %s (a message stamped %s was trimmed): %w",
-				partition, start.At.Format(time.RFC3339Nano), p.trimmedTime.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
-		}
-		r.next = p.end()
-		for i := range p.recs {
-			if rec := &p.recs[i]; !rec.marker && !rec.msg.Time.Before(start.At) {
-				r.next = p.base + int64(i)
-				break
-			}
+		if r.next, err = p.firstAt(OpOpen, partition, start.At); err != nil {
+			return nil, err
 		}
 	case start.Mode == brokers.Latest:
 		r.next = p.lso()

@@ -12,6 +12,7 @@ import (
 // emulator keeps its queues), since fauxqs keeps its data in memory.
 var plan = brokertest.Plan{Run: []string{
 	brokertest.QueueFields,
+	brokertest.QueueTraceContext,
 	brokertest.QueueAck,
 	brokertest.QueueNack,
 	brokertest.QueueDeadline,

@@ -153,44 +153,11 @@ func (s *Server) clusterTree(ctx context.Context) (ct ClusterTree, self string, 
 	return ClusterTree{Nodes: nodes}, local.Node, states
 }
 
-// memberTree asks member m for its own tree. The token goes only to
-// members of authenticated gossip, and only over HTTPS when this endpoint
-// serves HTTPS; a member it may not go to is not asked at all.
+// memberTree asks member m for its own tree.
 func (s *Server) memberTree(ctx context.Context, m placement.Member) (actors.Tree, error) {
-	if s.cfg.Token != "" && !s.cfg.MembersAuthenticated {
-		return actors.Tree{}, fmt.Errorf("member %s not asked: %w", m.Name, ErrMembersNotAuthenticated)
-	}
-	if s.cfg.Token != "" && s.tls != nil && !m.DebugTLS {
-		return actors.Tree{}, fmt.Errorf("member %s not asked: %w", m.Name, ErrMemberPlainHTTP)
-	}
-	u, err := treeURL(m)
+	body, u, err := s.memberGet(ctx, m, "/debug/tree", maxTreeBytes)
 	if err != nil {
 		return actors.Tree{}, err
-	}
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
-	if err != nil {
-		return actors.Tree{}, fmt.Errorf("GET %s: %w", u, err)
-	}
-	req.Header.Set("Accept", "application/json")
-	if s.cfg.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
-	}
-	resp, err := s.client.Do(req)
-	if err != nil {
-		return actors.Tree{}, err // names the method and URL already
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTreeBytes+1))
-	if err != nil {
-		return actors.Tree{}, fmt.Errorf("GET %s: read body: %w", u, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return actors.Tree{}, fmt.Errorf("GET %s: %s: %s", u, resp.Status, snippet(body))
-	}
-	if len(body) > maxTreeBytes {
-		return actors.Tree{}, fmt.Errorf("GET %s: tree larger than %d bytes", u, maxTreeBytes)
 	}
 	var t actors.Tree
 	if err := json.Unmarshal(body, &t); err != nil {
@@ -202,11 +169,56 @@ func (s *Server) memberTree(ctx context.Context, m placement.Member) (actors.Tre
 	return normalize(t), nil
 }
 
-// treeURL is the URL of a member's own tree: https when the member
-// gossips that its endpoint serves TLS. A debug address without a host, or
+// memberGet asks member m for path (with its query) on its debug
+// endpoint and returns the body of a 200 answer of at most limit bytes,
+// and the URL asked. The token goes only to members of authenticated
+// gossip, and only over HTTPS when this endpoint serves HTTPS; a member it
+// may not go to is not asked at all.
+func (s *Server) memberGet(ctx context.Context, m placement.Member, path string, limit int64) ([]byte, string, error) {
+	if s.cfg.Token != "" && !s.cfg.MembersAuthenticated {
+		return nil, "", fmt.Errorf("member %s not asked: %w", m.Name, ErrMembersNotAuthenticated)
+	}
+	if s.cfg.Token != "" && s.tls != nil && !m.DebugTLS {
+		return nil, "", fmt.Errorf("member %s not asked: %w", m.Name, ErrMemberPlainHTTP)
+	}
+	base, err := memberURL(m)
+	if err != nil {
+		return nil, "", err
+	}
+	u := base + path
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return nil, u, fmt.Errorf("GET %s: %w", u, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	if s.cfg.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+s.cfg.Token)
+	}
+	resp, err := s.client.Do(req)
+	if err != nil {
+		return nil, u, err // names the method and URL already
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, u, fmt.Errorf("GET %s: read body: %w", u, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, u, fmt.Errorf("GET %s: %s: %s", u, resp.Status, snippet(body))
+	}
+	if int64(len(body)) > limit {
+		return nil, u, fmt.Errorf("GET %s: answer larger than %d bytes", u, limit)
+	}
+	return body, u, nil
+}
+
+// memberURL is the base URL of a member's debug endpoint: https when the
+// member gossips that it serves TLS. A debug address without a host, or
 // with an unspecified one (0.0.0.0, ::), means "every interface" of that
 // member: the host of its gossip address reaches it.
-func treeURL(m placement.Member) (string, error) {
+func memberURL(m placement.Member) (string, error) {
 	if m.DebugAddr == "" {
 		return "", fmt.Errorf("member %s gossips no debug address", m.Name)
 	}
@@ -225,7 +237,7 @@ func treeURL(m placement.Member) (string, error) {
 	if m.DebugTLS {
 		scheme = "https://"
 	}
-	return scheme + net.JoinHostPort(host, port) + "/debug/tree", nil
+	return scheme + net.JoinHostPort(host, port), nil
 }
 
 // snippet is the start of an error body, on one line.

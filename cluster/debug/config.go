@@ -63,6 +63,9 @@ type Config struct {
 	AdminToken string
 	// Controller carries out the controls; nil: they answer 501.
 	Controller Controller
+	// Events is the node's event log served on GET /debug/events; nil
+	// answers no events.
+	Events EventLog
 	// Node is the node shown. Required.
 	Node Node
 	// Registry is served on /metrics. Nil serves an empty registry.

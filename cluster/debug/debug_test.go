@@ -364,7 +364,7 @@ func TestTokenGuardsEveryRouteButProbes(t *testing.T) {
 	if r := get(t, base+"/readyz"); r.code != 200 || r.body != "ready\n" {
 		t.Fatalf("readyz without token: %d %q", r.code, r.body)
 	}
-	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/nope"} {
+	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/events", "/debug/events?scope=cluster", "/debug/", "/metrics", "/nope"} {
 		for _, h := range [][]string{
 			nil,
 			{"Authorization", "Bearer wrong"},
@@ -378,7 +378,7 @@ func TestTokenGuardsEveryRouteButProbes(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/", "/metrics", "/readyz"} {
+	for _, path := range []string{"/debug/tree", "/debug/tree?scope=cluster", "/debug/events", "/debug/events?scope=cluster", "/debug/", "/metrics", "/readyz"} {
 		if r := get(t, base+path, "Authorization", "Bearer s3cret"); r.code != 200 {
 			t.Errorf("GET %s with the token: %d %q", path, r.code, r.body)
 		}
@@ -499,24 +499,24 @@ func TestPageIsSelfContainedAndPolls(t *testing.T) {
 	}
 }
 
-func TestTreeURL(t *testing.T) {
+func TestMemberURL(t *testing.T) {
 	for _, tt := range []struct {
 		m       placement.Member
 		want    string
 		wantErr string
 	}{
-		{placement.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070/debug/tree", ""},
-		{placement.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070/debug/tree", ""},
+		{placement.Member{Name: "a", DebugAddr: "10.0.0.5:7070"}, "http://10.0.0.5:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "[fd00::1]:7070"}, "http://[fd00::1]:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "0.0.0.0:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: ":7070", Addr: "[fd00::2]:7946"}, "http://[fd00::2]:7070", ""},
+		{placement.Member{Name: "a", DebugAddr: "[::]:7070", Addr: "10.0.0.5:7946"}, "http://10.0.0.5:7070", ""},
 		{placement.Member{Name: "a", DebugAddr: ":7070"}, "", `member a: debug address ":7070" has no host`},
 		{placement.Member{Name: "a", DebugAddr: "nohost"}, "", `member a: debug address "nohost"`},
 		{placement.Member{Name: "a"}, "", "member a gossips no debug address"},
 	} {
-		got, err := treeURL(tt.m)
+		got, err := memberURL(tt.m)
 		if got != tt.want || (err == nil) != (tt.wantErr == "") || (err != nil && !strings.Contains(err.Error(), tt.wantErr)) {
-			t.Errorf("treeURL(%+v) = %q, %v; want %q, %q", tt.m, got, err, tt.want, tt.wantErr)
+			t.Errorf("memberURL(%+v) = %q, %v; want %q, %q", tt.m, got, err, tt.want, tt.wantErr)
 		}
 	}
 }

@@ -240,6 +240,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", s.readyz)
 	mux.HandleFunc("GET /debug/tree", s.tree)
 	mux.HandleFunc("GET /debug/history", s.serveHistory)
+	mux.HandleFunc("GET /debug/events", s.events)
 	mux.HandleFunc("GET /debug/{$}", s.page)
 	mux.HandleFunc("POST /debug/control/{action}", s.control)
 	mux.Handle("GET /debug", http.RedirectHandler("/debug/", http.StatusMovedPermanently))

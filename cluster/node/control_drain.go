@@ -23,7 +23,8 @@ type controls struct {
 	stopping bool                 // Shutdown or Close began
 	reload   *actors.ReloadStatus // the last reload's outcome
 	// applied is the configuration the node runs now (the one it started
-	// with, then each reload's); under op.
+	// with, then each reload's); written under op and mu, read under
+	// either. Its Sources slice is never changed in place.
 	applied *config.Config
 
 	exit     chan struct{} // closed when told to exit

@@ -73,8 +73,9 @@ func (n *Node) controlTarget(ctx context.Context, req debug.ControlRequest) (str
 	if req.Source == "" {
 		return "", fmt.Errorf("%w: %s needs a source (and, for one unit, the unit)", debug.ErrBadControl, req.Action)
 	}
-	names := make([]string, 0, len(n.cfg.Sources))
-	for _, s := range n.cfg.Sources {
+	running := n.runningSources()
+	names := make([]string, 0, len(running))
+	for _, s := range running {
 		names = append(names, s.Name)
 	}
 	if !slices.Contains(names, req.Source) {
@@ -107,8 +108,4 @@ func (n *Node) controlTarget(ctx context.Context, req debug.ControlRequest) (str
 		}
 	}
 	return "", fmt.Errorf("%w: no unit %s: no node has run it (see drover tree --cluster)", debug.ErrBadControl, unit)
-}
-
-func (n *Node) controlSeek(context.Context, debug.ControlRequest) (debug.ControlReply, error) {
-	return debug.ControlReply{}, fmt.Errorf("%w: seek is not built yet", debug.ErrControlConflict)
 }

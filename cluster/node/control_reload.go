@@ -167,8 +167,19 @@ func (n *Node) reload(ctx context.Context) (actors.ReloadStatus, error) {
 			st.Added = append(st.Added, name)
 		}
 	}
+	n.ctl.mu.Lock()
 	n.ctl.applied = &applied
+	n.ctl.mu.Unlock()
 	return st, errors.Join(errs...)
+}
+
+// runningSources are the sources the node runs now: those it started
+// with, as the reloads since changed them (a reload that failed half-way
+// included).
+func (n *Node) runningSources() []config.Source {
+	n.ctl.mu.Lock()
+	defer n.ctl.mu.Unlock()
+	return n.ctl.applied.Sources
 }
 
 type openedSource struct {

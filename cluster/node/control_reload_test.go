@@ -63,6 +63,18 @@ func TestReloadAddRemoveChange(t *testing.T) {
 	if sourceNames(n1) != "added,chg,keep" {
 		t.Fatalf("n1 runs %s", sourceNames(n1))
 	}
+	// the controls know the sources as reloaded: pause and seek take
+	// "added" and refuse "gone" (they read the start's config before)
+	for _, c := range []struct {
+		source string
+		ok     bool
+	}{{"added", true}, {"gone", false}} {
+		_, errT := n1.controlTarget(t.Context(), debug.ControlRequest{Action: debug.ActionPause, Source: c.source})
+		_, errS := n1.seekUnit(t.Context(), debug.ControlRequest{Action: debug.ActionSeek, Unit: c.source + "/0"})
+		if c.ok && (errT != nil || errS != nil) || !c.ok && (!errors.Is(errT, debug.ErrBadControl) || !errors.Is(errS, debug.ErrBadControl) || !strings.Contains(errS.Error(), "no source")) {
+			t.Errorf("controls on %s after the reload: pause target %v, seek unit %v", c.source, errT, errS)
+		}
+	}
 	// n2 alone runs "gone" now: it takes its units over
 	eventually(t, "n2 runs all of gone", func() bool { return runningAll(n2, "gone", 2) })
 	streams.produce(t, "gone", 2, 100, 50)

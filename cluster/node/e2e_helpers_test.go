@@ -216,11 +216,12 @@ type e2eRun struct {
 
 // e2eResult is what a run leaves for the broker's own checks.
 type e2eResult struct {
-	Configs   []*config.Config // of the first and the second node
-	Logs      *syncbuf.Buffer  // both nodes' logs
-	Trees     [][]byte         // Tree() JSON: the first node's just before the kill, the second's at the end
-	DebugTree []byte           // GET /debug/tree of the second node at the end
-	Metrics   []byte           // GET /metrics of the second node at the end
+	Configs     []*config.Config // of the first and the second node
+	Logs        *syncbuf.Buffer  // both nodes' logs
+	Trees       [][]byte         // Tree() JSON: the first node's just before the kill, the second's at the end
+	DebugTree   []byte           // GET /debug/tree of the second node at the end
+	DebugEvents []byte           // GET /debug/events of that node at the end
+	Metrics     []byte           // GET /metrics of the second node at the end
 }
 
 // Names of the two nodes: the second is another member, so it must take
@@ -355,6 +356,7 @@ func runE2E(t *testing.T, r e2eRun) e2eResult {
 	}
 	res.Trees = append(res.Trees, tree2)
 	res.DebugTree = e2eGet(ctx, t, "http://"+n2.DebugAddr()+"/debug/tree")
+	res.DebugEvents = e2eGet(ctx, t, "http://"+n2.DebugAddr()+"/debug/events")
 	res.Metrics = e2eGet(ctx, t, "http://"+n2.DebugAddr()+"/metrics")
 
 	sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
@@ -755,7 +757,7 @@ func e2eNoSecret(t *testing.T, res e2eResult, secret string) {
 	if secret == "" {
 		t.Fatal("e2eNoSecret: empty secret")
 	}
-	where := map[string]string{"logs": res.Logs.String(), "debug tree": string(res.DebugTree), "metrics": string(res.Metrics)}
+	where := map[string]string{"logs": res.Logs.String(), "debug tree": string(res.DebugTree), "debug events": string(res.DebugEvents), "metrics": string(res.Metrics)}
 	for i, tr := range res.Trees {
 		where[fmt.Sprintf("tree of node %d", i+1)] = string(tr)
 	}

@@ -59,7 +59,7 @@ func secretsNATS(t *testing.T, user, password string) string {
 
 // Issue 10, item 3: secrets in store and broker URLs, given through
 // ${env:} in every form they take, never show in a running node's logs,
-// its tree (Tree and GET /debug/tree), /metrics or its printed config —
+// its tree (Tree and GET /debug/tree), its events (GET /debug/events), /metrics or its printed config —
 // nor in the error of a node that cannot start.
 func TestSecretsNeverPrintE2E(t *testing.T) {
 	// a fresh database for each run, the password put in as form says;
@@ -233,6 +233,7 @@ sources:
 			}
 			res.Trees = [][]byte{tree}
 			res.DebugTree = e2eGet(ctx, t, "http://"+n.DebugAddr()+"/debug/tree")
+			res.DebugEvents = e2eGet(ctx, t, "http://"+n.DebugAddr()+"/debug/events")
 			res.Metrics = e2eGet(ctx, t, "http://"+n.DebugAddr()+"/metrics")
 			sctx, scancel := context.WithTimeout(ctx, 20*time.Second)
 			defer scancel()

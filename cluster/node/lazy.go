@@ -136,12 +136,16 @@ func (l *lazy[T]) Close() error {
 func closedErr(op string) error { return &brokers.Error{Op: op, Err: brokers.ErrClosed} }
 
 // lazyStream is a brokers.Stream opened on first use. It forwards
-// brokers.Resolver (the streams it wraps, NATS and Kinesis, have it).
+// brokers.Resolver (the streams it wraps, NATS and Kinesis, have it) and
+// the seek interfaces brokers.Seeker (NATS) and brokers.FromSeeker
+// (Kinesis).
 type lazyStream struct{ l *lazy[brokers.Stream] }
 
 var (
-	_ brokers.Stream   = lazyStream{}
-	_ brokers.Resolver = lazyStream{}
+	_ brokers.Stream     = lazyStream{}
+	_ brokers.Resolver   = lazyStream{}
+	_ brokers.Seeker     = lazyStream{}
+	_ brokers.FromSeeker = lazyStream{}
 )
 
 func (s lazyStream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
@@ -174,6 +178,32 @@ func (s lazyStream) Resolve(ctx context.Context, partition string, mode brokers.
 		return brokers.Start{Mode: brokers.Earliest}, nil
 	}
 	return brokers.Start{}, fmt.Errorf("%s cannot resolve a latest start", s.l.what)
+}
+
+// PositionAt forwards to the stream's; a stream without one is sought to
+// the "@at:" marker its Open resolves.
+func (s lazyStream) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
+	st, err := s.l.get(ctx, "position at")
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	if sk, ok := st.(brokers.Seeker); ok {
+		return sk.PositionAt(ctx, partition, t)
+	}
+	return brokers.Start{At: t}, nil
+}
+
+// PositionFrom forwards to the stream's; for a stream without one, pos is
+// read first after pos - 1 (brokers.StartFrom).
+func (s lazyStream) PositionFrom(ctx context.Context, partition, pos string) (brokers.Start, error) {
+	st, err := s.l.get(ctx, "position from")
+	if err != nil {
+		return brokers.Start{}, err
+	}
+	if fs, ok := st.(brokers.FromSeeker); ok {
+		return fs.PositionFrom(ctx, partition, pos)
+	}
+	return brokers.StartFrom(pos), nil
 }
 
 func (s lazyStream) Close() error { return s.l.Close() }

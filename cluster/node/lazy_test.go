@@ -153,6 +153,21 @@ func TestLazyStreamForwards(t *testing.T) {
 	if _, err := r.Resolve(ctx, parts[0].ID, brokers.Latest); err != nil {
 		t.Errorf("Resolve latest: %v", err)
 	}
+	// the seek interfaces: the memory stream's PositionAt answers a
+	// position (a wrapper that hid it would give the @at marker)
+	if _, err := ms.Produce(parts[0].ID, brokers.Message{Time: time.Unix(100, 0)}, brokers.Message{Time: time.Unix(200, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	sk, ok := src.Stream.(brokers.Seeker)
+	if !ok {
+		t.Fatal("not a Seeker")
+	}
+	if st, err := sk.PositionAt(ctx, parts[0].ID, time.Unix(150, 0)); err != nil || st != (brokers.Start{After: "0"}) {
+		t.Errorf("PositionAt: %+v, %v; want after 0", st, err)
+	}
+	if st, err := brokers.SeekStart(ctx, src.Stream, parts[0].ID, brokers.SeekTarget{From: "1"}); err != nil || st != (brokers.Start{After: "0"}) {
+		t.Errorf("seek to position 1: %+v, %v; want after 0", st, err)
+	}
 	rd, err := src.Stream.Open(ctx, parts[0].ID, brokers.Start{Mode: brokers.Earliest})
 	if err != nil {
 		t.Fatalf("Open: %v", err)

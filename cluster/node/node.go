@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/sqs"
@@ -22,6 +23,7 @@ import (
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/gossip"
 	"github.com/drover-dev/drover/cluster/metrics"
+	"github.com/drover-dev/drover/cluster/tracing"
 	"github.com/drover-dev/drover/internal/clock"
 	"github.com/drover-dev/drover/internal/exec"
 	"github.com/drover-dev/drover/persistence"
@@ -67,6 +69,8 @@ type Node struct {
 	debug   *debug.Server
 	reg     *prometheus.Registry
 	metrics *metrics.Metrics
+	events  *events.Log
+	tracing *tracing.Tracing // nil: tracing off (no OTEL_EXPORTER_OTLP_* endpoint)
 
 	stopWatch func()
 	capWarn   mixedCapWarner
@@ -114,13 +118,14 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		specs = append(specs, spec)
 	}
 
+	n.events = events.New(cfg.Node.Name, clock.Real{}, events.DefaultCapacity)
 	n.reg = prometheus.NewRegistry()
 	n.metrics = metrics.New(n.reg, cfg.Node.Name, metrics.Options{PerUnit: cfg.Node.MetricsPerUnit, Now: clock.Real{}.Now})
 	// Built before joining, so that unusable TLS files stop the node
 	// before it is a member; it listens once the actors run.
 	n.debug, err = debug.New(debug.Config{
 		Addr: cfg.Node.DebugAddr, Token: cfg.Node.DebugToken.Reveal(), Node: n, Registry: n.reg,
-		AdminToken: cfg.Node.AdminToken.Reveal(), Controller: n,
+		AdminToken: cfg.Node.AdminToken.Reveal(), Controller: n, Events: n.events,
 		Logger: log.With("component", "debug"),
 		// Only gossip encrypted with cluster.secret_key authenticates
 		// its members: only then may the cluster view send them the token.
@@ -164,11 +169,20 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Store:      n.store,
 		Logger:     log,
 		Metrics:    n.metrics,
+		Events:     n.events,
 		Tuning:     opt.Tuning,
 		ApplyAlone: !cfg.Node.GroupCommit,
 		// the clamp of every member's gossiped capacity, unless a member
 		// gossips a lower max_capacity
 		MaxCapacity: cfg.Cluster.MaxCapacity,
+	}
+	n.tracing, err = tracing.Start(ctx, tracing.Options{Node: cfg.Node.Name, Version: opt.Version, Logger: log.With("component", "tracing")})
+	if err != nil {
+		return err
+	}
+	if n.tracing != nil {
+		env.Tracer = n.tracing.Tracer()
+		log.Info("tracing on: exporting spans over OTLP", "protocol", n.tracing.Protocol())
 	}
 	n.actors, err = actors.Start(env, specs)
 	if err != nil {
@@ -442,6 +456,13 @@ func (n *Node) closeAll() {
 	}
 	n.exec.Wait()
 	n.wg.Wait()
+	if n.tracing != nil { // after the actors: their last spans are queued
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if err := n.tracing.Shutdown(ctx); err != nil {
+			n.log.Warn("flush traces", "error", err)
+		}
+		cancel()
+	}
 	if n.store != nil {
 		if err := n.store.Close(); err != nil {
 			n.log.Warn("close store", "error", err)

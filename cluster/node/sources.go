@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/brokers/kafka"
@@ -73,14 +74,27 @@ func openKafka(s config.Source, log *slog.Logger) (Source, error) {
 // any stream that is a Committer (every unit, about once a second), and
 // the adapter's Committed fails when no group is configured, which the
 // unit logged as a WARN each time. It keeps the stream's methods and
-// brokers.Resolver, the only other interface the runtime looks for.
+// brokers.Resolver and brokers.Seeker, the only other interfaces the
+// runtime looks for.
 type noCommit struct {
 	brokers.Stream
-	r brokers.Resolver
+	r interface {
+		brokers.Resolver
+		brokers.Seeker
+	}
 }
+
+var (
+	_ brokers.Resolver = noCommit{}
+	_ brokers.Seeker   = noCommit{}
+)
 
 func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
 	return s.r.Resolve(ctx, partition, mode)
+}
+
+func (s noCommit) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
+	return s.r.PositionAt(ctx, partition, t)
 }
 
 func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {

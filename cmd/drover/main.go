@@ -50,7 +50,7 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newVersion(), newSim(), newTree(), newNode(), newCheck(), newDemo(), newDLQ(), newBench())
+	root.AddCommand(newVersion(), newSim(), newTree(), newEvents(), newNode(), newCheck(), newDemo(), newDLQ(), newBench())
 	root.AddCommand(newControls()...)
 	return root
 }

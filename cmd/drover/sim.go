@@ -38,11 +38,12 @@ func newSim() *cobra.Command {
 		Long: `sim draws a whole scenario from a seed — nodes, a stream and a queue, messages of
 every kind (good, malformed, tombstones, deletes, Debezium), kills, graceful
 stops, partitions, GC pauses, broker and store faults, a reshard, an
-operator's pause and resume of a source or a unit — runs it in virtual time
-on one goroutine, lets the cluster settle and checks: nothing lost, nothing
-applied twice, order per unit, one applier per lease token, failover within
-its bound, no ghost units in a node's tree, no apply of a paused unit once
-the pause has had time to reach its owner, and the others
+operator's pause and resume of a source or a unit, operators' seeks back —
+runs it in virtual time on one goroutine, lets the cluster settle and checks:
+nothing lost, nothing applied twice (but exactly the re-applies a seek back
+asks for), order per unit, one applier per lease token, failover within its
+bound, no ghost units in a node's tree, no apply of a paused unit once the
+pause has had time to reach its owner, and the others
 README's "The simulator" lists.
 
 The last line of each run is

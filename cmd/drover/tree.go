@@ -74,13 +74,7 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 			// them are escaped, in the text tree and in the JSON alike.
 			out := cmd.OutOrStdout()
 			if asJSON {
-				if _, err := out.Write(escapeJSON(body)); err != nil {
-					return &exitError{1, err}
-				}
-				if len(body) > 0 && body[len(body)-1] != '\n' {
-					fmt.Fprintln(out)
-				}
-				return nil
+				return writeJSONBody(out, body)
 			}
 			if wholeTree {
 				var ct debug.ClusterTree
@@ -141,6 +135,18 @@ func treeURL(addr string, wholeTree bool) (string, error) {
 	u.RawQuery = q.Encode()
 	u.Fragment = ""
 	return u.String(), nil
+}
+
+// writeJSONBody writes an endpoint's JSON answer for --json, terminal
+// controls escaped, ending in a newline.
+func writeJSONBody(out io.Writer, body []byte) error {
+	if _, err := out.Write(escapeJSON(body)); err != nil {
+		return &exitError{1, err}
+	}
+	if len(body) > 0 && body[len(body)-1] != '\n' {
+		fmt.Fprintln(out)
+	}
+	return nil
 }
 
 // fetchTree GETs the tree and returns its body, or an error that names the

@@ -98,6 +98,17 @@ const (
 	// the control itself; a unit that moves to a node that was running
 	// already goes on fetching (issue 13 item 1).
 	PauseOnlyLocal = "pause-only-local"
+
+	// SeekKeepsAhead: a seek keeps the batch fetched ahead of the old
+	// position and applies it after the new checkpoint, so the checkpoint
+	// jumps forward again and part of what the seek asked for is never
+	// applied again (issue 13 item 2).
+	SeekKeepsAhead = "seek-keeps-ahead"
+
+	// AnonymousTakeover: a unit that took its lease over from another
+	// holder logs a plain acquisition that names no previous holder, as
+	// before Acquire reported it (issue 13 item 7).
+	AnonymousTakeover = "anonymous-takeover"
 )
 
 // All lists every switch.
@@ -107,5 +118,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown, PauseOnlyLocal,
+	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover,
 }

@@ -115,6 +115,9 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 		RenewedAt:  now,
 	}
 	s.leases[req.Unit] = l
+	if ok {
+		l.PrevOwner, l.PrevToken = cur.Owner, cur.Token
+	}
 	return l, nil
 }
 

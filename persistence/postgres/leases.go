@@ -45,8 +45,11 @@ func (s *Store) Acquire(ctx context.Context, req persistence.AcquireRequest) (pe
 	// holder; try again a few times before reporting a holder that is gone.
 	var holder persistence.Lease
 	for range 3 {
-		l, err := scanLease(s.pool.QueryRow(ctx, s.sql.acquire, req.Unit, req.Owner, req.TTL, live, req.Stale))
+		var prevOwner string
+		var prevToken int64
+		l, err := scanLease(s.pool.QueryRow(ctx, s.sql.acquire, req.Unit, req.Owner, req.TTL, live, req.Stale), &prevOwner, &prevToken)
 		if err == nil {
+			l.PrevOwner, l.PrevToken = prevOwner, prevToken
 			return l, nil
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {

@@ -40,7 +40,13 @@ func newStatements(name func(string) string) statements {
 		// judged by the server's now(). A holder absent from $4 (the
 		// caller's view) is taken over only when its last renewal and its
 		// heartbeat are at least $5 old.
-		acquire: `INSERT INTO ` + leases + ` AS l (` + leaseCols + `)
+		//
+		// prev is the row as the statement's snapshot has it: the holder
+		// replaced, reported (persistence.Lease.PrevOwner) only when its
+		// token is the one just before the new one (a concurrent acquire
+		// the upsert waited for is newer than the snapshot: then none).
+		acquire: `WITH prev AS (SELECT owner, token FROM ` + leases + ` WHERE unit = $1),
+			up AS (INSERT INTO ` + leases + ` AS l (` + leaseCols + `)
 			VALUES ($1, $2, 1, now() + $3::interval, now(), now())
 			ON CONFLICT (unit) DO UPDATE SET
 				owner = excluded.owner,
@@ -50,7 +56,10 @@ func newStatements(name func(string) string) statements {
 				renewed_at = excluded.renewed_at
 			WHERE l.owner = '' OR l.expires_at <= now() OR l.owner = excluded.owner
 				OR (NOT (l.owner = ANY ($4::text[])) AND ` + seen + ` <= now() - $5::interval)
-			RETURNING ` + leaseCols,
+			RETURNING ` + leaseCols + `)
+			SELECT up.unit, up.owner, up.token, up.expires_at, up.acquired_at, up.renewed_at,
+				coalesce(prev.owner, ''), coalesce(prev.token, up.token - 1)
+			FROM up LEFT JOIN prev ON prev.token = up.token - 1`,
 		// The holder after a refused acquire, and whether the server now
 		// finds it expired or stale (the caller tells whether it is live).
 		holder: `SELECT ` + seenCols + `, l.expires_at <= now(), ` + seen + ` <= now() - $2::interval

@@ -79,6 +79,7 @@ func (s *Store) acquire(ctx context.Context, req persistence.AcquireRequest) (l 
 	if err = tx.Commit(); err != nil {
 		return l, dbErr(err)
 	}
+	l.PrevOwner, l.PrevToken = cur.Owner, cur.Token
 	return l, nil
 }
 

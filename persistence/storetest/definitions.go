@@ -11,6 +11,7 @@ func definitions() []definition {
 		{"Lease/ExpiryBoundary", needsClock, testExpiryBoundary},
 		{"Lease/AcquireOwn", always, testAcquireOwn},
 		{"Lease/TakeoverFromOwnerNotLive", always, testTakeover},
+		{"Lease/AcquireNamesPreviousHolder", always, testAcquirePrevious},
 		{"Lease/Renew", always, testRenew},
 		{"Lease/Release", always, testRelease},
 		{"Lease/ListOrderedByUnit", always, testListOrdered},

@@ -123,6 +123,33 @@ func testTakeover(e *env) {
 	}
 }
 
+// testAcquirePrevious: what Acquire returns names the holder of the
+// token before it (the runtime's takeover events), and the other methods
+// never report it.
+func testAcquirePrevious(e *env) {
+	first := e.acquire("orders/0", "node-1")
+	if first.PrevOwner != "" || first.PrevToken != 0 {
+		e.t.Errorf("first acquire: previous %q token %d, want none", first.PrevOwner, first.PrevToken)
+	}
+	l, err := e.s.Acquire(e.ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-2", TTL: longTTL, Live: []string{"node-2"}})
+	if err != nil {
+		e.t.Fatalf("takeover: %v", err)
+	}
+	if l.PrevOwner != "node-1" || l.PrevToken != first.Token || l.Token != first.Token+1 {
+		e.t.Errorf("takeover = %+v, want previous node-1 token %d", l, first.Token)
+	}
+	if err := e.s.Release(e.ctx, l); err != nil {
+		e.t.Fatalf("release: %v", err)
+	}
+	again := e.acquire("orders/0", "node-3")
+	if again.PrevOwner != "" || again.PrevToken != l.Token {
+		e.t.Errorf("acquire after a release = %+v, want no previous owner, previous token %d", again, l.Token)
+	}
+	if got := e.leases()["orders/0"]; got.PrevOwner != "" || got.PrevToken != 0 {
+		e.t.Errorf("listed lease %+v carries a previous holder: only Acquire reports it", got)
+	}
+}
+
 func testRenew(e *env) {
 	l := e.acquireTTL("orders/0", "node-1", time.Minute)
 	e.advance(30 * time.Second)

@@ -1,0 +1,307 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/internal/mutate"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// ---- seek: an operator moves a stream unit's checkpoint ----
+//
+// A seek is carried out by the unit's actor, on the node that owns the
+// unit, under its lease token: Node.Seek reaches the unit through its
+// source's supervisor (a passive unit is activated for it). The unit
+// waits for the main-line job in flight (an apply finishes its batch; a
+// fetch is cancelled), drops what it holds and what it fetched ahead,
+// resolves the target (brokers.SeekStart), opens a reader there (which
+// checks the position against the broker: a position it does not hold is
+// refused and nothing is written), writes the new checkpoint by a fenced
+// Apply with Reset (backwards too), and reads on from the new reader: the
+// messages after the new checkpoint are applied (again), those at or
+// below it are not. A seek that fails changes nothing but the reader,
+// which is opened again at the stored checkpoint.
+//
+// requestSeek is the one entry: a control row the owner picks up (the
+// controls table) is a call of it with the row's seek id and target.
+
+// Seek asks the owner of a stream unit to move its checkpoint.
+type Seek struct {
+	// Unit is "<source>/<partition>".
+	Unit string
+	// To is the target: a position (read again from it), "earliest",
+	// "latest", an RFC 3339 time (the first message stamped at or after
+	// it) or "after:<position>" (read from just past it).
+	To string
+	// ID is the control's id (the controls table's seek_id), 0 when none.
+	ID int64
+	// By and Reason are who asks and why, for the record.
+	By, Reason string
+}
+
+// SeekResult is what a seek did: what the controls table (seek_done_id)
+// and the audit record need.
+type SeekResult struct {
+	Seek
+	// Node is the node that carried it out.
+	Node string
+	// From is the checkpoint before the seek; Position the one written.
+	From, Position string
+	// Token is the lease token the checkpoint was written under.
+	Token int64
+	At    time.Time
+}
+
+var (
+	// ErrNotOwned: the unit has no actor on this node (another node owns
+	// it, or nobody does right now).
+	ErrNotOwned = errors.New("unit not owned by this node")
+	// ErrSeekConflict: the unit cannot seek in its state now (no lease
+	// yet, stopping, restarting, another seek in progress); ask again.
+	ErrSeekConflict = errors.New("unit cannot seek now")
+)
+
+// seekUnit carries a Seek to its unit.
+type seekUnit struct {
+	Seek
+	target  brokers.SeekTarget
+	reply   func(SeekResult, error)
+	started bool // the seek job runs
+}
+
+// answer calls the reply once.
+func (m *seekUnit) answer(r SeekResult, err error) {
+	if f := m.reply; f != nil {
+		m.reply = nil
+		f(r, err)
+	}
+}
+
+func (m *seekUnit) refuse(err error) { m.answer(SeekResult{Seek: m.Seek}, err) }
+
+// Seek has the unit's actor on this node move its checkpoint (see the
+// section comment). reply is called once, from some goroutine: with the
+// result, or with an error wrapping brokers.ErrBadSeek (the target or the
+// source is wrong for a seek), ErrNotOwned, ErrSeekConflict,
+// persistence.ErrLeaseLost or the broker's or store's error. Safe from any
+// goroutine.
+func (n *Node) Seek(s Seek, reply func(SeekResult, error)) {
+	m := &seekUnit{Seek: s, reply: reply}
+	t, err := brokers.ParseSeekTarget(s.To)
+	if err != nil {
+		m.refuse(fmt.Errorf("seek %s: %w", s.Unit, err))
+		return
+	}
+	m.target = t
+	n.mu.Lock()
+	closed := n.closed
+	n.mu.Unlock()
+	if closed {
+		m.refuse(fmt.Errorf("seek %s: %w: node %s is closed", s.Unit, ErrNotOwned, n.Name()))
+		return
+	}
+	n.node.system.Root.Send(n.root, m)
+}
+
+// routeSeek hands a seek to the supervisor of its unit's source.
+func (a *nodeActor) routeSeek(ctx actor.Context, m *seekUnit) {
+	for _, s := range a.specs {
+		if !strings.HasPrefix(m.Unit, s.Name+"/") {
+			continue
+		}
+		pid := a.sups[s.Name]
+		switch {
+		case s.isQueue():
+			m.refuse(fmt.Errorf("seek %s: %w: source %s is a queue (%s); only stream units have a checkpoint to move", m.Unit, brokers.ErrBadSeek, s.Name, s.Type))
+		case pid == nil || a.down[s.Name] || a.draining:
+			m.refuse(fmt.Errorf("seek %s: %w: source %s runs no units on node %s now (restarting or draining)", m.Unit, ErrNotOwned, s.Name, a.shared.env.Node))
+		default:
+			ctx.Send(pid, m)
+		}
+		return
+	}
+	m.refuse(fmt.Errorf("seek %s: %w: node %s has no source of that unit", m.Unit, brokers.ErrBadSeek, a.shared.env.Node))
+}
+
+// onSeek hands a seek to the unit's actor; a passive unit is activated
+// for it.
+func (s *supervisor) onSeek(ctx actor.Context, m *seekUnit) {
+	c := s.children[m.Unit]
+	node := s.node.env.Node
+	switch {
+	case c == nil:
+		m.refuse(fmt.Errorf("seek %s: %w: node %s does not run it", m.Unit, ErrNotOwned, node))
+	case c.waiting:
+		m.refuse(fmt.Errorf("seek %s: %w: it failed and waits to restart on node %s", m.Unit, ErrSeekConflict, node))
+	case c.stopping || s.draining:
+		m.refuse(fmt.Errorf("seek %s: %w: it is being handed over by node %s; ask its next owner", m.Unit, ErrSeekConflict, node))
+	case c.passive != nil:
+		c.passive.seek = m
+		s.activate(ctx, c, resumeSeek)
+	case c.pid == nil:
+		m.refuse(fmt.Errorf("seek %s: %w: it has no actor on node %s now", m.Unit, ErrSeekConflict, node))
+	default:
+		ctx.Send(c.pid, m)
+	}
+}
+
+// requestSeek takes a seek for this unit: refused when the unit cannot
+// seek, else pending until the main line is free (seekIfIdle).
+func (u *unitActor) requestSeek(ctx actor.Context, m *seekUnit) {
+	var why string
+	switch {
+	case u.spec.isQueue():
+		m.refuse(fmt.Errorf("seek %s: %w: source %s is a queue", u.id, brokers.ErrBadSeek, u.spec.Name))
+		return
+	case u.seek != nil:
+		why = "another seek (to " + u.seek.To + ") is in progress"
+	case u.phase.stopping():
+		why = "it is stopping; ask its next owner"
+	case !u.holdsLease || u.phase == phaseStarting || u.phase == phaseAcquiring:
+		why = "it holds no lease yet (" + u.phase.String() + ")"
+	}
+	if why != "" {
+		m.refuse(fmt.Errorf("seek %s: %w: %s", u.id, ErrSeekConflict, why))
+		return
+	}
+	u.seek = m
+	u.node.env.trace("seek-asked", u.id, m.To)
+	u.seekIfIdle(ctx)
+}
+
+// seekIfIdle starts the pending seek when no main-line job is in flight;
+// a fetch in flight is cancelled, and its result starts the seek (onFetch).
+// An apply or an open in flight starts it when it ends (next, fetch,
+// fail).
+func (u *unitActor) seekIfIdle(ctx actor.Context) {
+	switch {
+	case !u.seekPending():
+	case u.cancelFetch != nil:
+		u.cancelFetch()
+	case u.inflight == 0:
+		u.startSeek(ctx)
+	}
+}
+
+// seekPending: a seek waits for the main line.
+func (u *unitActor) seekPending() bool { return u.seek != nil && !u.seek.started }
+
+// startSeek drops what the unit holds and fetched ahead, closes the
+// reader and runs the seek job.
+func (u *unitActor) startSeek(ctx actor.Context) {
+	m := u.seek
+	m.started = true
+	u.cancelFetch = nil
+	u.cancelWake()
+	if u.retryTimer != nil {
+		u.retryTimer.Stop()
+		u.retryTimer = nil
+	}
+	if kept := u.ahead.result; kept != nil && mutate.On(mutate.SeekKeepsAhead) {
+		// the bug: the batch fetched ahead of the old position survives
+		u.ahead.result = nil
+		u.dropAhead()
+		u.ahead.result = kept
+	} else {
+		u.dropAhead()
+	}
+	u.ahead.reopened = false // the seek opens a reader of its own
+	u.held = nil             // a stream batch that failed: the new checkpoint says what is read
+	u.closeConn()
+	j := seekJob{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease, target: m.target}
+	u.runMainJob(ctx, "seek", j.run)
+}
+
+// seekJob resolves a target, opens a reader there and writes the
+// checkpoint by a fenced reset.
+type seekJob struct {
+	store  persistence.Store
+	spec   *SourceSpec
+	part   string
+	unit   string
+	lease  persistence.Lease
+	target brokers.SeekTarget
+}
+
+type seekResult struct {
+	conn     *brokerConn
+	position string
+	err      error
+}
+
+func (j seekJob) run(c context.Context) any {
+	st, err := brokers.SeekStart(c, j.spec.Stream, j.part, j.target)
+	if err != nil {
+		return seekResult{err: fmt.Errorf("resolve %s on partition %s: %w", j.target, j.part, err)}
+	}
+	pos := brokers.StartPosition(st)
+	rd, err := j.spec.Stream.Open(c, j.part, st)
+	if err != nil {
+		if positionInvalid(err) {
+			err = fmt.Errorf("%w: %w", brokers.ErrBadSeek, err)
+		}
+		return seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)}
+	}
+	b := &persistence.Batch{Source: j.spec.Name, Unit: j.unit, Lease: j.lease, Checkpoint: pos, Reset: true}
+	if _, err := j.store.Apply(c, b); err != nil {
+		_ = rd.Close()
+		return seekResult{err: fmt.Errorf("write checkpoint %s: %w", pos, err)}
+	}
+	return seekResult{conn: &brokerConn{reader: rd}, position: pos}
+}
+
+func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
+	m := u.seek
+	u.seek = nil
+	if r.err != nil {
+		err := fmt.Errorf("seek %s to %s: %w", u.id, m.To, r.err)
+		u.node.env.trace("seek-failed", u.id, r.err.Error())
+		u.node.env.logger().Warn("seek failed; the checkpoint is unchanged", "unit", u.id, "to", m.To, "by", m.By, "error", r.err)
+		m.refuse(err)
+		if errors.Is(r.err, persistence.ErrLeaseLost) {
+			u.leaseLost(ctx, "seek")
+			return
+		}
+		u.open(ctx) // the reader was closed: open it again at the checkpoint
+		return
+	}
+	now, from := u.now(), u.checkpoint
+	res := SeekResult{Seek: m.Seek, Node: u.node.env.Node, From: from, Position: r.position, Token: u.lease.Token, At: now}
+	u.conn = r.conn
+	u.setCheckpoint(r.position)
+	u.justReset, u.resetCause, u.failures, u.recovering = false, nil, 0, false
+	last := &SeekStatus{To: m.To, From: from, Position: r.position, At: now, By: m.By, Reason: m.Reason, ID: m.ID, Token: res.Token}
+	u.status(func(s *UnitStatus) { s.LastSeek = last })
+	u.node.env.trace("seek", u.id, from+" -> "+r.position)
+	u.node.env.logger().Info("unit sought: its checkpoint was moved by a fenced write", "unit", u.id, "to", m.To,
+		"from", from, "position", r.position, "token", res.Token, "by", m.By, "reason", m.Reason)
+	m.answer(res, nil)
+	if p := brokers.Applied(r.position); p != "" {
+		u.commitToBroker(ctx, p)
+	}
+	if u.phase == phaseRetrying {
+		u.becomeRunning()
+	}
+	u.next(ctx) // reads from the new reader (phase stopping: ends the stop)
+}
+
+// endSeek answers a seek the unit will not finish (its actor ends).
+func (u *unitActor) endSeek() {
+	m := u.seek
+	if m == nil {
+		return
+	}
+	u.seek = nil
+	if m.started {
+		m.refuse(fmt.Errorf("seek %s: %w: the unit stopped before the seek finished (its checkpoint may have moved; see the tree)", u.id, ErrSeekConflict))
+		return
+	}
+	m.refuse(fmt.Errorf("seek %s: %w: the unit stopped before the seek ran", u.id, ErrSeekConflict))
+}

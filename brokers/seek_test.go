@@ -1,0 +1,96 @@
+package brokers
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+func TestParseSeekTarget(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	tests := []struct {
+		in   string
+		want SeekTarget
+	}{
+		{"earliest", SeekTarget{Mode: Earliest, Word: true}},
+		{"latest", SeekTarget{Mode: Latest, Word: true}},
+		{"42", SeekTarget{From: "42"}},
+		{"after:42", SeekTarget{After: "42"}},
+		{"2026-12-01T10:00:00Z", SeekTarget{Time: at}},
+		{"2026-12-01T11:00:00+01:00", SeekTarget{Time: at}},
+	}
+	for _, tt := range tests {
+		got, err := ParseSeekTarget(tt.in)
+		if err != nil {
+			t.Fatalf("%q: %v", tt.in, err)
+		}
+		if got.Mode != tt.want.Mode || got.Word != tt.want.Word || !got.Time.Equal(tt.want.Time) || got.From != tt.want.From || got.After != tt.want.After {
+			t.Errorf("%q = %+v, want %+v", tt.in, got, tt.want)
+		}
+		if tt.in == got.String() || tt.want.Time.IsZero() {
+			continue
+		}
+		if got.String() != "2026-12-01T10:00:00Z" {
+			t.Errorf("%q spelled %q", tt.in, got.String())
+		}
+	}
+	for _, bad := range []string{"", "after:", "after:x", "-1", "yesterday", "@beginning", "2026-12-01"} {
+		if _, err := ParseSeekTarget(bad); !errors.Is(err, ErrBadSeek) {
+			t.Errorf("%q: %v, want ErrBadSeek", bad, err)
+		}
+	}
+}
+
+func TestDecimalBefore(t *testing.T) {
+	for in, want := range map[string]string{"1": "0", "10": "9", "100": "99", "42": "41",
+		"49590338271490256608559692538361571095921575989136588898": "49590338271490256608559692538361571095921575989136588897",
+		"1000000000000000000000":                                   "999999999999999999999"} {
+		got, ok := decimalBefore(in)
+		if !ok || got != want || ComparePositions(got, in) != -1 {
+			t.Errorf("decimalBefore(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+	if _, ok := decimalBefore("000"); ok {
+		t.Error("zero has a position before it")
+	}
+}
+
+// TestSeekStartWithoutResolver: a stream with no Resolver or Seeker seeks a
+// time to the @at marker, a position to the one before it, 0 to the
+// beginning, after:p to p, and refuses latest.
+func TestSeekStartWithoutResolver(t *testing.T) {
+	ctx := context.Background()
+	tests := []struct {
+		to   string
+		want string
+	}{
+		{"earliest", MarkerBeginning},
+		{"2026-12-01T10:00:00Z", "@at:2026-12-01T10:00:00Z"},
+		{"0", MarkerBeginning},
+		{"7", "6"},
+		{"after:7", "7"},
+	}
+	for _, tt := range tests {
+		target, err := ParseSeekTarget(tt.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := SeekStart(ctx, plainStream{}, "0", target)
+		if err != nil {
+			t.Fatalf("%s: %v", tt.to, err)
+		}
+		if got := StartPosition(st); got != tt.want {
+			t.Errorf("%s: checkpoint %s, want %s", tt.to, got, tt.want)
+		}
+	}
+	if _, err := SeekStart(ctx, plainStream{}, "0", SeekTarget{Mode: Latest, Word: true}); !errors.Is(err, ErrBadSeek) {
+		t.Fatalf("latest without a Resolver: %v", err)
+	}
+}
+
+type plainStream struct{}
+
+func (plainStream) Partitions(context.Context) ([]Partition, error)     { return nil, nil }
+func (plainStream) Open(context.Context, string, Start) (Reader, error) { return nil, ErrClosed }
+func (plainStream) Close() error                                        { return nil }

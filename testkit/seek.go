@@ -1,0 +1,133 @@
+package testkit
+
+// Seeks (drover seek) in the simulation, and what they do to the
+// invariants.
+//
+// A seek back moves a unit's checkpoint below what it applied: the
+// messages after the new checkpoint, up to the last one applied, are
+// applied again, on purpose. The ledger counts them: when the seek's
+// fenced reset commits (onReset), each message of the unit's current
+// generation positioned in (new checkpoint, last applied] that was
+// applied gets one more application allowed. The "duplicated" check then
+// fires only past what the seeks allowed, and the "reapplied" check of
+// Report requires every allowed application to have happened: a seek
+// back of 100 positions re-applies exactly those 100, not fewer (a
+// checkpoint that jumps forward again) and not more (one at or below the
+// new checkpoint applied again is a duplicate). A seek forward
+// ("after:<p>") skips the messages up to p on purpose: they are excused
+// from "lost" when not applied.
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/persistence"
+)
+
+// seekMark is a seek asked and not answered yet; its reset, when it
+// commits, is a cause the ledger accepts (onReset).
+type seekMark struct {
+	unit string
+	done bool // its reset committed
+}
+
+// Seek asks the node holding unit's lease to seek it (actors.Node.Seek);
+// reply is called once, during the run, with the node's answer. It fails
+// at once when no running node holds the lease.
+func (c *Cluster) Seek(s actors.Seek, reply func(actors.SeekResult, error)) error {
+	owner := ""
+	ls, err := c.inner.List(context.Background())
+	if err != nil {
+		return fmt.Errorf("testkit: list leases: %w", err)
+	}
+	for _, l := range ls {
+		if l.Unit == s.Unit {
+			owner = l.Owner
+		}
+	}
+	n, ok := c.nodes[owner]
+	if !ok || n.node == nil || !slices.Contains(c.Running(), owner) {
+		return fmt.Errorf("testkit: no running node holds the lease of %s (holder %q)", s.Unit, owner)
+	}
+	m := &seekMark{unit: s.Unit}
+	c.led.seeks = append(c.led.seeks, m)
+	c.event("seek", owner, s.Unit, s.To)
+	n.node.Seek(s, func(r actors.SeekResult, err error) {
+		c.led.dropSeek(m)
+		detail := r.From + " -> " + r.Position
+		if err != nil {
+			detail = err.Error()
+		}
+		c.event("sought", owner, s.Unit, detail)
+		if reply != nil {
+			reply(r, err)
+		}
+	})
+	return nil
+}
+
+// dropSeek forgets an answered seek.
+func (l *ledger) dropSeek(m *seekMark) {
+	if i := slices.Index(l.seeks, m); i >= 0 {
+		l.seeks = slices.Delete(l.seeks, i, i+1)
+	}
+}
+
+// takeSeek reports whether a seek of unit waits for its reset, and marks
+// the oldest one done.
+func (l *ledger) takeSeek(unit string) bool {
+	for _, m := range l.seeks {
+		if m.unit == unit && !m.done {
+			m.done = true
+			return true
+		}
+	}
+	return false
+}
+
+// sought records a seek's reset of b.Unit to b.Checkpoint: the messages
+// it makes the unit apply again (back), or skip (forward).
+func (l *ledger) sought(b *persistence.Batch) {
+	to := brokers.Applied(b.Checkpoint)
+	last := l.lastPos[b.Unit]
+	gen := l.unitGen[b.Unit]
+	for key, p := range l.produced {
+		if p.unit != b.Unit || p.gen != gen {
+			continue
+		}
+		switch {
+		case brokers.ComparePositions(p.position, to) > 0 && brokers.ComparePositions(p.position, last) <= 0 && l.applied[key] > 0:
+			l.reapply[key]++
+		case brokers.ComparePositions(p.position, to) <= 0 && brokers.ComparePositions(p.position, last) > 0 && l.applied[key] == 0:
+			l.skipped[key] = true // sought past it: not lost, not awaited
+			l.unapplied--
+		}
+	}
+}
+
+// reapplyViolations lists the messages a seek asked to apply again that
+// were not (at most five, and a count), in the unit's current incarnation.
+func (l *ledger) reapplyViolations() []Violation {
+	var short []string
+	for key, n := range l.reapply {
+		if p := l.produced[key]; p.gen != l.unitGen[p.unit] {
+			continue // the stream was recreated since: its unit reads another incarnation
+		}
+		if l.applied[key] < 1+n {
+			short = append(short, key)
+		}
+	}
+	slices.Sort(short)
+	var out []Violation
+	for i, k := range short {
+		if i == 5 {
+			out = append(out, Violation{"reapplied", fmt.Sprintf("... and %d more", len(short)-5)})
+			break
+		}
+		out = append(out, Violation{"reapplied", fmt.Sprintf("%s applied %d times; the seeks back over it asked for %d", k, l.applied[k], 1+l.reapply[k])})
+	}
+	return out
+}

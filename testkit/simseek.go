@@ -1,0 +1,65 @@
+package testkit
+
+import (
+	"context"
+	"math/rand/v2"
+	"strconv"
+	"time"
+
+	"github.com/drover-dev/drover/actors"
+)
+
+// drawSeeks puts operators' seeks back into a random run (issue 13 item
+// 2), drawn from a source of their own so that the rest of the scenario is
+// as without them: on 4 seeds in 10, one or two seeks of a random open
+// orders unit, at 3 to 28 s, back 1 to 100 positions from its checkpoint
+// then (or to earliest, 1 in 5). Each comes 0 to 100 ms after a burst of
+// two to three batches published to that unit, so that it often meets an
+// apply in flight and a batch fetched ahead. The ledger then allows
+// exactly the re-applies each seek back asks for (seek.go): "duplicated"
+// fires only beyond them and "reapplied" when one did not happen. No seek
+// once the stream was recreated (its positions are reused; which
+// incarnation a seek means is the operator's call, not the ledger's) or
+// while a unit has no running holder (the seek is then refused, and
+// changes nothing).
+func drawSeeks(c *Cluster, seed uint64, batch, maxBytes int, step func(time.Duration, string, ...any)) {
+	rng := rand.New(rand.NewPCG(seed^0x5ee, seed+0x5ef))
+	if rng.IntN(10) >= 4 {
+		return
+	}
+	wl := NewWorkload(seed ^ 0x5ee)
+	wl.MaxBytes = maxBytes
+	for n := 1 + rng.IntN(2); n > 0; n-- {
+		at := 3*time.Second + time.Duration(rng.Int64N(int64(25*time.Second)))
+		pick, back, earliest := rng.IntN(1<<20), 1+rng.IntN(100), rng.IntN(5) == 0
+		burst, delay := 2*batch+rng.IntN(batch+1), time.Duration(rng.IntN(100))*time.Millisecond
+		step(at, "publish %d to an orders unit and seek it back %d positions %s later (earliest: %v)", burst, back, delay, earliest)
+		c.At(at, func() {
+			open := c.OpenPartitions("orders")
+			if len(open) == 0 || c.led.gen["orders"] > 0 || c.AwaitingReset("orders") {
+				return
+			}
+			part := open[pick%len(open)]
+			_, _ = c.Publish("orders", part, wl.Batch(burst)...)
+			c.At(delay, func() { c.seekBack("orders/"+part, back, earliest) })
+		})
+	}
+}
+
+// seekBack seeks unit back n positions from its checkpoint, or to
+// earliest.
+func (c *Cluster) seekBack(unit string, n int, earliest bool) {
+	if c.led.gen[sourceOf(unit)] > 0 || c.AwaitingReset(sourceOf(unit)) {
+		return
+	}
+	to := "earliest"
+	if !earliest {
+		cp, err := c.inner.Checkpoint(context.Background(), unit)
+		p, perr := strconv.ParseInt(cp.Position, 10, 64)
+		if err != nil || perr != nil {
+			return // nothing applied yet
+		}
+		to = strconv.FormatInt(max(0, p+1-int64(n)), 10)
+	}
+	_ = c.Seek(actors.Seek{Unit: unit, To: to, By: "sim"}, nil)
+}
