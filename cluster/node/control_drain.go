@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/persistence"
 )
 
 // controls is the state of the node-wide controls: drain, undrain, exit
@@ -86,6 +87,7 @@ func (n *Node) controlDrain(ctx context.Context, req debug.ControlRequest) (debu
 			return rep, fmt.Errorf("%w: node %s is already stopping", debug.ErrControlConflict, n.cfg.Node.Name)
 		}
 		n.log.Info("told to exit: leaving the cluster as on SIGTERM", "by", req.By, "reason", req.Reason)
+		n.audit(ctx, req, "")
 		n.ctl.exitOnce.Do(func() { close(n.ctl.exit) })
 		rep.Detail = "exiting: the node hands its units over, leaves the cluster and exits"
 		return rep, nil
@@ -110,6 +112,7 @@ func (n *Node) controlDrain(ctx context.Context, req debug.ControlRequest) (debu
 		n.ctl.drained = false
 		n.ctl.mu.Unlock()
 		n.log.Info("undrained: back in placement", "by", req.By, "reason", req.Reason)
+		n.audit(ctx, req, "")
 		rep.Detail = "undrained: the node is back in placement and takes units again"
 		return rep, nil
 	}
@@ -124,6 +127,7 @@ func (n *Node) controlDrain(ctx context.Context, req debug.ControlRequest) (debu
 		if err := n.member.SetState(ctx, placement.StateLeaving); err != nil {
 			n.log.Warn("announce leaving", "error", err)
 		}
+		n.audit(ctx, req, "")
 	}
 	left := n.waitNoUnits(ctx, drainWait)
 	rep.Result = map[string]any{"state": string(placement.StateLeaving), "units": left}
@@ -137,6 +141,16 @@ func (n *Node) controlDrain(ctx context.Context, req debug.ControlRequest) (debu
 		n.log.Info("drained: every unit handed over")
 	}
 	return rep, nil
+}
+
+// audit writes a node-wide control that was carried out (drain, undrain,
+// exit, reload) to the audit table; a failure to write it is logged, the
+// control stands.
+func (n *Node) audit(ctx context.Context, req debug.ControlRequest, args string) {
+	if _, err := n.store.WriteAudit(ctx, persistence.AuditEntry{Node: n.cfg.Node.Name, By: req.By, Action: req.Action,
+		Args: args, Reason: req.Reason}); err != nil {
+		n.log.Warn(req.Action+" done; its audit entry was not written", "error", err)
+	}
 }
 
 // waitNoUnits waits until this node's tree lists no unit, ctx ends, the

@@ -3,11 +3,13 @@ package node
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/persistence"
 )
 
 // Drain on two real nodes: the drained node hands every unit over (zero
@@ -108,6 +110,19 @@ func TestDrainUndrainExit(t *testing.T) {
 		t.Fatalf("drain of a stopped node: %v, want ErrControlConflict", err)
 	}
 	eventually(t, "n2 runs all 4 units after n1 left", func() bool { return runningAll(n2, "m", 4) })
+	// the audit table holds what was carried out: drain, undrain, exit
+	// (the second drain changed nothing and is not there)
+	as, err := n2.store.ListAudit(ctx, persistence.AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range as {
+		got = append(got, a.Node+":"+a.Action+":"+a.By)
+	}
+	if want := []string{"n1:drain:test", "n1:undrain:", "n1:exit:"}; !slices.Equal(got, want) {
+		t.Errorf("audit entries %v, want %v", got, want)
+	}
 	streams.produce(t, "m", 4, 600, 100)
 	eventually(t, "700 applied", func() bool { r, _ := audited(t, url, "m"); return r >= 700 })
 	if rows, distinct := audited(t, url, "m"); rows != 700 || distinct != 700 {

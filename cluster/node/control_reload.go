@@ -36,6 +36,7 @@ func (n *Node) controlReload(ctx context.Context, req debug.ControlRequest) (deb
 	}
 	rep.Result = st
 	rep.Detail = reloadDetail(st)
+	n.audit(ctx, req, strings.TrimPrefix(rep.Detail, "reloaded: "))
 	return rep, nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/persistence"
 )
 
 // Reload on two real nodes, one after the other as an operator would: a
@@ -140,6 +141,12 @@ func TestReloadAddRemoveChange(t *testing.T) {
 	rep, err := n1.Control(t.Context(), debug.ControlRequest{Action: debug.ActionReload})
 	if err != nil || rep.Detail != "reloaded: no source changed" {
 		t.Fatalf("reload of the same file: %q, %v", rep.Detail, err)
+	}
+	// only the reload control (not Reload called directly, nor a refused
+	// one) is in the audit table
+	as, err := n1.store.ListAudit(t.Context(), persistence.AuditFilter{})
+	if err != nil || len(as) != 1 || as[0].Action != "reload" || as[0].Args != "no source changed" {
+		t.Errorf("audit entries %+v, %v", as, err)
 	}
 }
 

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/node"
 )
 
@@ -134,7 +135,8 @@ func waitForStop(n *node.Node, sigs, hups <-chan os.Signal, log *slog.Logger) {
 			return
 		case <-hups:
 			log.Info("SIGHUP: reloading the config")
-			_, _ = n.Reload(context.Background())
+			// as drover reload: logged, in the tree, the events and the audit
+			_, _ = n.Control(context.Background(), debug.ControlRequest{Action: debug.ActionReload, By: "SIGHUP"})
 		}
 	}
 }
