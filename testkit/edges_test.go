@@ -63,6 +63,7 @@ var edges = []edge{
 	{"RefusalRaceNotDeadLettered", "10.7", mutate.RefuseAtOnce, edgeRefusalRace},
 	// found by review (ghost_units_test.go)
 	{"RestartedSupervisorLeavesNoGhostUnit", "review", mutate.GhostUnits, edgeGhostUnits},
+	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
 }
 
 func TestEdges(t *testing.T) {

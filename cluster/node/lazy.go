@@ -136,12 +136,14 @@ func (l *lazy[T]) Close() error {
 func closedErr(op string) error { return &brokers.Error{Op: op, Err: brokers.ErrClosed} }
 
 // lazyStream is a brokers.Stream opened on first use. It forwards
-// brokers.Resolver (the streams it wraps, NATS and Kinesis, have it).
+// brokers.Resolver (the streams it wraps, NATS and Kinesis, have it) and
+// brokers.StreamIdentifier.
 type lazyStream struct{ l *lazy[brokers.Stream] }
 
 var (
-	_ brokers.Stream   = lazyStream{}
-	_ brokers.Resolver = lazyStream{}
+	_ brokers.Stream           = lazyStream{}
+	_ brokers.Resolver         = lazyStream{}
+	_ brokers.StreamIdentifier = lazyStream{}
 )
 
 func (s lazyStream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
@@ -174,6 +176,19 @@ func (s lazyStream) Resolve(ctx context.Context, partition string, mode brokers.
 		return brokers.Start{Mode: brokers.Earliest}, nil
 	}
 	return brokers.Start{}, fmt.Errorf("%s cannot resolve a latest start", s.l.what)
+}
+
+// StreamID forwards to the stream's StreamID (brokers.StreamIdentifier);
+// a stream that names no incarnation has "".
+func (s lazyStream) StreamID(ctx context.Context, partition string) (string, error) {
+	st, err := s.l.get(ctx, "stream id")
+	if err != nil {
+		return "", err
+	}
+	if si, ok := st.(brokers.StreamIdentifier); ok {
+		return si.StreamID(ctx, partition)
+	}
+	return "", nil
 }
 
 func (s lazyStream) Close() error { return s.l.Close() }

@@ -92,6 +92,11 @@ const (
 	// last one again after a unit registered a lease (a new unit, or a
 	// new token), so that lease is never renewed (issue 12 item 5).
 	StaleRenewBatch = "stale-renew-batch"
+
+	// NoStreamID: a checkpoint records no stream incarnation, so a stream
+	// deleted and created again, then refilled past the checkpoint, is
+	// read on from there: the messages up to it are skipped (review).
+	NoStreamID = "no-stream-id"
 )
 
 // All lists every switch.
@@ -101,5 +106,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown,
+	CaughtUpUnknown, NoStreamID,
 }

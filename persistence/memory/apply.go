@@ -164,7 +164,7 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 
 	if b.Reset {
 		t.checkpoint = &persistence.Checkpoint{Unit: b.Unit, Source: b.Source, Position: b.Checkpoint,
-			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now}
+			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now, StreamID: b.StreamID}
 	} else if b.Checkpoint != "" || b.Finished {
 		cur, has := s.checkpoints[b.Unit]
 		pos := b.Checkpoint
@@ -180,6 +180,7 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 				Finished:  cur.Finished || b.Finished,
 				Token:     b.Lease.Token,
 				UpdatedAt: now,
+				StreamID:  cur.StreamID,
 			}
 		}
 	}
