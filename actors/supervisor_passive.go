@@ -42,7 +42,7 @@ func (s *supervisor) adopt(ctx actor.Context, c *child, r *passiveUnit) {
 	}
 	s.arrangeWake(ctx, c)
 	if c.passive != nil {
-		s.armSweep(ctx, r.due)
+		s.armSweep(ctx, r.due.time())
 	}
 }
 
@@ -108,20 +108,22 @@ func (s *supervisor) sweep(ctx actor.Context) {
 		if r == nil {
 			continue
 		}
-		if !r.due.After(upto) {
+		due := r.due.time()
+		if !due.After(upto) {
 			s.node.env.trace("wake-check", c.unit, safety.Round(time.Millisecond).String())
 			if r.cancel != nil {
 				r.cancel()
 				r.cancel = nil
 			}
-			r.due = now.Add(safety)
+			due = now.Add(safety)
+			r.due = stampOf(due)
 			s.arrangeWake(ctx, c)
 			if c.passive == nil {
 				continue // its reader closed meanwhile: activated
 			}
 		}
-		if next.IsZero() || r.due.Before(next) {
-			next = r.due
+		if next.IsZero() || due.Before(next) {
+			next = due
 		}
 	}
 	if !next.IsZero() {
