@@ -93,3 +93,26 @@ func TestPassiveRecordIsSmallAndKeepsItsTimes(t *testing.T) {
 		t.Errorf("a second after a stamped time is %v after it", d)
 	}
 }
+
+// The tree's unit entries come from the registry's slab: a unit stopped
+// and another started takes the entry given back (no allocation), which
+// shows nothing of the one before.
+func TestRegistryReusesUnitEntries(t *testing.T) {
+	r := newRegistry("n1")
+	r.addSource("s", "memory")
+	gen := r.addUnit("s", "s/0")
+	r.unit("s", "s/0", gen, func(st *UnitStatus) { st.Applied, st.LastError = 5, "boom" })
+	r.removeUnit("s", "s/0", gen)
+	allocs := testing.AllocsPerRun(100, func() {
+		gen := r.addUnit("s", "s/1")
+		r.removeUnit("s", "s/1", gen)
+	})
+	if allocs != 0 {
+		t.Errorf("a unit's entry costs %v allocations once one was given back, want 0", allocs)
+	}
+	r.addUnit("s", "s/2")
+	got := r.snapshot()[0].Units
+	if len(got) != 1 || got[0].Unit != "s/2" || got[0].Applied != 0 || got[0].LastError != "" || got[0].State != StateStarting {
+		t.Errorf("the reused entry shows %+v, want a new unit s/2", got)
+	}
+}
