@@ -18,9 +18,10 @@ import (
 // supervisor (passiveUnit) and stops its actor without releasing the
 // lease or closing the reader. The supervisor keeps the record, arranges
 // the Waker's call itself and renews nothing: the leaser renews the lease
-// as before and tells the supervisor when it is lost. The Waker's call,
-// the source's safety sweep (WakeSafety), a stop or a lost lease spawns
-// the actor again from the record (resumeKind says what it does first);
+// as before and tells the supervisor when it is lost. The Waker's call
+// (also the one the source's safety sweep provokes every WakeSafety by
+// arranging the wake anew, when the reader already has something), a
+// stop or a lost lease spawns the actor again from the record (resumeKind says what it does first);
 // a restart or a stop of the supervisor itself releases the lease and
 // closes the reader as a unit's hard stop does. The tree entry stays as
 // it was, marked passive.
@@ -73,7 +74,7 @@ func (s stamp) time() time.Time {
 type resumeKind int8
 
 const (
-	resumeFetch resumeKind = iota + 1 // woken, or the safety sweep: fetch at once
+	resumeFetch resumeKind = iota + 1 // woken (the safety sweep's check too): fetch at once
 	resumeStop                        // a stop: release the lease, stop
 	resumeLost                        // the leaser reported the lease lost
 )
