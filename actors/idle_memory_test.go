@@ -79,8 +79,11 @@ func heapAlloc() uint64 {
 // give the times back: the zero time, the Unix epoch and a clock's time
 // (its monotonic reading dropped) all survive.
 func TestPassiveRecordIsSmallAndKeepsItsTimes(t *testing.T) {
-	if n := unsafe.Sizeof(passiveUnit{}); n > 216 {
-		t.Errorf("a passive unit's record takes %d bytes, want at most 216", n)
+	// 240: persistence.Lease carries the previous holder of a takeover
+	// (PrevOwner, PrevToken: issue 13's events) since this bound was set
+	// at 216.
+	if n := unsafe.Sizeof(passiveUnit{}); n > 240 {
+		t.Errorf("a passive unit's record takes %d bytes, want at most 240", n)
 	}
 	now := time.Now()
 	for _, tm := range []time.Time{{}, time.Unix(0, 0), now, time.Date(2026, 1, 1, 0, 0, 0, 1, time.UTC)} {
