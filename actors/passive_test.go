@@ -65,6 +65,9 @@ func newPassiveWorld(t *testing.T, parts int, tweak ...func(*Tuning)) *passiveWo
 type openReaders struct {
 	*memory.Stream
 	n atomic.Int64
+	// deaf: the readers' Wakers miss every call but the one made at once
+	// (a broker that misses calls, which WakeSafety guards against).
+	deaf bool
 }
 
 func (s *openReaders) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
@@ -73,6 +76,9 @@ func (s *openReaders) Open(ctx context.Context, partition string, start brokers.
 		return nil, err
 	}
 	s.n.Add(1)
+	if s.deaf {
+		return &deafReader{countedReader{Reader: r, s: s}}, nil
+	}
 	return &countedReader{Reader: r, s: s}, nil
 }
 

@@ -58,6 +58,7 @@ type supervisor struct {
 	discoveryAt time.Time         // when the discovery timer fires
 	children    map[string]*child // by unit id
 	byPID       map[string]*child // by pid id
+	pidPeak     int               // byPID's most entries since it was last compacted
 	draining    bool
 	drained     bool
 	ended       atomic.Bool // stopped or restarting: timers and results are stale
@@ -296,7 +297,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.cooldown = map[string]time.Time{}
 	s.finishedAt = map[string]uint64{}
 	s.children = map[string]*child{}
-	s.byPID = map[string]*child{}
+	s.byPID, s.pidPeak = map[string]*child{}, 0
 	s.window = quality.New(s.spec.schema)
 	s.wStart = s.node.env.Clock.Now()
 	s.qTimer = s.after(ctx, quality.WindowDuration/10, &qualityTick{from: s})

@@ -23,7 +23,7 @@ type (
 		c   *child
 		seq uint64
 	}
-	// passiveSweep activates the passive units whose WakeSafety is up.
+	// passiveSweep checks the passive units whose WakeSafety is up.
 	passiveSweep struct{ from *supervisor }
 )
 
@@ -42,7 +42,7 @@ func (s *supervisor) adopt(ctx actor.Context, c *child, r *passiveUnit) {
 	}
 	s.arrangeWake(ctx, c)
 	if c.passive != nil {
-		s.armSweep(ctx, r.due)
+		s.armSweep(ctx, r.due.time())
 	}
 }
 
@@ -86,13 +86,21 @@ func (s *supervisor) armSweep(ctx actor.Context, due time.Time) {
 	s.sweepT = s.after(ctx, max(0, due.Sub(s.node.env.Clock.Now())), &passiveSweep{from: s})
 }
 
-// sweep activates the passive units whose WakeSafety is up, and those
+// sweep looks at the passive units whose WakeSafety is up, and those
 // whose is up within an eighth of it (one sweep for many units, a little
-// early rather than late), in unit order.
+// early rather than late), in unit order, without spawning them: it
+// arranges each one's Waker call anew. A Waker calls at once when its
+// reader may already return something (brokers.Waker), so a call the
+// broker missed shows now and activates the unit (onPassiveWoken), as the
+// unit's own fetch would have found it; a quiet unit stays passive until
+// its next check. Spawning every passive unit to fetch nothing cost an
+// actor, a fetch job and a passivation per unit and WakeSafety: about a
+// quarter of an idle node's CPU (issue 12 item 5).
 func (s *supervisor) sweep(ctx actor.Context) {
 	s.sweepT = nil
 	safety := s.node.tuning.WakeSafety
-	upto := s.node.env.Clock.Now().Add(safety / 8)
+	now := s.node.env.Clock.Now()
+	upto := now.Add(safety / 8)
 	var next time.Time
 	for _, u := range slices.Sorted(maps.Keys(s.children)) {
 		c := s.children[u]
@@ -100,13 +108,22 @@ func (s *supervisor) sweep(ctx actor.Context) {
 		if r == nil {
 			continue
 		}
-		if !r.due.After(upto) {
-			s.node.env.trace("wake-timeout", c.unit, safety.Round(time.Millisecond).String())
-			s.activate(ctx, c, resumeFetch)
-			continue
+		due := r.due.time()
+		if !due.After(upto) {
+			s.node.env.trace("wake-check", c.unit, safety.Round(time.Millisecond).String())
+			if r.cancel != nil {
+				r.cancel()
+				r.cancel = nil
+			}
+			due = now.Add(safety)
+			r.due = stampOf(due)
+			s.arrangeWake(ctx, c)
+			if c.passive == nil {
+				continue // its reader closed meanwhile: activated
+			}
 		}
-		if next.IsZero() || r.due.Before(next) {
-			next = r.due
+		if next.IsZero() || due.Before(next) {
+			next = due
 		}
 	}
 	if !next.IsZero() {

@@ -278,6 +278,7 @@ type (
 		checkpoint string // the stored checkpoint after the open
 		finished   bool
 		resolved   string     // the start resolved and recorded now
+		streamID   string     // the stream id recorded with resolved
 		reset      *resetInfo // the checkpoint was reset now
 		operator   error      // the checkpoint is invalid and on_position_reset is fail
 		err        error

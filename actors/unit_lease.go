@@ -233,12 +233,12 @@ func (o streamOpen) run(c context.Context) any {
 		if o.initial || mutate.On(mutate.LatestForNewUnits) {
 			mode = o.spec.Start
 		}
-		pos, err := o.record(c, mode)
+		pos, id, err := o.record(c, mode)
 		if err != nil {
 			r.err, r.brokerErr = err, !isStoreErr(err)
 			return r
 		}
-		r.checkpoint, r.resolved = pos, pos
+		r.checkpoint, r.resolved, r.streamID = pos, pos, id
 	}
 	if cause == nil {
 		start, ok := brokers.ParseStart(r.checkpoint)
@@ -246,9 +246,16 @@ func (o streamOpen) run(c context.Context) any {
 			r.err = fmt.Errorf("checkpoint %q: a start marker this drover does not know", r.checkpoint)
 			return r
 		}
+		start.StreamID = cp.StreamID
+		if r.resolved != "" {
+			start.StreamID = r.streamID
+		}
 		rd, err := o.spec.Stream.Open(c, o.part, start)
 		if err == nil {
 			r.conn = &brokerConn{reader: rd}
+			if r.resolved == "" && cp.StreamID == "" {
+				o.recordStreamID(c, r.checkpoint)
+			}
 			return r
 		}
 		if !positionInvalid(err) {
@@ -270,7 +277,7 @@ func (o streamOpen) run(c context.Context) any {
 	if o.spec.OnPositionReset == ResetLatest {
 		mode = brokers.Latest
 	}
-	pos, err := o.record(c, mode)
+	pos, _, err := o.record(c, mode)
 	if err != nil {
 		r.err, r.brokerErr = fmt.Errorf("reset checkpoint %s (%v): %w", r.checkpoint, cause, err), !isStoreErr(err)
 		return r
@@ -293,18 +300,52 @@ func (o streamOpen) openAt(c context.Context, r openResult, start brokers.Start,
 }
 
 // record resolves mode to a concrete start and writes it as the unit's
-// checkpoint by a fenced write; it returns the recorded position.
-func (o streamOpen) record(c context.Context, mode brokers.StartMode) (string, error) {
+// checkpoint by a fenced write, with the stream's incarnation
+// (brokers.StreamIdentifier) when the broker names one; it returns the
+// recorded position and stream id. The id is asked for before the start
+// is resolved: a stream recreated between the two calls leaves a start of
+// the new stream recorded against the old id, which the next open refuses
+// and resets again (never the other way round, a start of the old stream
+// taken for the new one).
+func (o streamOpen) record(c context.Context, mode brokers.StartMode) (string, string, error) {
+	id, err := streamID(c, o.spec.Stream, o.part)
+	if err != nil {
+		return "", "", fmt.Errorf("identify the stream of partition %s: %w", o.part, err)
+	}
 	st, err := resolveStart(c, o.spec.Stream, o.part, mode)
 	if err != nil {
-		return "", fmt.Errorf("resolve the %s start of partition %s: %w", mode, o.part, err)
+		return "", "", fmt.Errorf("resolve the %s start of partition %s: %w", mode, o.part, err)
 	}
 	pos := brokers.StartPosition(st)
-	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true}
+	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true, StreamID: id}
 	if _, err := o.store.Apply(c, b); err != nil {
-		return "", &storeError{fmt.Errorf("record checkpoint %s: %w", pos, err)}
+		return "", "", &storeError{fmt.Errorf("record checkpoint %s: %w", pos, err)}
 	}
-	return pos, nil
+	return pos, id, nil
+}
+
+// streamID is the stream's incarnation (brokers.StreamIdentifier), or ""
+// for a stream that names none.
+func streamID(c context.Context, s brokers.Stream, part string) (string, error) {
+	si, ok := s.(brokers.StreamIdentifier)
+	if !ok || mutate.On(mutate.NoStreamID) {
+		return "", nil
+	}
+	return si.StreamID(c, part)
+}
+
+// recordStreamID writes the stream's incarnation beside a checkpoint that
+// has none (written by a drover before stream ids, or while the broker had
+// none), at the position it holds, by a fenced write. From then on a
+// recreation of the stream is told from it. It is done once per unit; a
+// failure is left for the next open to try again.
+func (o streamOpen) recordStreamID(c context.Context, pos string) {
+	id, err := streamID(c, o.spec.Stream, o.part)
+	if err != nil || id == "" {
+		return
+	}
+	b := &persistence.Batch{Source: o.spec.Name, Unit: o.unit, Lease: o.lease, Checkpoint: pos, Reset: true, StreamID: id}
+	_, _ = o.store.Apply(c, b)
 }
 
 // storeError marks an error of the store inside a job that also calls the

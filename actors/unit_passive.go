@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -17,40 +18,65 @@ import (
 // supervisor (passiveUnit) and stops its actor without releasing the
 // lease or closing the reader. The supervisor keeps the record, arranges
 // the Waker's call itself and renews nothing: the leaser renews the lease
-// as before and tells the supervisor when it is lost. The Waker's call,
-// the source's safety sweep (WakeSafety), a stop or a lost lease spawns
-// the actor again from the record (resumeKind says what it does first);
+// as before and tells the supervisor when it is lost. The Waker's call
+// (also the one the source's safety sweep provokes every WakeSafety by
+// arranging the wake anew, when the reader already has something), a
+// stop or a lost lease spawns the actor again from the record (resumeKind says what it does first);
 // a restart or a stop of the supervisor itself releases the lease and
 // closes the reader as a unit's hard stop does. The tree entry stays as
 // it was, marked passive.
 
-// passiveUnit is what a supervisor keeps of a passive unit.
+// passiveUnit is what a supervisor keeps of a passive unit: one per idle
+// unit, so its times are stamps (216 bytes, not 280: issue 12 item 5).
 type passiveUnit struct {
-	lease          persistence.Lease
-	conn           *brokerConn
-	position       string
-	checkpoint     string
-	justReset      bool
-	commitRefused  bool
-	healthReported bool
-	started        time.Time // of the actor that passivated first (HealthyAfter)
-	committedAt    time.Time
-	busyAt         time.Time // the last fetch that returned messages
-	due            time.Time // WakeSafety is up: the sweep activates it
+	lease       persistence.Lease
+	conn        *brokerConn
+	position    string
+	checkpoint  string
+	started     stamp // of the actor that passivated first (HealthyAfter)
+	committedAt stamp
+	busyAt      stamp // the last fetch that returned messages
+	due         stamp // WakeSafety is up: the sweep checks it
 
 	// the supervisor's, while the unit is passive
 	seq    uint64 // of the Wake arrangement; a call for another is dropped
 	cancel func() // the Wake arrangement
+
+	justReset      bool
+	commitRefused  bool
+	healthReported bool
 	// resume is what the actor spawned from the record does first.
 	resume resumeKind
 	// seek is the seek it is activated for (resumeSeek).
 	seek *seekUnit
 }
 
+// stamp is a time kept in 8 bytes instead of time.Time's 24: its Unix
+// nanoseconds, noStamp for the zero time. It drops the monotonic reading
+// and the location: only durations between it and the clock's times are
+// read from it.
+type stamp int64
+
+const noStamp stamp = math.MinInt64
+
+func stampOf(t time.Time) stamp {
+	if t.IsZero() {
+		return noStamp
+	}
+	return stamp(t.UnixNano())
+}
+
+func (s stamp) time() time.Time {
+	if s == noStamp {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(s))
+}
+
 type resumeKind int8
 
 const (
-	resumeFetch resumeKind = iota + 1 // woken, or the safety sweep: fetch at once
+	resumeFetch resumeKind = iota + 1 // woken (the safety sweep's check too): fetch at once
 	resumeStop                        // a stop: release the lease, stop
 	resumeLost                        // the leaser reported the lease lost
 	resumeSeek                        // an operator's seek (unit_seek.go)
@@ -101,8 +127,8 @@ func (u *unitActor) tryPassivate(ctx actor.Context) {
 	r := &passiveUnit{
 		lease: u.lease, conn: u.conn, position: u.position, checkpoint: u.checkpoint,
 		justReset: u.justReset, commitRefused: u.commitRefused.Load(), healthReported: u.healthReported,
-		started: u.started, committedAt: u.committedAt, busyAt: u.busyAt,
-		due: u.wake.since.Add(u.node.tuning.WakeSafety),
+		started: stampOf(u.started), committedAt: stampOf(u.committedAt), busyAt: stampOf(u.busyAt),
+		due: stampOf(u.wake.since.Add(u.node.tuning.WakeSafety)),
 	}
 	u.cancelWake()
 	u.conn = nil // the supervisor's now: end must not close it
@@ -131,7 +157,7 @@ func (u *unitActor) resumeFrom(ctx actor.Context, r *passiveUnit) {
 	u.lease, u.holdsLease, u.conn = r.lease, true, r.conn
 	u.position, u.checkpoint, u.justReset = r.position, r.checkpoint, r.justReset
 	u.commitRefused.Store(r.commitRefused)
-	u.healthReported, u.started, u.committedAt, u.busyAt = r.healthReported, r.started, r.committedAt, r.busyAt
+	u.healthReported, u.started, u.committedAt, u.busyAt = r.healthReported, r.started.time(), r.committedAt.time(), r.busyAt.time()
 	u.recovering = false
 	if r.resume != resumeLost {
 		ctx.Send(u.node.leaser, &leaseOwner{unit: u.id, token: u.lease.Token, pid: ctx.Self()})

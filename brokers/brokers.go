@@ -105,6 +105,21 @@ type Start struct {
 	// cannot name its newest position (Kinesis LATEST).
 	At   time.Time
 	Mode StartMode
+	// StreamID, when not empty, is the stream incarnation After (or At)
+	// was recorded against (StreamIdentifier). A stream that knows its
+	// identity and finds another refuses the start with ErrPositionUnknown:
+	// the stream was deleted and created again since, and the position,
+	// even one the new stream holds, is of the old one.
+	StreamID string
+}
+
+// StreamIdentifier is implemented by streams whose broker names each
+// incarnation of a stream, so that one deleted and created again under the
+// same name is told from the old one (a Kafka topic ID). StreamID returns
+// that name for the stream partition belongs to, or "" when the broker
+// has none (Kafka before 2.8).
+type StreamIdentifier interface {
+	StreamID(ctx context.Context, partition string) (string, error)
 }
 
 // Resolver is implemented by streams that turn a start mode into a

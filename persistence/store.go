@@ -183,6 +183,10 @@ type Batch struct {
 	// brokers.StartPosition) or a position reset. Checkpoint must not be
 	// empty.
 	Reset bool
+	// StreamID, with Reset, is recorded as the checkpoint's StreamID; a
+	// Reset without one (a seek, a stream that names no incarnation) and a
+	// batch without Reset leave the stored one as it is.
+	StreamID string
 	// Handle, when set, is called inside the transaction, after fencing and
 	// dedupe, with the batch's fresh OpMessage ops. Its writes through tx
 	// commit or roll back with the batch. An error rolls everything back
@@ -249,6 +253,10 @@ type Checkpoint struct {
 	Finished  bool
 	Token     int64
 	UpdatedAt time.Time
+	// StreamID is the incarnation of the stream Position belongs to
+	// (brokers.StreamIdentifier: a Kafka topic ID), as the last Reset
+	// recorded it; empty when unknown.
+	StreamID string
 }
 
 // Checkpoints reads checkpoints.

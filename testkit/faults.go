@@ -126,11 +126,14 @@ func (c *Cluster) Forget(source, partition string) error {
 // applied before are lost upstream; units must reset their checkpoints
 // (on_position_reset) and read the new stream from its start.
 //
-// The new stream's positions repeat the old ones, so a unit that opened it
-// after the recreation could not tell an old position from a new one once
-// the new stream has grown past its checkpoint (no broker with offsets
-// can): publish to it only after its units have reset (Report counts a new
-// message at or below an old checkpoint that nobody reset as lost).
+// The new stream's positions repeat the old ones; the memory stream names
+// each incarnation (brokers.StreamIdentifier, as Kafka's topic IDs do), so
+// a unit that opens it after the recreation, even once it has grown past
+// the unit's checkpoint, refuses the checkpoint recorded against the old
+// one and resets (Report counts a new message at or below an old
+// checkpoint that nobody reset as lost). A stream that names no
+// incarnation could not tell: AwaitingReset says when publishing to such
+// a stream is safe.
 func (c *Cluster) RecreateStream(source string) error {
 	st, err := c.stream(source)
 	if err != nil {

@@ -7,14 +7,17 @@ import (
 )
 
 // Every seed exercises passive units (issue 12 item 5): idle units
-// passivate and are spawned again from their records — woken, swept,
-// stopped or told of a lost lease — and the invariants hold.
+// passivate and are spawned again from their records — woken (also by
+// the safety sweep's check), stopped or told of a lost lease — and the
+// invariants hold.
 func TestRandomRunsPassivateUnits(t *testing.T) {
 	resumed := map[string]int{}
+	checks := 0
 	for seed := uint64(1); seed <= 12; seed++ {
 		var passivated, activated int
 		r, err := testkit.RandomRun(seed, testkit.SimOptions{Inspect: func(c *testkit.Cluster) {
 			passivated = len(c.Log("passivated"))
+			checks += len(c.Log("wake-check")) // the safety sweep's checks, which spawn nothing
 			for _, e := range c.Log("activated") {
 				activated++
 				resumed[e.Detail]++
@@ -35,5 +38,8 @@ func TestRandomRunsPassivateUnits(t *testing.T) {
 			t.Errorf("no passive unit was activated to %s in 12 seeds (activations: %v)", how, resumed)
 		}
 	}
-	t.Logf("activations by cause: %v", resumed)
+	if checks == 0 {
+		t.Error("no passive unit met the safety sweep's check in 12 seeds")
+	}
+	t.Logf("activations by cause: %v; safety checks: %d", resumed, checks)
 }

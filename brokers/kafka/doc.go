@@ -41,7 +41,11 @@
 //     records fetched after it are never returned. The client never
 //     resets silently (NoResetOffset). A recreated topic that already
 //     holds more records than the checkpoint cannot be told from the old
-//     one by offsets: Open accepts it.
+//     one by offsets; it is by its topic ID: StreamID
+//     (brokers.StreamIdentifier) is the ID in hex, drover records it with
+//     every checkpoint it resets or resolves, and Open refuses a start
+//     recorded against another ID with ErrPositionUnknown. On a broker
+//     without topic IDs (before 2.8) StreamID is "" and Open accepts it.
 //   - Carried: key, value, headers in order, the record timestamp; a record
 //     with a key and a null value is a Tombstone. Result.Lag is the LSO
 //     (the high watermark when read_uncommitted) minus the offset the next

@@ -168,6 +168,26 @@ func (s *Stream) fetchMeta() (ids []int32, topicID [16]byte, err error) {
 	return nil, topicID, kerr.UnknownTopicOrPartition
 }
 
+var _ brokers.StreamIdentifier = (*Stream)(nil)
+
+// StreamID implements brokers.StreamIdentifier: the topic ID in hex, or ""
+// when the broker has no topic IDs (before Kafka 2.8).
+func (s *Stream) StreamID(ctx context.Context, partition string) (string, error) {
+	_, topicID, err := s.partition(ctx, "stream id", partition)
+	if err != nil {
+		return "", err
+	}
+	return topicIDString(topicID), nil
+}
+
+// topicIDString is id in hex, "" for the zero id (no topic IDs).
+func topicIDString(id [16]byte) string {
+	if id == ([16]byte{}) {
+		return ""
+	}
+	return fmt.Sprintf("%x", id[:])
+}
+
 // partition parses a partition id and checks that the topic has it. It
 // returns the topic ID as well (see topicMeta).
 func (s *Stream) partition(ctx context.Context, op, partition string) (int32, [16]byte, error) {
@@ -205,6 +225,10 @@ func (s *Stream) Open(ctx context.Context, partition string, start brokers.Start
 	p, topicID, err := s.partition(ctx, op, partition)
 	if err != nil {
 		return nil, err
+	}
+	if id := topicIDString(topicID); start.StreamID != "" && id != "" && id != start.StreamID {
+		return nil, &brokers.Error{Op: op, Err: fmt.Errorf("partition %d: topic %s was deleted and created again since the checkpoint (topic id %s, the checkpoint's %s), so its offsets were reused: %w",
+			p, s.cfg.Topic, id, start.StreamID, brokers.ErrPositionUnknown)}
 	}
 
 	// next is the offset of the first record the reader returns; -1 for

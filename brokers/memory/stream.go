@@ -54,12 +54,33 @@ type Stream struct {
 	byID   map[string]*partition
 	faults faults
 	closed bool
+	// lives counts the Recreate calls: the stream's id is "life-<lives>"
+	// (brokers.StreamIdentifier), as a Kafka topic ID names one topic of
+	// a name.
+	lives int
 }
 
 var (
-	_ brokers.Stream   = (*Stream)(nil)
-	_ brokers.Resolver = (*Stream)(nil)
+	_ brokers.Stream           = (*Stream)(nil)
+	_ brokers.Resolver         = (*Stream)(nil)
+	_ brokers.StreamIdentifier = (*Stream)(nil)
 )
+
+// StreamID implements brokers.StreamIdentifier: "life-N" after N
+// recreations.
+func (s *Stream) StreamID(ctx context.Context, partition string) (string, error) {
+	if err := s.enter(ctx, OpOpen); err != nil {
+		return "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.partitionLocked(OpOpen, partition); err != nil {
+		return "", err
+	}
+	return s.idLocked(), nil
+}
+
+func (s *Stream) idLocked() string { return "life-" + strconv.Itoa(s.lives) }
 
 type partition struct {
 	id      string
@@ -283,9 +304,11 @@ func (s *Stream) Forget(partition string) error {
 // brokers.ErrPositionUnknown (ErrUnknownPartition when the new stream has
 // no partition of that id), as a client that can tell incarnations apart
 // reports it (Kafka's topic ids, Kinesis sequence numbers that name their
-// stream). A new Open cannot tell an old offset from a new one, as on Kafka
-// without topic ids: after a position beyond a partition's new end it fails
-// with ErrPositionUnknown, after one below it reads on from there.
+// stream). A new Open of a start recorded with the old StreamID fails with
+// ErrPositionUnknown; without a StreamID it cannot tell an old offset from
+// a new one, as on Kafka without topic ids: after a position beyond a
+// partition's new end it fails with ErrPositionUnknown, after one below it
+// reads on from there.
 // Injected faults stay.
 func (s *Stream) Recreate() error {
 	s.mu.Lock()
@@ -307,6 +330,7 @@ func (s *Stream) Recreate() error {
 	}
 	s.parts = nil
 	s.byID = make(map[string]*partition)
+	s.lives++
 	s.addLocked(max(n, 1), nil)
 	return nil
 }
@@ -501,6 +525,10 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 		return nil, err
 	}
 	p.openedAt = s.clock.Now()
+	if id := s.idLocked(); start.StreamID != "" && start.StreamID != id {
+		return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s: the stream was deleted and created again since the start was recorded (stream id %s, the start's %s): %w",
+			partition, id, start.StreamID, brokers.ErrPositionUnknown)}
+	}
 	r := &Reader{s: s, p: p, owner: owner}
 	switch {
 	case start.After != "":

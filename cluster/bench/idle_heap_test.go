@@ -35,7 +35,9 @@ var (
 // SQLite (the node of drover bench --idle), measured once every unit has
 // opened and passivated, after a GC (the least of six samples 0.7 s apart). It reports
 // heap-B/unit (live heap above the process before the node started),
-// stack-B/unit and goroutines/unit, and writes the heap profile to
+// inuse-B/unit (the heap's spans in use: the live heap and the room
+// between the objects that outlived the start-up), retained-B/unit (the
+// heap's pages not returned to the OS), stack-B/unit and goroutines/unit, and writes the heap profile to
 // -idle.heapprofile (and a CPU profile of -idle.cpuwindow idle, 10 s by
 // default, to -idle.cpuprofile).
 // Run it with -benchtime 1x:
@@ -74,6 +76,8 @@ func idleHeap(b *testing.B, units int) {
 	}
 	defer st.Close()
 	before := liveHeap()
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
 	n, err := node.Start(ctx, cfg, node.Options{Version: "bench", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)
@@ -157,6 +161,10 @@ func idleHeap(b *testing.B, units int) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	b.ReportMetric(float64(after-before)/float64(units), "heap-B/unit")
+	// the spans the live heap occupies: above heap-B/unit by what the
+	// start-up left partly used (objects that outlived their neighbours)
+	b.ReportMetric(float64(int64(m.HeapInuse)-int64(m0.HeapInuse))/float64(units), "inuse-B/unit")
+	b.ReportMetric(float64(int64(m.HeapInuse-m.HeapReleased+m.HeapIdle)-int64(m0.HeapInuse-m0.HeapReleased+m0.HeapIdle))/float64(units), "retained-B/unit")
 	b.ReportMetric(float64(m.StackInuse)/float64(units), "stack-B/unit")
 	b.ReportMetric(float64(runtime.NumGoroutine())/float64(units), "goroutines/unit")
 	if *idleHeapProfile != "" {
@@ -164,7 +172,8 @@ func idleHeap(b *testing.B, units int) {
 			b.Fatal(err)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "idle heap: %d units, %.0f bytes per unit live\n", units, float64(after-before)/float64(units))
+	fmt.Fprintf(os.Stderr, "idle heap: %d units, %.0f bytes per unit live, %.0f in spans in use\n", units,
+		float64(after-before)/float64(units), float64(int64(m.HeapInuse)-int64(m0.HeapInuse))/float64(units))
 }
 
 // liveHeap is the live heap after a collection.

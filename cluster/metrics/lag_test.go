@@ -3,6 +3,7 @@ package metrics
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -44,4 +45,28 @@ func TestLagSecondsAtScrapeAndPerSourceMax(t *testing.T) {
 	if _, ok := value(t, reg, "drover_source_lag_seconds", "s", ""); ok {
 		t.Error("a source with no unit left keeps its lag series")
 	}
+}
+
+// A unit's entry is small (issue 12 item 5: 10,000 idle units), and the
+// lag's time survives the compact form: a message stamped at the Unix
+// epoch is dated, not caught up, and stamps beyond what Unix nanoseconds
+// hold give the bound's lag.
+func TestUnitEntryIsSmallAndKeepsTheLag(t *testing.T) {
+	if n := unsafe.Sizeof(unitKey{}) + unsafe.Sizeof(unitEntry{}); n > 48 {
+		t.Errorf("a unit's map slot takes %d bytes, want at most 48", n)
+	}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	reg := prometheus.NewRegistry()
+	m := New(reg, "n", Options{Now: func() time.Time { return now }})
+	m.Lag("s", "s/0", actors.Lag{Messages: 1, Oldest: time.Unix(0, 0), Known: true})
+	m.Lag("s", "s/1", actors.Lag{Messages: 1, Oldest: time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC), Known: true})
+	m.Lag("s", "s/2", actors.Lag{Messages: 1, Oldest: time.Date(1, 1, 2, 0, 0, 0, 0, time.UTC), Known: true})
+	mustValue(t, reg, "drover_unit_lag_seconds", "s", "s/0", float64(now.Unix()))
+	mustValue(t, reg, "drover_unit_lag_seconds", "s", "s/1", 0) // ahead of the node's clock
+	if v, ok := value(t, reg, "drover_unit_lag_seconds", "s", "s/2"); !ok || v < float64(now.Unix()) {
+		t.Errorf("lag_seconds of a unit stamped in year 1: %v (want at least the epoch's)", v)
+	}
+	m.UnitState("s", "s/0", "running")
+	m.UnitState("t", "s/0", "stopped") // another source's unit of the same id
+	mustValue(t, reg, "drover_unit_state", "s", "s/0", 1)
 }

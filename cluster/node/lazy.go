@@ -138,14 +138,15 @@ func closedErr(op string) error { return &brokers.Error{Op: op, Err: brokers.Err
 // lazyStream is a brokers.Stream opened on first use. It forwards
 // brokers.Resolver (the streams it wraps, NATS and Kinesis, have it) and
 // the seek interfaces brokers.Seeker (NATS) and brokers.FromSeeker
-// (Kinesis).
+// (Kinesis), and brokers.StreamIdentifier.
 type lazyStream struct{ l *lazy[brokers.Stream] }
 
 var (
-	_ brokers.Stream     = lazyStream{}
-	_ brokers.Resolver   = lazyStream{}
-	_ brokers.Seeker     = lazyStream{}
-	_ brokers.FromSeeker = lazyStream{}
+	_ brokers.Stream           = lazyStream{}
+	_ brokers.Resolver         = lazyStream{}
+	_ brokers.Seeker           = lazyStream{}
+	_ brokers.FromSeeker       = lazyStream{}
+	_ brokers.StreamIdentifier = lazyStream{}
 )
 
 func (s lazyStream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
@@ -204,6 +205,19 @@ func (s lazyStream) PositionFrom(ctx context.Context, partition, pos string) (br
 		return fs.PositionFrom(ctx, partition, pos)
 	}
 	return brokers.StartFrom(pos), nil
+}
+
+// StreamID forwards to the stream's StreamID (brokers.StreamIdentifier);
+// a stream that names no incarnation has "".
+func (s lazyStream) StreamID(ctx context.Context, partition string) (string, error) {
+	st, err := s.l.get(ctx, "stream id")
+	if err != nil {
+		return "", err
+	}
+	if si, ok := st.(brokers.StreamIdentifier); ok {
+		return si.StreamID(ctx, partition)
+	}
+	return "", nil
 }
 
 func (s lazyStream) Close() error { return s.l.Close() }

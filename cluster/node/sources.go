@@ -73,20 +73,22 @@ func openKafka(s config.Source, log *slog.Logger) (Source, error) {
 // runtime without brokers.Committer: the runtime records its position in
 // any stream that is a Committer (every unit, about once a second), and
 // the adapter's Committed fails when no group is configured, which the
-// unit logged as a WARN each time. It keeps the stream's methods and
-// brokers.Resolver and brokers.Seeker, the only other interfaces the
-// runtime looks for.
+// unit logged as a WARN each time. It keeps the stream's methods,
+// brokers.Resolver, brokers.Seeker and brokers.StreamIdentifier, the other
+// interfaces the runtime looks for.
 type noCommit struct {
 	brokers.Stream
 	r interface {
 		brokers.Resolver
 		brokers.Seeker
+		brokers.StreamIdentifier
 	}
 }
 
 var (
-	_ brokers.Resolver = noCommit{}
-	_ brokers.Seeker   = noCommit{}
+	_ brokers.Resolver         = noCommit{}
+	_ brokers.Seeker           = noCommit{}
+	_ brokers.StreamIdentifier = noCommit{}
 )
 
 func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.StartMode) (brokers.Start, error) {
@@ -95,6 +97,10 @@ func (s noCommit) Resolve(ctx context.Context, partition string, mode brokers.St
 
 func (s noCommit) PositionAt(ctx context.Context, partition string, t time.Time) (brokers.Start, error) {
 	return s.r.PositionAt(ctx, partition, t)
+}
+
+func (s noCommit) StreamID(ctx context.Context, partition string) (string, error) {
+	return s.r.StreamID(ctx, partition)
 }
 
 func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, error) {

@@ -216,11 +216,11 @@ func TestDLQReadCommandsDoNotMigrate(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	// back to schema version 1: what migrations 2 to 5 added is gone
+	// back to schema version 1: what migrations 2 to 6 added is gone
 	for _, q := range []string{`ALTER TABLE drover_leases DROP COLUMN renewed_at`, `DROP TABLE drover_sources`,
 		`ALTER TABLE drover_dead_letters DROP COLUMN payload_bytes`, `DROP INDEX drover_leases_owner`,
 		`DROP TABLE drover_nodes`, `DROP TABLE drover_controls`, `DROP TABLE drover_control_audit`,
-		`UPDATE drover_schema SET version = 1`} {
+		`ALTER TABLE drover_checkpoints DROP COLUMN stream_id`, `UPDATE drover_schema SET version = 1`} {
 		if _, err := db.Exec(q); err != nil {
 			t.Fatalf("%s: %v", q, err)
 		}

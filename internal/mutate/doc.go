@@ -109,6 +109,11 @@ const (
 	// holder logs a plain acquisition that names no previous holder, as
 	// before Acquire reported it (issue 13 item 7).
 	AnonymousTakeover = "anonymous-takeover"
+
+	// NoStreamID: a checkpoint records no stream incarnation, so a stream
+	// deleted and created again, then refilled past the checkpoint, is
+	// read on from there: the messages up to it are skipped (review).
+	NoStreamID = "no-stream-id"
 )
 
 // All lists every switch.
@@ -118,5 +123,5 @@ var All = []string{
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
-	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover,
+	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
 }

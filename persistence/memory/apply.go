@@ -163,8 +163,12 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	}
 
 	if b.Reset {
+		id := b.StreamID
+		if id == "" {
+			id = s.checkpoints[b.Unit].StreamID
+		}
 		t.checkpoint = &persistence.Checkpoint{Unit: b.Unit, Source: b.Source, Position: b.Checkpoint,
-			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now}
+			Finished: b.Finished, Token: b.Lease.Token, UpdatedAt: now, StreamID: id}
 	} else if b.Checkpoint != "" || b.Finished {
 		cur, has := s.checkpoints[b.Unit]
 		pos := b.Checkpoint
@@ -180,6 +184,7 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 				Finished:  cur.Finished || b.Finished,
 				Token:     b.Lease.Token,
 				UpdatedAt: now,
+				StreamID:  cur.StreamID,
 			}
 		}
 	}

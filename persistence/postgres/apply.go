@@ -455,7 +455,7 @@ func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 	}
 	switch {
 	case b.Reset:
-		q.Queue(s.sql.resetCheckpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
+		q.Queue(s.sql.resetCheckpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished, b.StreamID)
 	case a.writesCheckpoint():
 		q.Queue(s.sql.checkpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
 	}

@@ -95,7 +95,8 @@
 // # Tables
 //
 // architecture §6, in Config.Schema (default: the connection's current schema):
-// drover_leases (plus renewed_at), drover_checkpoints (plus finished),
+// drover_leases (plus renewed_at), drover_checkpoints (plus finished and,
+// 0006, stream_id: the stream incarnation of its position),
 // drover_dead_letters (plus payload_bytes), drover_dedupe, drover_quality (plus node),
 // drover_sources (source, units jsonb, created_at), drover_nodes (node,
 // heartbeat_at), drover_controls and drover_control_audit (0005: operators'

@@ -39,7 +39,7 @@ func one[T any](v T, err error, format string, args ...any) (T, error) {
 
 func scanCheckpoint(row pgx.Row) (persistence.Checkpoint, error) {
 	var c persistence.Checkpoint
-	err := row.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &c.UpdatedAt)
+	err := row.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &c.UpdatedAt, &c.StreamID)
 	c.UpdatedAt = c.UpdatedAt.UTC()
 	return c, err
 }

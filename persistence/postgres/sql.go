@@ -158,17 +158,18 @@ func newStatements(name func(string) string) statements {
 
 		// Batch.Reset: the position as given, backwards too; Finished as
 		// the batch says (a stored one is cleared).
-		resetCheckpoint: `INSERT INTO ` + checkpoints + ` AS c (unit, source, position, token, finished, updated_at)
-			VALUES ($1, $2, $3, $4, $5, now())
+		resetCheckpoint: `INSERT INTO ` + checkpoints + ` AS c (unit, source, position, token, finished, stream_id, updated_at)
+			VALUES ($1, $2, $3, $4, $5, $6, now())
 			ON CONFLICT (unit) DO UPDATE SET
 				position = excluded.position,
 				source = excluded.source,
 				token = excluded.token,
 				finished = excluded.finished,
+				stream_id = CASE WHEN excluded.stream_id = '' THEN c.stream_id ELSE excluded.stream_id END,
 				updated_at = excluded.updated_at`,
 
-		getCheckpoint:   `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE unit = $1`,
-		listCheckpoints: `SELECT unit, source, position, finished, token, updated_at FROM ` + checkpoints + ` WHERE source = $1 ORDER BY unit`,
+		getCheckpoint:   `SELECT unit, source, position, finished, token, updated_at, stream_id FROM ` + checkpoints + ` WHERE unit = $1`,
+		listCheckpoints: `SELECT unit, source, position, finished, token, updated_at, stream_id FROM ` + checkpoints + ` WHERE source = $1 ORDER BY unit`,
 
 		getDeadLetter:   `SELECT ` + deadLetterCols + ` FROM ` + deadLetters + ` WHERE id = $1`,
 		listDeadLetters: `SELECT ` + deadLetterCols + ` FROM ` + deadLetters + ` WHERE id > $1`,

@@ -334,7 +334,7 @@ func compactJSON(doc []byte) ([]byte, error) {
 // whatever the stored one is, Finished as the batch says.
 func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.Batch, now int64) error {
 	if b.Reset {
-		if _, err := tx.StmtContext(ctx, s.stmts.checkpointPut).ExecContext(ctx, b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now); err != nil {
+		if _, err := tx.StmtContext(ctx, s.stmts.checkpointReset).ExecContext(ctx, b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now, b.StreamID); err != nil {
 			return fmt.Errorf("checkpoint: %w", dbErr(err))
 		}
 		return s.wrote()

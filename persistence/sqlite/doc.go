@@ -79,7 +79,8 @@
 // letter's payload may have been cut from (existing rows: the length of
 // their payload); version 4 adds drover_nodes (node, heartbeat_at,
 // lease_changes) and an index of drover_leases on owner; version 5 adds
-// drover_controls and drover_control_audit (persistence.Controls). A file whose version is newer than
+// drover_controls and drover_control_audit (persistence.Controls); version 6
+// adds drover_checkpoints.stream_id. A file whose version is newer than
 // this build's is refused with an error wrapping persistence.ErrSchemaTooNew
 // that names both versions. Records tables ("key" TEXT PRIMARY KEY, doc, source, unit,
 // position, updated_at) are created on first use, outside the batch's

@@ -158,6 +158,16 @@ CREATE TABLE drover_control_audit (
 );
 CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
 `,
+	}, {
+		version: 6,
+		name:    "checkpoint stream id",
+		// The stream incarnation a checkpoint's position belongs to (a
+		// Kafka topic ID): a topic deleted and created again, then
+		// refilled past the checkpoint, is told from the old one by it.
+		// '' is unknown; a unit records it at its next open.
+		sql: `
+ALTER TABLE drover_checkpoints ADD COLUMN stream_id TEXT NOT NULL DEFAULT '';
+`,
 	}}
 }
 

@@ -44,8 +44,8 @@ func (s *Store) Checkpoint(ctx context.Context, unit string) (persistence.Checkp
 	defer cancel()
 	c := persistence.Checkpoint{Unit: unit}
 	var updated int64
-	err := s.db.QueryRowContext(ctx, `SELECT source, position, finished, token, updated_at
-FROM drover_checkpoints WHERE unit = ?`, unit).Scan(&c.Source, &c.Position, &c.Finished, &c.Token, &updated)
+	err := s.db.QueryRowContext(ctx, `SELECT source, position, finished, token, updated_at, stream_id
+FROM drover_checkpoints WHERE unit = ?`, unit).Scan(&c.Source, &c.Position, &c.Finished, &c.Token, &updated, &c.StreamID)
 	if errors.Is(err, sql.ErrNoRows) {
 		return persistence.Checkpoint{}, fmt.Errorf("checkpoint %s: %w", unit, persistence.ErrNotFound)
 	}
@@ -60,7 +60,7 @@ FROM drover_checkpoints WHERE unit = ?`, unit).Scan(&c.Source, &c.Position, &c.F
 func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT unit, source, position, finished, token, updated_at
+	rows, err := s.db.QueryContext(ctx, `SELECT unit, source, position, finished, token, updated_at, stream_id
 FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints of %s: %w", source, dbErr(err))
@@ -74,7 +74,7 @@ FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
 
 func scanCheckpoint(rows *sql.Rows) (c persistence.Checkpoint, err error) {
 	var updated int64
-	err = rows.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &updated)
+	err = rows.Scan(&c.Unit, &c.Source, &c.Position, &c.Finished, &c.Token, &updated, &c.StreamID)
 	c.UpdatedAt = fromNanos(updated)
 	return c, err
 }

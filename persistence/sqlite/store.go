@@ -357,7 +357,7 @@ type statements struct {
 	fence                                          *sql.Stmt
 	dedupeGet, dedupePut                           *sql.Stmt
 	deadLetterPut                                  *sql.Stmt
-	checkpointGet, checkpointPut                   *sql.Stmt
+	checkpointGet, checkpointPut, checkpointReset  *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -405,6 +405,11 @@ ON CONFLICT (source, unit, position) DO UPDATE SET
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
 	finished = excluded.finished, token = excluded.token, updated_at = excluded.updated_at`},
+		{&st.checkpointReset, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at, stream_id)
+VALUES (?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
+	finished = excluded.finished, token = excluded.token, updated_at = excluded.updated_at,
+	stream_id = CASE WHEN excluded.stream_id = '' THEN drover_checkpoints.stream_id ELSE excluded.stream_id END`},
 	} {
 		stmt, err := db.PrepareContext(ctx, p.sql)
 		if err != nil {

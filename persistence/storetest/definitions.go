@@ -73,6 +73,7 @@ func definitions() []definition {
 		{"Checkpoint/ResetWithRecords", always, testResetWithRecords},
 		{"Checkpoint/ResetEmptyRefused", always, testResetEmpty},
 		{"Checkpoint/ResetIsFenced", always, testResetFenced},
+		{"Checkpoint/ResetRecordsStreamID", always, testResetStreamID},
 
 		// sources.go: Sources.InitSource.
 		{"Sources/FirstCallerWins", always, testInitSourceFirstWins},

@@ -128,3 +128,32 @@ func testResetFenced(e *env) {
 		e.t.Error("a reset without a lease created a checkpoint")
 	}
 }
+
+// A Reset records the batch's StreamID with the checkpoint; batches
+// without Reset keep it, whoever writes them, and so does a Reset without
+// one (a seek).
+func testResetStreamID(e *env) {
+	l := e.acquire("orders/0", "node-1")
+	e.apply(&persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Checkpoint: "3", Reset: true, StreamID: "topic-a"})
+	if c := e.wantCheckpoint("orders/0", "3", false); c.StreamID != "topic-a" {
+		e.t.Errorf("after a reset with a stream id: StreamID = %q, want topic-a", c.StreamID)
+	}
+	e.cp(l, "7", false)
+	l2 := e.acquire("orders/0", "node-2", "node-2")
+	e.cp(l2, "9", false)
+	if c := e.wantCheckpoint("orders/0", "9", false); c.StreamID != "topic-a" {
+		e.t.Errorf("after batches without reset: StreamID = %q, want topic-a kept", c.StreamID)
+	}
+	cps, err := e.s.Checkpoints(e.ctx, "orders")
+	if err != nil || len(cps) != 1 || cps[0].StreamID != "topic-a" {
+		e.t.Errorf("Checkpoints = %+v, %v; want one with StreamID topic-a", cps, err)
+	}
+	e.apply(&persistence.Batch{Source: "orders", Unit: l2.Unit, Lease: l2, Checkpoint: "0", Reset: true, StreamID: "topic-b"})
+	if c := e.wantCheckpoint("orders/0", "0", false); c.StreamID != "topic-b" {
+		e.t.Errorf("after a reset to another stream: StreamID = %q, want topic-b", c.StreamID)
+	}
+	e.reset(l2, "2")
+	if c := e.wantCheckpoint("orders/0", "2", false); c.StreamID != "topic-b" {
+		e.t.Errorf("after a reset without a stream id (a seek): StreamID = %q, want topic-b kept", c.StreamID)
+	}
+}
