@@ -9,10 +9,11 @@ import (
 	"github.com/drover-dev/drover/testkit"
 )
 
-// Review finding: a seek after the stream was recreated writes the new
-// stream's position but keeps the old stream id (Reset without StreamID),
-// so the next open refuses the checkpoint it just wrote.
-func TestReviewSeekAfterRecreateKeepsStaleStreamID(t *testing.T) {
+// A seek after the stream was recreated writes the new stream's position
+// with the new stream id: it kept the old one (a Reset without StreamID
+// keeps the stored id), so the next open refused the checkpoint it had
+// just written.
+func TestSeekAfterARecreationRecordsTheNewStreamID(t *testing.T) {
 	c := edgeCluster(t, testkit.Config{Seed: 21, Nodes: 1})
 	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 20, OnPositionReset: actors.ResetFail}, 1))
 	mustStart(t, c)

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// Review finding: an endpoint that carries credentials and is refused is
+// an endpoint that carries credentials and is refused is
 // printed whole.
-func TestReviewRefusedEndpointPrintsItsPassword(t *testing.T) {
+func TestRefusedEndpointDoesNotPrintItsPassword(t *testing.T) {
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "grpc://user:s3cret@collector:4317"}
 	_, err := Start(context.Background(), Options{Getenv: func(k string) string { return env[k] }})
 	if err == nil {

@@ -7,10 +7,10 @@ import (
 	"github.com/drover-dev/drover/actors"
 )
 
-// Review finding: a loopback endpoint without tokens takes any control
-// from a DNS-rebound page: its Origin and Host are the attacker's name,
-// so sameOrigin passes and the browser sends JSON without a preflight.
-func TestReviewRebindingPageCannotControlATokenlessEndpoint(t *testing.T) {
+// A loopback endpoint without tokens took any control
+// from a DNS-rebound page (its Origin and Host are the attacker's name,
+// so sameOrigin passed, and the browser sends JSON without a preflight).
+func TestRebindingPageCannotControlATokenlessEndpoint(t *testing.T) {
 	fc := &fakeController{}
 	s := start(t, Config{Node: &fakeNode{trees: []actors.Tree{sampleTree("n1")}}, Controller: fc})
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, "http://"+s.Addr()+"/debug/control/exit", nil)

@@ -5,10 +5,10 @@ import (
 	"testing"
 )
 
-// Review finding: a unit paused, then sought (the seek runs while paused),
-// then resumed while the seek's job is in flight, fetches on the reader
-// the seek closed (u.conn nil) and panics.
-func TestReviewResumeDuringASeekStartedPaused(t *testing.T) {
+// A unit paused, then sought (the seek runs while paused),
+// then resumed while the seek's job is in flight, fetched on the reader
+// the seek closed (u.conn nil) and panicked: it waits for the seek now.
+func TestResumeDuringASeekStartedPaused(t *testing.T) {
 	w := &unitWorld{t: t, now: scriptEpoch}
 	defer w.close()
 	var all strings.Builder
