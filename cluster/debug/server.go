@@ -243,6 +243,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /debug/events", s.events)
 	mux.HandleFunc("GET /debug/{$}", s.page)
 	mux.HandleFunc("POST /debug/control/{action}", s.control)
+	mux.HandleFunc("GET /debug/audit", s.audit)
 	mux.Handle("GET /debug", http.RedirectHandler("/debug/", http.StatusMovedPermanently))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.cfg.Registry, promhttp.HandlerOpts{
 		ErrorLog:      slog.NewLogLogger(s.cfg.Logger.Handler(), slog.LevelWarn),

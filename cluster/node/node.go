@@ -305,6 +305,11 @@ func (n *Node) Tree() actors.Tree {
 // Members is the membership view (debug.Node).
 func (n *Node) Members() []placement.Member { return n.member.Members() }
 
+// Audit reads the store's audit of controls (debug.AuditLister).
+func (n *Node) Audit(ctx context.Context, f persistence.AuditFilter) ([]persistence.AuditEntry, error) {
+	return n.store.ListAudit(ctx, f)
+}
+
 // Ready is nil when the store answered its last health check and the node
 // is in the membership (debug.Node).
 func (n *Node) Ready() error {

@@ -98,4 +98,10 @@ sources:
 		as[0].Unit != "m/1" || as[0].Node != "n1" || as[1].Action != "resume" {
 		t.Fatalf("audit: %+v, %v", as, err)
 	}
+	// drover events --audit lists the same, in order, from any node
+	code, out, errs = runCLI(t, "events", "--audit", "--addr", addr, "--unit", "m/1")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 2 || !strings.Contains(lines[0], "n1  pause  m/1  by bob  bad deploy") || !strings.Contains(lines[1], "n1  resume  m/1  by bob") {
+		t.Fatalf("events --audit: exit %d, %q %q", code, out, errs)
+	}
 }

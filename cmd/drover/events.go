@@ -19,7 +19,7 @@ import (
 func newEvents() *cobra.Command {
 	var (
 		addr, unit, source, since, token string
-		cluster, asJSON                  bool
+		cluster, asJSON, audit           bool
 		limit                            int
 		timeout                          time.Duration
 	)
@@ -40,6 +40,11 @@ time or a duration (10m: the last ten minutes); --limit keeps the last N
 (default 1000). Terminal controls in what the nodes send are written as
 escapes (\x1b, \u202e), in the text and in --json alike.
 
+--audit prints the store's audit of controls instead (GET /debug/audit:
+drover_control_audit, every pause, resume, seek, drain, undrain, exit and
+reload with who, why and the node that took it); it is the whole
+cluster's and survives restarts, so --cluster adds nothing to it.
+
 --addr takes a URL or host:port (http:// is assumed). The token is --token
 or the environment variable DROVER_DEBUG_TOKEN.
 
@@ -57,9 +62,12 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 			if limit < 1 || limit > debug.MaxEventsLimit {
 				return &exitError{2, fmt.Errorf("--limit %d: must be from 1 to %d", limit, debug.MaxEventsLimit)}
 			}
-			u, err := eventsURL(addr, cluster, url.Values{"unit": {unit}, "source": {source}, "since": {since}, "limit": {strconv.Itoa(limit)}})
+			u, err := eventsURL(addr, cluster && !audit, url.Values{"unit": {unit}, "source": {source}, "since": {since}, "limit": {strconv.Itoa(limit)}})
 			if err != nil {
 				return &exitError{2, err}
+			}
+			if audit {
+				u = strings.Replace(u, "/debug/events", "/debug/audit", 1)
 			}
 			if token == "" {
 				token = os.Getenv(treeTokenEnv)
@@ -71,6 +79,14 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 			out := cmd.OutOrStdout()
 			if asJSON {
 				return writeJSONBody(out, body)
+			}
+			if audit {
+				var a debug.AuditAnswer
+				if err := json.Unmarshal(body, &a); err != nil {
+					return &exitError{1, fmt.Errorf("%s did not answer with the audit: %w", u, err)}
+				}
+				writeAudit(terminalWriter{out}, a, time.Local)
+				return nil
 			}
 			var a debug.EventsAnswer
 			if err := json.Unmarshal(body, &a); err != nil {
@@ -88,9 +104,39 @@ Exit status: 0 printed, 1 the endpoint could not be reached or refused,
 	f.IntVar(&limit, "limit", debug.DefaultEventsLimit, "print the last N events")
 	f.BoolVar(&cluster, "cluster", false, "merge every live member's events")
 	f.BoolVar(&asJSON, "json", false, "print the endpoint's JSON")
+	f.BoolVar(&audit, "audit", false, "print the store's audit of controls instead")
 	f.StringVar(&token, "token", "", "debug token (default $"+treeTokenEnv+")")
 	f.DurationVar(&timeout, "timeout", 10*time.Second, "give up on the endpoint after this long")
 	return cmd
+}
+
+// writeAudit prints one line per control carried out:
+//
+//	2026-12-02 01:00:04.120  node-2  pause  orders/3  by ann  poison at 1234
+func writeAudit(w io.Writer, a debug.AuditAnswer, loc *time.Location) {
+	for _, e := range a.Entries {
+		target := e.Unit
+		if target == "" {
+			target = e.Source
+		}
+		if target == "" {
+			target = "-"
+		}
+		line := fmt.Sprintf("%s  %s  %s  %s", e.At.In(loc).Format("2006-01-02 15:04:05.000"), e.Node, e.Action, target)
+		if e.By != "" {
+			line += "  by " + e.By
+		}
+		if e.Args != "" {
+			line += "  " + e.Args
+		}
+		if e.Reason != "" {
+			line += "  " + e.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
+	if len(a.Entries) == 0 {
+		fmt.Fprintln(w, "no control in the audit")
+	}
 }
 
 // eventsURL turns --addr into the URL of the events route with the
