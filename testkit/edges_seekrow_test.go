@@ -28,21 +28,6 @@ func controlRow(t *testing.T, c *testkit.Cluster, unit string) persistence.Contr
 	return persistence.Control{}
 }
 
-// ownerOf is the node holding unit's lease.
-func ownerOf(t *testing.T, c *testkit.Cluster, unit string) string {
-	t.Helper()
-	ls, err := c.Store().List(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range ls {
-		if l.Unit == unit {
-			return l.Owner
-		}
-	}
-	return ""
-}
-
 // Issue 13 item 2. A seek asked through a node that does not own the
 // unit goes through its control row: the owner picks it up within a
 // renewal round and carries it out once (exactly the 100 messages after
@@ -61,7 +46,7 @@ func edgeSeekViaRow(t *testing.T) error {
 	if err := settle(c); err != nil {
 		return err
 	}
-	owner := ownerOf(t, c, "s/0")
+	owner := leaseOwner(t, c, "s/0")
 	via := ""
 	for _, n := range c.Nodes() {
 		if n != owner {
@@ -92,7 +77,7 @@ func edgeSeekViaRow(t *testing.T) error {
 	}
 	// the unit moves: its next owner reads the row done
 	must(0, c.Stop(owner))
-	if !c.RunUntil(func() bool { o := ownerOf(t, c, "s/0"); return o != "" && o != owner }, time.Minute) {
+	if !c.RunUntil(func() bool { o := leaseOwner(t, c, "s/0"); return o != "" && o != owner }, time.Minute) {
 		return errors.New("s/0 did not move in a minute")
 	}
 	c.Run(20 * time.Second) // renewal rounds of the new owner
@@ -104,7 +89,7 @@ func edgeSeekViaRow(t *testing.T) error {
 	}
 
 	// refused: marked done, its error recorded, nothing moved
-	newOwner := ownerOf(t, c, "s/0")
+	newOwner := leaseOwner(t, c, "s/0")
 	row, err = c.SeekVia(via, actors.Seek{Unit: "s/0", To: "after:900", By: "ops"})
 	if err != nil {
 		return err
