@@ -47,6 +47,7 @@ type leaser struct {
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
+	table  *leaseTable
 
 	failing  int       // consecutive failed rounds
 	loggedAt time.Time // last WARN about failed rounds
@@ -117,16 +118,29 @@ type (
 // node and handed to every instance of the leaser actor, so that a restart
 // of the actor (a bug) does not forget the leases it must renew. Only the
 // current instance touches it, on its own goroutine.
-type leaseTable struct{ held map[string]*heldLease }
+type leaseTable struct {
+	held map[string]*heldLease
+	// minTTL is the shortest lease TTL of a source added at run time
+	// (leaseTTL), 0 if none is shorter than the node started with.
+	minTTL time.Duration
+}
 
 func newLeaseTable() *leaseTable { return &leaseTable{held: map[string]*heldLease{}} }
 
 func newLeaser(node *nodeEnv, minTTL time.Duration, t *leaseTable) *leaser {
-	every := node.tuning.RenewInterval
-	if minTTL > 0 && minTTL/3 < every {
-		every = minTTL / 3
+	if t.minTTL > 0 && (minTTL <= 0 || t.minTTL < minTTL) {
+		minTTL = t.minTTL
 	}
-	return &leaser{node: node, held: t.held, every: every}
+	return &leaser{node: node, held: t.held, every: renewEvery(node.tuning.RenewInterval, minTTL), table: t}
+}
+
+// renewEvery is how often leases are renewed: every interval, or every
+// third of the shortest TTL when that is shorter.
+func renewEvery(interval, minTTL time.Duration) time.Duration {
+	if minTTL > 0 && minTTL/3 < interval {
+		return minTTL / 3
+	}
+	return interval
 }
 
 func (l *leaser) Receive(ctx actor.Context) {
@@ -141,6 +155,18 @@ func (l *leaser) Receive(ctx actor.Context) {
 			l.batch = nil
 		}
 		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
+	case *leaseTTL:
+		// a source added at run time: its leases must be renewed in time
+		if every := renewEvery(l.every, m.ttl); every < l.every {
+			l.every = every
+			if l.table.minTTL <= 0 || m.ttl < l.table.minTTL {
+				l.table.minTTL = m.ttl
+			}
+			if l.timer != nil {
+				l.timer.Stop()
+				l.schedule(ctx)
+			}
+		}
 	case *leaseDropped:
 		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
 			l.drop(m.unit)

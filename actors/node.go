@@ -56,7 +56,7 @@ func (noMetrics) UnitState(string, string, string)            {}
 func (noMetrics) Forget(string, string)                       {}
 
 // nodeEnv is what every actor of a node shares. Immutable after Start,
-// except reg which locks itself.
+// except reg which locks itself and digest (atomic).
 type nodeEnv struct {
 	env     Env
 	tuning  Tuning
@@ -74,8 +74,9 @@ type nodeEnv struct {
 	committer *actor.PID
 	nodePID   atomic.Pointer[actor.PID] // set once the node actor is spawned (after the leaser)
 	// digest is placement.SourceDigestOf this node's source ids: a member
-	// gossiping only a digest equal to it runs the same sources.
-	digest uint64
+	// gossiping only a digest equal to it runs the same sources. The node
+	// actor changes it when a source is added or removed (node_sources.go).
+	digest atomic.Uint64
 	// minTTL is the shortest lease TTL of the node's sources.
 	minTTL time.Duration
 	// controls is the node's view of the controls table (controls.go);
@@ -154,15 +155,13 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	shared.reg.now = env.Clock.Now
 	n := &Node{node: shared, cancel: cancel, drained: make(chan struct{})}
 	var minTTL time.Duration
-	ids := make([]uint32, 0, len(full))
 	for _, s := range full {
 		shared.reg.addSource(s.Name, s.Type)
-		ids = append(ids, placement.SourceID(s.Identity))
 		if minTTL == 0 || s.LeaseTTL < minTTL {
 			minTTL = s.LeaseTTL
 		}
 	}
-	shared.digest = placement.SourceDigestOf(ids)
+	shared.digest.Store(digestOf(full))
 	shared.minTTL = minTTL
 	if shared.minTTL <= 0 {
 		shared.minTTL = 10 * time.Second
@@ -264,6 +263,11 @@ type nodeActor struct {
 	byPID    map[string]string
 	pending  map[string]bool // sources not yet drained
 	draining bool
+	// started: the start-up sweep is over and the supervisors run;
+	// removing are the sources being removed, with who waits for it
+	// (node_sources.go).
+	started  bool
+	removing map[string]chan error
 
 	// tags are the sources this node runs, as gossiped (by source name).
 	tags       map[string]placement.SourceTag
@@ -297,6 +301,7 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		a.sups, a.byPID = map[string]*actor.PID{}, map[string]string{}
 		a.tags, a.restarts, a.restartedAt = map[string]placement.SourceTag{}, map[string]int{}, map[string]time.Time{}
 		a.down, a.self, a.restartT = map[string]bool{}, ctx.Self(), map[string]clock.Timer{}
+		a.removing = map[string]chan error{}
 		for _, s := range a.specs {
 			a.tags[s.Name] = placement.SourceTag{ID: placement.SourceID(s.Identity)}
 		}
@@ -310,12 +315,9 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		if a.draining {
 			return // told to leave before it started anything
 		}
+		a.started = true
 		for _, s := range a.specs {
-			spec := s
-			props := actor.PropsFromProducer(func() actor.Actor { return newSupervisor(a.shared, spec) }, a.shared.props()...)
-			pid := ctx.SpawnPrefix(props, "source-"+spec.Name)
-			a.sups[spec.Name] = pid
-			a.byPID[pid.Id] = spec.Name
+			a.spawnSupervisor(ctx, s)
 		}
 	case *viewChanged:
 		ms := a.shared.env.Membership.Members()
@@ -338,8 +340,17 @@ func (a *nodeActor) Receive(ctx actor.Context) {
 		}
 		a.checkDrained()
 	case *drainedMsg:
+		if a.onSourceDrained(ctx, m.source) {
+			return
+		}
 		delete(a.pending, m.source)
 		a.checkDrained()
+	case *addSource:
+		a.addSource(ctx, m)
+	case *removeSource:
+		a.removeSource(ctx, m)
+	case *actor.Terminated:
+		a.onTerminated(m.Who)
 	case *sourceUnits:
 		if t, ok := a.tags[m.source]; ok && t.Units != m.hash {
 			t.Units = m.hash
@@ -501,6 +512,13 @@ func (a *nodeActor) checkDrained() {
 // HealthyAfter since its last restart starts again from the base.
 func (a *nodeActor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, who *actor.PID, _ *actor.RestartStatistics, reason any, _ any) {
 	name := a.byPID[who.Id]
+	if a.removing[name] != nil {
+		// being removed: its units were told to stop; its Terminated ends
+		// the removal
+		a.shared.env.logger().Error("source supervisor failed while it is removed", "source", name, "reason", fmt.Sprint(reason))
+		sup.StopChildren(who)
+		return
+	}
 	if a.draining {
 		// leaving: nothing restarts; its units were told to stop
 		a.shared.env.logger().Error("source supervisor failed while the node drains", "source", name, "reason", fmt.Sprint(reason))

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -28,6 +29,24 @@ type Tree struct {
 	Node    string         `json:"node"`
 	Members []MemberStatus `json:"members"`
 	Sources []SourceStatus `json:"sources"`
+	// Drained is true while the node is drained (drover drain): out of
+	// placement, owning nothing, until undrained or told to exit.
+	Drained bool `json:"drained,omitempty"`
+	// Reload is the outcome of the node's last configuration reload;
+	// nil before the first.
+	Reload *ReloadStatus `json:"reload,omitempty"`
+}
+
+// ReloadStatus is the outcome of a configuration reload (SIGHUP, drover
+// reload): when, whether it was applied, and why not; the sources it
+// added, removed and changed (restarted with their new settings).
+type ReloadStatus struct {
+	At      time.Time `json:"at"`
+	OK      bool      `json:"ok"`
+	Error   string    `json:"error,omitempty"`
+	Added   []string  `json:"added,omitempty"`
+	Removed []string  `json:"removed,omitempty"`
+	Changed []string  `json:"changed,omitempty"`
 }
 
 // MemberStatus is one member as this node sees it.
@@ -338,6 +357,19 @@ func (r *registry) leaseRenewed(source, unit string, token int64, exp time.Time)
 	if e, ok := s.units[unit]; ok && e.status.LeaseToken == token {
 		e.status.LeaseExpiresAt = timePtr(exp)
 	}
+}
+
+// removeSource drops a source's entry (a source removed at run time):
+// writes of its units that still arrive find no entry and are dropped.
+func (r *registry) removeSource(name string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.sources[name]; !ok {
+		return
+	}
+	delete(r.sources, name)
+	r.order = slices.DeleteFunc(r.order, func(n string) bool { return n == name })
+	r.states++
 }
 
 // removeUnit drops the entry of the unit of generation gen.

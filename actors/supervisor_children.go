@@ -27,7 +27,7 @@ func (s *supervisor) eligible() []placement.Member {
 	}
 	out := make([]placement.Member, 0, len(s.members))
 	for _, m := range s.members {
-		if _, runs, _ := m.Source(s.id, s.node.digest); runs || m.Name == s.node.env.Node {
+		if _, runs, _ := m.Source(s.id, s.node.digest.Load()); runs || m.Name == s.node.env.Node {
 			out = append(out, m)
 		}
 	}

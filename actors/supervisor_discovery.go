@@ -187,7 +187,7 @@ func (s *supervisor) compareUnits(ctx actor.Context) {
 		return
 	}
 	for _, m := range s.members {
-		tag, runs, known := m.Source(s.id, s.node.digest)
+		tag, runs, known := m.Source(s.id, s.node.digest.Load())
 		if !runs || !known || tag.Units == 0 || tag.Units == s.hash || m.Name == s.node.env.Node {
 			continue
 		}

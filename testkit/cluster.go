@@ -138,6 +138,7 @@ type simNode struct {
 	sources []string      // the sources its next start runs; nil: all
 	running []string      // the sources its current process runs; nil: all
 	stopAt  time.Time     // when its graceful stop began
+	drained *actors.Node  // the process Drain took out of placement; nil when none (drain.go)
 	metrics *stateMetrics // the current process's unit states, as its metrics report them
 	events  *events.Log   // the current process's event log
 	// clean is what the tree invariant last found clean: the process, its

@@ -91,6 +91,8 @@ func (r SimResult) OK() bool {
 //     (the default) or not (Tuning.NoFetchAhead), and sometimes a wake
 //     safety timer of 1 to 5 s instead of 30 s, so that idle units on
 //     the memory stream (a brokers.Waker) also fetch unwoken;
+//   - (drawn apart too) a drain, and the rolling change by live reloads
+//     instead of restarts (drawDrain);
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units;
@@ -509,35 +511,24 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 			})
 		}
 	}
+	live := drawDrain(c, seed, names, step)
 	if rolling {
 		// the rolling change: node by node, stop, add extra, start again
+		// (or, live, reload the node's sources)
 		at := time.Duration(3000+rng.IntN(5000)) * time.Millisecond
 		all := make([]string, 0, len(c.specs))
 		for _, sp := range c.specs {
 			all = append(all, sp.Name)
 		}
 		for i, name := range names {
-			step(at, "rolling change: %s runs extra from now on", name)
+			step(at, "rolling change (%s): %s runs extra from now on", map[bool]string{false: "restart", true: "reload"}[live], name)
 			first := i == 0
 			c.At(at, func() {
 				_ = c.SetSources(name, all)
 				if first {
 					extraOn = true
 				}
-				if c.nodes[name].state != "running" {
-					return // it gets extra at its next start
-				}
-				_ = c.Stop(name)
-				var wait func()
-				wait = func() {
-					switch c.nodes[name].state {
-					case "stopped":
-						_ = c.Restart(name)
-					case "stopping":
-						c.At(100*time.Millisecond, wait)
-					} // killed (and perhaps restarted) meanwhile: it runs extra from its next start
-				}
-				c.At(100*time.Millisecond, wait)
+				c.rollOut(name, live)
 			})
 			at += time.Duration(9000+rng.IntN(3000)) * time.Millisecond
 		}

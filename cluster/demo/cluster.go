@@ -86,10 +86,14 @@ type Node struct {
 	proxy    *tcpproxy.Proxy // nil without Config.ProxyStore
 	join     []string
 	added    []string // AddAuditSource's sources in this node's config
-	mu       sync.Mutex
-	cmd      *exec.Cmd
-	done     chan struct{}
-	exitErr  error
+	// auditExtra are lines ChangeAuditSource put in the audit source's
+	// entry; extra, when set, replaces Config.Extra (SetExtra).
+	auditExtra string
+	extra      *string
+	mu         sync.Mutex
+	cmd        *exec.Cmd
+	done       chan struct{}
+	exitErr    error
 }
 
 // Start starts Kafka and writes the node configs; StartNode starts each.
@@ -236,6 +240,25 @@ func (c *Cluster) AddAuditSource(n *Node, name string) error {
 	return c.writeConfig(n)
 }
 
+// ChangeAuditSource puts lines (indented as the source's other settings:
+// "    max_consecutive_failures: 7\n") into the audit source's entry of
+// n's config, a change of its settings that Verify does not see.
+func (c *Cluster) ChangeAuditSource(n *Node, lines string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.auditExtra = lines
+	return c.writeConfig(n)
+}
+
+// SetExtra replaces Config.Extra in n's config (a source removed from it,
+// for one).
+func (c *Cluster) SetExtra(n *Node, yaml string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n.extra = &yaml
+	return c.writeConfig(n)
+}
+
 // Added are the sources AddAuditSource added to some node.
 func (c *Cluster) Added() []string {
 	c.mu.Lock()
@@ -272,6 +295,10 @@ func (c *Cluster) auditConfig(name, extra string) string {
 }
 
 func (c *Cluster) nodeConfig(n *Node) string {
+	extra := c.cfg.Extra
+	if n.extra != nil {
+		extra = *n.extra
+	}
 	join := n.join
 	quoted := make([]string, len(join))
 	for i, j := range join {
@@ -304,7 +331,7 @@ sources:
     discovery_interval: 5s
 `, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait) +
-		c.auditConfig("audit", "") + c.queueConfig() + c.addedConfig(n) + c.cfg.Extra
+		c.auditConfig("audit", n.auditExtra) + c.queueConfig() + c.addedConfig(n) + extra
 }
 
 // ports returns n ports from first on, or n free ones when first is 0.

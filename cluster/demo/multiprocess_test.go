@@ -289,6 +289,13 @@ func members(ctx context.Context, n *Node) []string {
 // running, and waits until it has converged. The caller closes it.
 func startConverged(t *testing.T, ctx context.Context, cfg Config) *Cluster {
 	t.Helper()
+	return startConvergedWith(t, ctx, cfg, nil)
+}
+
+// startConvergedWith is startConverged calling prepare, when set, on each
+// node before it starts.
+func startConvergedWith(t *testing.T, ctx context.Context, cfg Config, prepare func(*Cluster, *Node) error) *Cluster {
+	t.Helper()
 	if cfg.Dir == "" {
 		cfg.Dir = t.TempDir()
 	}
@@ -298,6 +305,12 @@ func startConverged(t *testing.T, ctx context.Context, cfg Config) *Cluster {
 		t.Fatal(err)
 	}
 	for _, n := range c.Nodes() {
+		if prepare != nil {
+			if err := prepare(c, n); err != nil {
+				c.Close()
+				t.Fatal(err)
+			}
+		}
 		if err := c.StartNode(n); err != nil {
 			c.Close()
 			t.Fatal(err)

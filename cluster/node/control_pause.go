@@ -73,8 +73,9 @@ func (n *Node) controlTarget(ctx context.Context, req debug.ControlRequest) (str
 	if req.Source == "" {
 		return "", fmt.Errorf("%w: %s needs a source (and, for one unit, the unit)", debug.ErrBadControl, req.Action)
 	}
-	names := make([]string, 0, len(n.cfg.Sources))
-	for _, s := range n.cfg.Sources {
+	running := n.runningSources()
+	names := make([]string, 0, len(running))
+	for _, s := range running {
 		names = append(names, s.Name)
 	}
 	if !slices.Contains(names, req.Source) {

@@ -83,7 +83,7 @@ func TestPauseOverHTTP(t *testing.T) {
 		`bind: "127.0.0.1:0", profile: fast`, t.TempDir(), 2),
 		config.Options{LookupEnv: func(k string) (string, bool) { v, ok := env[k]; return v, ok }})
 	defer n.Close()
-	st := n.sources[0].Stream.(*memory.Stream)
+	st := n.sources["m"].Stream.(*memory.Stream)
 	waitCheckpoint(t, n.store, "m/0", produce(t, st, "0", 0, 10))
 	waitCheckpoint(t, n.store, "m/1", produce(t, st, "1", 0, 10))
 

@@ -110,12 +110,14 @@ func (n *Node) seekUnit(ctx context.Context, req debug.ControlRequest) (string, 
 		unit = src + "/" + unit // the partition alone
 	}
 	var names []string
-	for i, s := range n.cfg.Sources {
+	for _, s := range n.runningSources() {
 		names = append(names, s.Name)
 		if s.Name != src {
 			continue
 		}
-		stream := n.sources[i].Stream
+		n.mu.Lock()
+		stream := n.sources[s.Name].Stream
+		n.mu.Unlock()
 		if stream == nil {
 			return "", fmt.Errorf("%w: source %s is a %s queue: only stream units have a checkpoint to move (a Pub/Sub subscription has a seek of its own, which drover does not drive)", debug.ErrBadControl, src, s.Type)
 		}

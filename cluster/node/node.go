@@ -43,6 +43,9 @@ type Options struct {
 	OpenSource func(ctx context.Context, s config.Source, log *slog.Logger) (Source, error)
 	// Tuning is passed to the actors.
 	Tuning actors.Tuning
+	// ConfigPath is the file the configuration was read from: a reload
+	// (SIGHUP, drover reload) reads it again. Empty: reloads are refused.
+	ConfigPath string
 }
 
 // Source is an opened broker: exactly one of Stream and Queue.
@@ -53,10 +56,13 @@ type Source struct {
 
 // Node is a running drover node.
 type Node struct {
-	cfg     *config.Config
-	log     *slog.Logger
-	store   persistence.Store
-	sources []Source
+	cfg   *config.Config
+	opt   Options
+	log   *slog.Logger
+	store persistence.Store
+	// sources are the opened brokers by source name (under mu: a reload
+	// adds and removes them).
+	sources map[string]Source
 	member  *gossip.Membership
 	exec    *exec.Goroutines
 	actors  *actors.Node
@@ -68,6 +74,7 @@ type Node struct {
 
 	stopWatch func()
 	capWarn   mixedCapWarner
+	ctl       controls // drain, undrain, exit and reload (control_drain.go)
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
 
@@ -83,7 +90,8 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (*Node, error) 
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	n := &Node{cfg: cfg, log: log, exec: &exec.Goroutines{}}
+	n := &Node{cfg: cfg, opt: opt, log: log, exec: &exec.Goroutines{}, sources: map[string]Source{}}
+	n.ctl.init(cfg)
 	if err := n.start(ctx, opt); err != nil {
 		n.closeAll()
 		return nil, err
@@ -106,7 +114,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		if err != nil {
 			return err
 		}
-		n.sources = append(n.sources, src)
+		n.sources[s.Name] = src
 		specs = append(specs, spec)
 	}
 
@@ -286,8 +294,13 @@ func seed() uint64 {
 	return binary.LittleEndian.Uint64(b[:])
 }
 
-// Tree is this node's actor tree (debug.Node).
-func (n *Node) Tree() actors.Tree { return n.actors.Tree() }
+// Tree is this node's actor tree (debug.Node), with the outcome of the
+// last reload and whether the node is drained.
+func (n *Node) Tree() actors.Tree {
+	t := n.actors.Tree()
+	n.ctl.annotate(&t)
+	return t
+}
 
 // Members is the membership view (debug.Node).
 func (n *Node) Members() []placement.Member { return n.member.Members() }
@@ -382,6 +395,7 @@ func pruneOnce(ctx context.Context, s persistence.Dedupe, before time.Time, log 
 // memberlist and closes everything. When ctx ends first it stops at once.
 func (n *Node) Shutdown(ctx context.Context) error {
 	start := time.Now()
+	n.ctl.stopped()
 	n.log.Info("leaving the cluster")
 	if err := n.member.SetState(ctx, placement.StateLeaving); err != nil {
 		n.log.Warn("announce leaving", "error", err)
@@ -411,6 +425,7 @@ func (n *Node) closeAll() {
 	}
 	n.closed = true
 	n.mu.Unlock()
+	n.ctl.stopped()
 	if n.stopWatch != nil {
 		n.stopWatch()
 	}
@@ -432,7 +447,11 @@ func (n *Node) closeAll() {
 	if n.cancel != nil {
 		n.cancel()
 	}
-	for _, s := range n.sources {
+	n.mu.Lock()
+	srcs := n.sources
+	n.sources = nil
+	n.mu.Unlock()
+	for _, s := range srcs {
 		closeSource(s) // cancels broker calls still in flight
 	}
 	n.exec.Wait()

@@ -227,6 +227,10 @@ and stays up, serving its tree, until undrained or told to exit.`,
 		newControl(debug.ActionUndrain, "undrain [flags]", "bring a drained node back into placement",
 			`undrain makes a drained node take units again.`,
 			cobra.NoArgs, nil, nil),
+		newControl(debug.ActionExit, "exit [flags]", "have the node at --addr leave the cluster and exit",
+			`exit makes the node do what SIGTERM does: hand every unit over, leave the
+cluster and exit with status 0 (a drained node too).`,
+			cobra.NoArgs, nil, nil),
 		newControl(debug.ActionReload, "reload [flags]", "have the node at --addr re-read its config",
 			`reload has the node re-read its config file (as SIGHUP does), validate it as
 drover check does and apply the difference without a restart. An invalid

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/cluster/config"
+	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/node"
 )
 
@@ -54,7 +55,13 @@ func newNode() *cobra.Command {
 
 SIGTERM or SIGINT: leave gracefully — announce "leaving", let every unit
 finish its batch, checkpoint and release its lease, leave the cluster — within
---grace. A second signal exits at once.`,
+--grace. A second signal exits at once. POST /debug/control/exit does what
+SIGTERM does (exit status 0).
+
+SIGHUP: reload — read --config again, check it as drover check does, and
+apply the difference to the sources without a restart (drover reload does the
+same and prints the outcome). An invalid file changes nothing; the error is
+logged and shown in the tree (reload).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := loadConfig(path)
@@ -72,6 +79,9 @@ finish its batch, checkpoint and release its lease, leave the cluster — within
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
+			hups := make(chan os.Signal, 1) // before Start: SIGHUP would kill the process
+			signal.Notify(hups, syscall.SIGHUP)
+			defer signal.Stop(hups)
 
 			ctx, cancel := context.WithCancel(cmd.Context())
 			defer cancel()
@@ -82,14 +92,13 @@ finish its batch, checkpoint and release its lease, leave the cluster — within
 				case <-ctx.Done():
 				}
 			}()
-			n, err := node.Start(ctx, cfg, node.Options{Logger: log, Version: versionString(), Handlers: builtinHandlers()})
+			n, err := node.Start(ctx, cfg, node.Options{Logger: log, Version: versionString(), Handlers: builtinHandlers(), ConfigPath: path})
 			cancel()
 			if err != nil {
 				return &exitError{1, err}
 			}
 			fmt.Fprintf(cmd.OutOrStdout(), "node %s running; debug http://%s/debug/\n", cfg.Node.Name, n.DebugAddr())
-			sig := <-sigs
-			log.Info("signal received, leaving gracefully (signal again to exit at once)", "signal", sig.String())
+			waitForStop(n, sigs, hups, log)
 			sctx, scancel := context.WithTimeout(context.Background(), grace)
 			defer scancel()
 			done := make(chan error, 1)
@@ -111,6 +120,25 @@ finish its batch, checkpoint and release its lease, leave the cluster — within
 	cmd.Flags().StringVar(&logFormat, "log-format", "", "text or json (default: the config's log.format)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "longest graceful stop before giving up")
 	return cmd
+}
+
+// waitForStop runs the node until a stop signal or an exit control,
+// reloading on each SIGHUP (the reload logs its outcome itself).
+func waitForStop(n *node.Node, sigs, hups <-chan os.Signal, log *slog.Logger) {
+	for {
+		select {
+		case sig := <-sigs:
+			log.Info("signal received, leaving gracefully (signal again to exit at once)", "signal", sig.String())
+			return
+		case <-n.ExitRequested():
+			log.Info("exit requested, leaving gracefully (signal to exit at once)")
+			return
+		case <-hups:
+			log.Info("SIGHUP: reloading the config")
+			// as drover reload: logged, in the tree, the events and the audit
+			_, _ = n.Control(context.Background(), debug.ControlRequest{Action: debug.ActionReload, By: "SIGHUP"})
+		}
+	}
 }
 
 // builtinHandlers are the Go handlers a config may name with

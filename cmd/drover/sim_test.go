@@ -53,12 +53,14 @@ func TestSimRunsPrintsOneLinePerSeed(t *testing.T) {
 }
 
 func TestSimFailsLoudlyWhenAnInvariantBreaks(t *testing.T) {
-	// with fencing off, some of the first 50 seeds apply a message twice;
+	// with fencing off, some of the first 60 seeds apply a message twice;
 	// which ones depends on the scheduling, so look at all of them. Group
 	// commit is held off, as it was when these seeds were picked: drawn per
 	// seed it moves the few that break (seed 20 off, 40 on, none of the 50
 	// when drawn; TestSimCatchesBrokenFencing looks at 200 drawn seeds).
-	code, out, errs := runCLI(t, "sim", "--seed", "1", "--runs", "50", "--break-fencing", "--group-commit", "off")
+	// Since runs also draw a drain (issue 13) seed 20 no longer breaks,
+	// seed 55 does.
+	code, out, errs := runCLI(t, "sim", "--seed", "1", "--runs", "60", "--break-fencing", "--group-commit", "off")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s", code, out)
 	}
