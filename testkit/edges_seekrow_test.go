@@ -32,8 +32,10 @@ func controlRow(t *testing.T, c *testkit.Cluster, unit string) persistence.Contr
 // unit goes through its control row: the owner picks it up within a
 // renewal round and carries it out once (exactly the 100 messages after
 // the new checkpoint applied again, checked message by message by the
-// ledger), marking the row done with the checkpoint. The owner then
-// stops and the unit moves: its next owner does not carry it out again.
+// ledger), marking the row done with the checkpoint. A stale view of the
+// table (read before that commit) does not start it again on the owner
+// (it remembers) nor, once the owner stops and the unit moves, on its
+// next owner (it reads the row under its lease first).
 // A seek the broker refuses (past the end) is marked done too, its error
 // in last_seek and the audit table, and changes nothing. With the row
 // never marked done (mutate.SeekNeverDone) the owner seeks again at every
@@ -75,12 +77,26 @@ func edgeSeekViaRow(t *testing.T) error {
 	if ls := tree.Sources[0].Units[0].LastSeek; ls == nil || ls.ID != row.SeekID || ls.Position != "199" || ls.From != "299" || ls.By != "ops" {
 		return fmt.Errorf("owner %s's last_seek %+v", owner, ls)
 	}
-	// the unit moves: its next owner reads the row done
+	// a view read before the seek's commit, applied after it: the owner
+	// knows it carried the seek out
+	stale := []persistence.Control{row}
+	must(0, c.ApplyControls(owner, stale))
+	c.Run(time.Second)
+	if err := settle(c); err != nil {
+		return fmt.Errorf("after a stale view on the owner: %w", err)
+	}
+	if n := c.Report().Applied - applied; n != 100 {
+		return fmt.Errorf("after a stale view on the owner %d messages applied again, want the seek's 100 only", n)
+	}
+	// the unit moves: its next owner reads the row done, and with a stale
+	// view (read before the commit) reads it again under its lease
 	must(0, c.Stop(owner))
 	if !c.RunUntil(func() bool { o := leaseOwner(t, c, "s/0"); return o != "" && o != owner }, time.Minute) {
 		return errors.New("s/0 did not move in a minute")
 	}
 	c.Run(20 * time.Second) // renewal rounds of the new owner
+	must(0, c.ApplyControls(leaseOwner(t, c, "s/0"), stale))
+	c.Run(time.Second)
 	if err := settle(c); err != nil {
 		return fmt.Errorf("after the move: %w", err)
 	}

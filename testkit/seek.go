@@ -93,6 +93,20 @@ func (c *Cluster) SeekVia(via string, s actors.Seek) (persistence.Control, error
 	return row, nil
 }
 
+// ApplyControls has node apply rows as its view of the controls table at
+// once, as a renewal round's read would (a stale view, in tests).
+func (c *Cluster) ApplyControls(node string, rows []persistence.Control) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if n.node == nil || n.state != "running" {
+		return fmt.Errorf("testkit: node %s does not run", node)
+	}
+	n.node.SetControls(rows)
+	return nil
+}
+
 // dropSeek forgets an answered seek.
 func (l *ledger) dropSeek(m *seekMark) {
 	if i := slices.Index(l.seeks, m); i >= 0 {
