@@ -193,7 +193,11 @@ func (u *unitActor) onControls(ctx actor.Context) {
 	case u.phase == phasePaused && !paused:
 		u.node.env.trace("resumed", u.id, "")
 		u.becomeRunning()
-		u.fetch(ctx)
+		// A job in flight (a seek begun while paused) fetches when it
+		// ends: a fetch now would read the reader the seek closed.
+		if u.inflight == 0 && u.seek == nil {
+			u.fetch(ctx)
+		}
 	case paused && u.phase == phaseRunning && u.wake.cancel != nil:
 		u.cancelWake()
 		u.pauseBeforeFetch()

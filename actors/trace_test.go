@@ -168,6 +168,9 @@ func TestTraceLinksAreBounded(t *testing.T) {
 // With no Tracer the hooks are nil checks: no allocation per fetch,
 // decode or apply (prepare itself allocates as before).
 func TestTraceHooksOffAllocateNothing(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector adds allocations of its own: allocation counts are checked without -race")
+	}
 	u := &unitActor{node: &nodeEnv{env: Env{Clock: clock.Real{}}}, spec: &SourceSpec{Name: "s"}, id: "s/0"}
 	job := func(context.Context) any { return nil }
 	msgs := []brokers.Message{{Position: "1", Value: []byte(`{"id":1}`)}}

@@ -260,6 +260,14 @@ func (j seekJob) run(c context.Context) any {
 			return seekResult{err: err, already: done}
 		}
 	}
+	// The stream's incarnation first, as a start is recorded (record):
+	// the seek's checkpoint belongs to the stream as it is now — after a
+	// recreation, to the new one — and must say so, or the next open
+	// would refuse it as a position of the old stream.
+	id, err := streamID(c, j.spec.Stream, j.part)
+	if err != nil {
+		return seekResult{err: fmt.Errorf("identify the stream of partition %s: %w", j.part, err)}
+	}
 	st, err := brokers.SeekStart(c, j.spec.Stream, j.part, j.target)
 	if err != nil {
 		r := seekResult{err: fmt.Errorf("resolve %s on partition %s: %w", j.target, j.part, err)}
@@ -269,6 +277,7 @@ func (j seekJob) run(c context.Context) any {
 		return r
 	}
 	pos := brokers.StartPosition(st)
+	st.StreamID = id
 	rd, err := j.spec.Stream.Open(c, j.part, st)
 	if err != nil {
 		if positionInvalid(err) {
@@ -277,7 +286,7 @@ func (j seekJob) run(c context.Context) any {
 		}
 		return seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)}
 	}
-	b := &persistence.Batch{Source: j.spec.Name, Unit: j.unit, Lease: j.lease, Checkpoint: pos, Reset: true}
+	b := &persistence.Batch{Source: j.spec.Name, Unit: j.unit, Lease: j.lease, Checkpoint: pos, Reset: true, StreamID: id}
 	if !mutate.On(mutate.SeekNeverDone) {
 		b.SeekDone = j.id
 	}

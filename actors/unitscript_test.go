@@ -313,6 +313,12 @@ func (w *unitWorld) command(cmd string, args []string) error {
 		return nil
 	case "pause", "resume": // an operator's control of the unit reaches its node
 		w.control(cmd == "pause")
+	case "seek": // review: an operator's seek reaches the unit
+		tg, err := brokers.ParseSeekTarget(args[0])
+		if err != nil {
+			return err
+		}
+		w.ne.root().Send(w.unit, &seekUnit{Seek: Seek{Unit: w.unitID, To: args[0]}, target: tg})
 	case "stop":
 		w.ne.root().Send(w.unit, &stopUnit{})
 	case "kill":

@@ -21,18 +21,25 @@ const maxTreeBytes = 32 << 20
 // ClusterTree is the JSON of GET /debug/tree?scope=cluster (architecture §10):
 // {"nodes": [<tree>, …]}, sorted by node name, and "gone": the members
 // that left the view in the last Config.GoneFor, with their last tree
-// (absent when there are none).
+// (absent when there are none). Self names the node that answered: the
+// one whose page can post controls to it (a control is same-origin only).
 type ClusterTree struct {
+	Self  string     `json:"self,omitempty"`
 	Nodes []NodeTree `json:"nodes"`
 	Gone  []GoneNode `json:"gone,omitempty"`
 }
 
 // NodeTree is one node of a ClusterTree: the node's tree in the Contract
 // shape, plus Error when the node did not answer. A node with an Error has
-// its name and empty members and sources.
+// its name and empty members and sources. DebugURL is the base URL of
+// another member's debug endpoint as this node reaches it (its page is
+// where that member's own controls, drain and undrain, are posted);
+// empty for the answering node itself and for a member whose address
+// gives none.
 type NodeTree struct {
 	actors.Tree
-	Error string `json:"error,omitempty"`
+	Error    string `json:"error,omitempty"`
+	DebugURL string `json:"debug_url,omitempty"`
 }
 
 // normalize makes nil slices empty so the JSON has [] where the Contract
@@ -139,18 +146,20 @@ func (s *Server) clusterTree(ctx context.Context) (ct ClusterTree, self string, 
 	var wg sync.WaitGroup
 	for i, m := range others {
 		wg.Go(func() {
+			base, _ := memberURL(m) // an address without one: memberTree says why
 			t, err := s.memberTree(ctx, m)
 			if err != nil {
 				s.cfg.Logger.Debug("debug: member tree", "member", m.Name, "err", err)
 				nodes[i+1] = failed(m.Name, err)
+				nodes[i+1].DebugURL = base
 				return
 			}
-			nodes[i+1] = NodeTree{Tree: t}
+			nodes[i+1] = NodeTree{Tree: t, DebugURL: base}
 		})
 	}
 	wg.Wait()
 	sort.SliceStable(nodes, func(i, j int) bool { return nodes[i].Node < nodes[j].Node })
-	return ClusterTree{Nodes: nodes}, local.Node, states
+	return ClusterTree{Self: local.Node, Nodes: nodes}, local.Node, states
 }
 
 // memberTree asks member m for its own tree.

@@ -1,6 +1,7 @@
 package debug
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -9,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"mime"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -68,8 +70,14 @@ var (
 	ErrControlConflict = errors.New("control conflicts with the node's state")
 )
 
-// maxControlBody bounds a control request's body.
-const maxControlBody = 64 << 10
+// maxControlBody bounds a control request's body; maxControlBy and
+// maxControlReason its who and why (they go to the audit table and every
+// node's event log).
+const (
+	maxControlBody   = 64 << 10
+	maxControlBy     = 256
+	maxControlReason = 1 << 10
+)
 
 // control serves POST /debug/control/{action}. Besides the token (see
 // adminAuthorized) it takes only a JSON body (Content-Type
@@ -86,6 +94,14 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		text(w, http.StatusForbidden, "forbidden: a control must come from this endpoint's own page or a client without an Origin header")
 		return
 	}
+	// Without a token anyone who reaches the endpoint may control: only
+	// clients of this machine, by its loopback name. A page of another
+	// site whose name was rebound to 127.0.0.1 sends its own name as
+	// Host (and Origin), which sameOrigin cannot tell from ours.
+	if s.cfg.Token == "" && s.cfg.AdminToken == "" && !loopbackHost(r.Host) {
+		text(w, http.StatusForbidden, "forbidden: an endpoint without a token takes controls only for a loopback host name (127.0.0.1, [::1], localhost); set node.admin_token to control it under another name")
+		return
+	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		text(w, http.StatusUnsupportedMediaType, "a control's body must be JSON (Content-Type: application/json)")
 		return
@@ -95,10 +111,27 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req ControlRequest
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxControlBody+1))
+	body, err := io.ReadAll(io.LimitReader(r.Body, maxControlBody+1))
+	switch {
+	case err != nil:
+		text(w, http.StatusBadRequest, fmt.Sprintf("control body: %v", err))
+		return
+	case len(body) > maxControlBody:
+		text(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("control body: larger than %d bytes", maxControlBody))
+		return
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil && !errors.Is(err, io.EOF) {
 		text(w, http.StatusBadRequest, fmt.Sprintf("control body: %v", err))
+		return
+	}
+	if dec.More() {
+		text(w, http.StatusBadRequest, "control body: more than one JSON value")
+		return
+	}
+	if len(req.By) > maxControlBy || len(req.Reason) > maxControlReason {
+		text(w, http.StatusBadRequest, fmt.Sprintf("control body: by is at most %d bytes, reason at most %d", maxControlBy, maxControlReason))
 		return
 	}
 	req.Action = r.PathValue("action")
@@ -133,6 +166,16 @@ func (s *Server) adminAuthorized(r *http.Request) bool {
 	}
 	sum := sha256.Sum256([]byte(strings.TrimSpace(tok)))
 	return subtle.ConstantTimeCompare(sum[:], s.adminSum[:]) == 1
+}
+
+// loopbackHost reports whether a Host header names a loopback address
+// or localhost, with or without a port.
+func loopbackHost(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	return isLoopback(strings.Trim(host, "[]"))
 }
 
 // sameOrigin reports whether the Origin header origin names host (the

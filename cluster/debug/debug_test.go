@@ -259,7 +259,7 @@ func TestEmptyTreeHasEmptyListsNotNull(t *testing.T) {
 	if r := get(t, "http://"+s.Addr()+"/debug/tree"); r.body != `{"node":"lonely","members":[],"sources":[]}`+"\n" {
 		t.Fatalf("body %q", r.body)
 	}
-	if r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster"); r.body != `{"nodes":[{"node":"lonely","members":[],"sources":[]}]}`+"\n" {
+	if r := get(t, "http://"+s.Addr()+"/debug/tree?scope=cluster"); r.body != `{"self":"lonely","nodes":[{"node":"lonely","members":[],"sources":[]}]}`+"\n" {
 		t.Fatalf("cluster body %q", r.body)
 	}
 }
@@ -318,6 +318,16 @@ func TestClusterScopeMergesMembersAndListsTheSilentOnesWithTheirError(t *testing
 	} {
 		if n := byName[name]; !strings.Contains(n.Error, want) || len(n.Sources) != 0 || len(n.Members) != 0 {
 			t.Errorf("%s: error %q, want it to contain %q; %+v", name, n.Error, want, n)
+		}
+	}
+	// The page posts controls to the node that answered (Self) only, and
+	// links every other member's own page (DebugURL).
+	if got.Self != "node-a" {
+		t.Errorf("self %q, want node-a", got.Self)
+	}
+	for name, want := range map[string]string{"node-a": "", "node-b": "http://" + b.Addr(), "node-c": "http://" + dead, "node-f": ""} {
+		if n := byName[name]; n.DebugURL != want {
+			t.Errorf("%s: debug_url %q, want %q", name, n.DebugURL, want)
 		}
 	}
 	// The failed entries keep the Contract's lists, empty.
@@ -486,13 +496,20 @@ func TestPageIsSelfContainedAndPolls(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
-	if m := externalURL.FindString(r.body); m != "" {
+	// One link is allowed: a member's own page (where its drain is
+	// posted), made from the cluster tree's debug_url. A navigation the
+	// user clicks, not a load; the CSP would refuse any load anyway.
+	const memberLink = `a.href = n.debug_url + "/debug/";`
+	if strings.Count(r.body, memberLink) != 1 {
+		t.Errorf("page lacks the member link %q", memberLink)
+	}
+	if m := externalURL.FindString(strings.Replace(r.body, memberLink, "", 1)); m != "" {
 		t.Errorf("page refers to something outside itself: %q", m)
 	}
 	if csp := r.header.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'none'") || !strings.Contains(csp, "connect-src 'self'") {
 		t.Errorf("CSP %q", csp)
 	}
-	for _, s := range []string{"starting", "acquiring", "running", "retrying", "stopping", "stopped", "error"} {
+	for _, s := range []string{"starting", "acquiring", "running", "retrying", "paused", "stopping", "stopped", "error"} {
 		if !strings.Contains(r.body, ".s-"+s+" ") {
 			t.Errorf("no colour for state %s", s)
 		}

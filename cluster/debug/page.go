@@ -9,12 +9,19 @@ import (
 	"strings"
 )
 
-// pageHTML is the live cluster page: one self-contained file, inline CSS
-// and JavaScript, no external assets. A string: immutable, so this package
-// variable is constant data, not state.
-//
-//go:embed page.html
-var pageHTML string
+// pageHTML is the live cluster page: one self-contained document, inline
+// CSS and JavaScript, no external assets. Its source is page.html with an
+// empty style element that page.css fills (two files only to keep each
+// short). A string: immutable, so this package variable is constant data,
+// not state.
+var pageHTML = strings.Replace(pageSource, "<style></style>", "<style>\n"+pageStyle+"</style>", 1)
+
+var (
+	//go:embed page.html
+	pageSource string
+	//go:embed page.css
+	pageStyle string
+)
 
 // pageCSP forbids the page anything but itself: its one style element and
 // its one script element, allowed by their SHA-256 (no 'unsafe-inline':

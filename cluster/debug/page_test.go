@@ -40,6 +40,9 @@ func TestPageCSPIsStrict(t *testing.T) {
 			t.Errorf("page lacks %q", want)
 		}
 	}
+	if !strings.Contains(r.body, "<style>\n"+pageStyle+"</style>") || !strings.Contains(pageStyle, ".s-paused") {
+		t.Errorf("the page's style element does not hold page.css")
+	}
 	if got := inlineHash("<p>no script</p>", "<script>", "</script>"); got != "'none'" {
 		t.Errorf("a page without the element: %s, want 'none'", got)
 	}

@@ -159,7 +159,17 @@ func check(getenv func(string) string) (string, error) {
 		}
 		u, err := url.Parse(v)
 		if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
-			return "", fmt.Errorf("tracing: %s: want a URL such as http://collector:4317, got %q", name, v)
+			// The value may carry credentials: say what is wrong with
+			// it, never the value (a parsed URL with its password
+			// masked at most).
+			got := "a value that is not a URL"
+			if err == nil {
+				got = fmt.Sprintf("scheme %q, host %q", u.Scheme, u.Host)
+				if u.User != nil {
+					got = fmt.Sprintf("%q", u.Redacted())
+				}
+			}
+			return "", fmt.Errorf("tracing: %s: want an http:// or https:// URL such as http://collector:4317, got %s", name, got)
 		}
 	}
 	for _, name := range []string{"OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT"} {
