@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -43,6 +44,12 @@ type controlView struct {
 	// gen counts the views set: a renewal round's read that began before
 	// a newer view was set (SetControls) is dropped, not set over it.
 	gen atomic.Uint64
+
+	// done is, per unit, the newest control-row seek this node's actors
+	// carried out or marked done: a view read before that commit may
+	// still show it pending (unit_seekrow.go).
+	doneMu sync.Mutex
+	done   map[string]int64
 }
 
 // pausedSet is one view: the paused sources and units.
@@ -50,6 +57,8 @@ type pausedSet struct {
 	unknown bool // not read yet: everything waits
 	sources map[string]bool
 	units   map[string]bool
+	// seeks are the unit rows with a seek pending (SeekID > SeekDoneID).
+	seeks map[string]persistence.Control
 }
 
 func newControlView() *controlView {
@@ -76,10 +85,18 @@ func (c *controlView) paused(source, unit string) bool {
 	return p.sources[source] || p.units[unit]
 }
 
-// set makes cs the view; it reports whether what is paused changed.
+// set makes cs the view; it reports whether what is paused changed, or
+// some seek is pending (its owner looks again at every read until it is
+// done).
 func (c *controlView) set(cs []persistence.Control) bool {
 	n := &pausedSet{sources: map[string]bool{}, units: map[string]bool{}}
 	for _, x := range cs {
+		if x.Unit != "" && x.Seek != "" && x.SeekID > x.SeekDoneID {
+			if n.seeks == nil {
+				n.seeks = map[string]persistence.Control{}
+			}
+			n.seeks[x.Unit] = x
+		}
 		switch {
 		case !x.Paused:
 		case x.Unit == "":
@@ -90,7 +107,8 @@ func (c *controlView) set(cs []persistence.Control) bool {
 	}
 	c.gen.Add(1)
 	old := c.v.Swap(n)
-	return old == nil || old.unknown || !maps.Equal(old.sources, n.sources) || !maps.Equal(old.units, n.units)
+	return old == nil || old.unknown || !maps.Equal(old.sources, n.sources) || !maps.Equal(old.units, n.units) ||
+		len(n.seeks) > 0 || len(old.seeks) > 0
 }
 
 // controlsChanged tells the node actor, its supervisors and their units
@@ -142,7 +160,10 @@ func (s *supervisor) onControls(ctx actor.Context) {
 		c := s.children[u]
 		switch {
 		case c.passive != nil:
-			if s.node.controls.paused(s.spec.Name, c.unit) {
+			if row, ok := s.node.controls.pendingSeek(c.unit); ok && c.passive.seek == nil && !s.spec.isQueue() {
+				c.passive.seek = rowSeek(row)
+				s.activate(ctx, c, resumeSeek)
+			} else if s.node.controls.paused(s.spec.Name, c.unit) {
 				s.activate(ctx, c, resumeFetch)
 			}
 		case c.pid != nil:
@@ -166,6 +187,7 @@ func (u *unitActor) pauseBeforeFetch() bool {
 // idle on its Waker that is now paused pauses at once (others pause at
 // their next fetch, once what they fetched is applied).
 func (u *unitActor) onControls(ctx actor.Context) {
+	defer u.pickUpSeek(ctx) // a control-row seek (unit_seekrow.go)
 	paused := u.node.controls.paused(u.spec.Name, u.id)
 	switch {
 	case u.phase == phasePaused && !paused:

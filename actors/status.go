@@ -128,6 +128,9 @@ type SeekStatus struct {
 	ID int64 `json:"id,omitempty"`
 	// Token is the lease token the checkpoint was written under.
 	Token int64 `json:"token"`
+	// Error says why the broker refused it (the checkpoint was not
+	// moved; a control-row seek refused is marked done, not retried).
+	Error string `json:"error,omitempty"`
 }
 
 // setLag records the unit's lag (Lag and what LagSeconds is made of).

@@ -100,6 +100,7 @@ type unitActor struct {
 	cancelFetch context.CancelFunc // cancels the fetch in flight; nil when the job in flight is no fetch
 	ahead       fetchAhead         // the fetch ahead of the apply in flight (streams)
 	seek        *seekUnit          // a seek asked and not yet answered (unit_seek.go)
+	lastSeek    *seekOutcome       // the last seek with a control id it finished (unit_seekrow.go)
 	lag         lagTrack           // the lag once the fetch in hand is applied
 	wake        wakeWait           // an idle unit's wait for its Waker
 	stopTimer   clock.Timer

@@ -30,7 +30,8 @@ import (
 // which is opened again at the stored checkpoint.
 //
 // requestSeek is the one entry: a control row the owner picks up (the
-// controls table) is a call of it with the row's seek id and target.
+// controls table, unit_seekrow.go) is a call of it with the row's seek id
+// and target.
 
 // Seek asks the owner of a stream unit to move its checkpoint.
 type Seek struct {
@@ -72,6 +73,7 @@ var (
 type seekUnit struct {
 	Seek
 	target  brokers.SeekTarget
+	bad     error // the row's target does not parse (rowSeek)
 	reply   func(SeekResult, error)
 	started bool // the seek job runs
 }
@@ -155,6 +157,9 @@ func (s *supervisor) onSeek(ctx actor.Context, m *seekUnit) {
 // requestSeek takes a seek for this unit: refused when the unit cannot
 // seek, else pending until the main line is free (seekIfIdle).
 func (u *unitActor) requestSeek(ctx actor.Context, m *seekUnit) {
+	if u.joinSeek(m) {
+		return
+	}
 	var why string
 	switch {
 	case u.spec.isQueue():
@@ -215,7 +220,8 @@ func (u *unitActor) startSeek(ctx actor.Context) {
 	u.ahead.reopened = false // the seek opens a reader of its own
 	u.held = nil             // a stream batch that failed: the new checkpoint says what is read
 	u.closeConn()
-	j := seekJob{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease, target: m.target}
+	j := seekJob{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease, target: m.target,
+		id: m.ID, bad: m.bad, from: u.checkpoint, to: m.To, by: m.By, reason: m.Reason}
 	u.runMainJob(ctx, "seek", j.run)
 }
 
@@ -228,15 +234,32 @@ type seekJob struct {
 	unit   string
 	lease  persistence.Lease
 	target brokers.SeekTarget
+	// id is the control row's seek id (0: none), marked done with the
+	// checkpoint; bad a target that did not parse; the rest for the
+	// audit entry of a seek with an id.
+	id                   int64
+	bad                  error
+	from, to, by, reason string
 }
 
 type seekResult struct {
 	conn     *brokerConn
 	position string
 	err      error
+	// marked: the seek was refused and its id marked done; already: its
+	// id was done before it ran (nothing written).
+	marked, already bool
 }
 
 func (j seekJob) run(c context.Context) any {
+	if j.bad != nil {
+		return j.markRefused(c, seekResult{err: fmt.Errorf("%w: %w", brokers.ErrBadSeek, j.bad)})
+	}
+	if j.id != 0 {
+		if done, err := j.alreadyDone(c); err != nil || done {
+			return seekResult{err: err, already: done}
+		}
+	}
 	// The stream's incarnation first, as a start is recorded (record):
 	// the seek's checkpoint belongs to the stream as it is now — after a
 	// recreation, to the new one — and must say so, or the next open
@@ -247,7 +270,11 @@ func (j seekJob) run(c context.Context) any {
 	}
 	st, err := brokers.SeekStart(c, j.spec.Stream, j.part, j.target)
 	if err != nil {
-		return seekResult{err: fmt.Errorf("resolve %s on partition %s: %w", j.target, j.part, err)}
+		r := seekResult{err: fmt.Errorf("resolve %s on partition %s: %w", j.target, j.part, err)}
+		if errors.Is(err, brokers.ErrBadSeek) {
+			r = j.markRefused(c, r)
+		}
+		return r
 	}
 	pos := brokers.StartPosition(st)
 	st.StreamID = id
@@ -255,13 +282,20 @@ func (j seekJob) run(c context.Context) any {
 	if err != nil {
 		if positionInvalid(err) {
 			err = fmt.Errorf("%w: %w", brokers.ErrBadSeek, err)
+			return j.markRefused(c, seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)})
 		}
 		return seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)}
 	}
 	b := &persistence.Batch{Source: j.spec.Name, Unit: j.unit, Lease: j.lease, Checkpoint: pos, Reset: true, StreamID: id}
+	if !mutate.On(mutate.SeekNeverDone) {
+		b.SeekDone = j.id
+	}
 	if _, err := j.store.Apply(c, b); err != nil {
 		_ = rd.Close()
 		return seekResult{err: fmt.Errorf("write checkpoint %s: %w", pos, err)}
+	}
+	if j.id != 0 {
+		j.audit(c, fmt.Sprintf("id=%d to=%s from=%s position=%s token=%d", j.id, j.to, j.from, pos, j.lease.Token))
 	}
 	return seekResult{conn: &brokerConn{reader: rd}, position: pos}
 }
@@ -269,8 +303,24 @@ func (j seekJob) run(c context.Context) any {
 func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 	m := u.seek
 	u.seek = nil
+	if r.already {
+		u.node.controls.seekMarked(u.id, m.ID)
+		u.node.env.trace("seek-already-done", u.id, m.To)
+		m.refuse(fmt.Errorf("seek %s: %w: seek %d (to %s) was carried out already (see last_seek in the tree)", u.id, ErrSeekConflict, m.ID, m.To))
+		u.open(ctx)
+		return
+	}
 	if r.err != nil {
 		err := fmt.Errorf("seek %s to %s: %w", u.id, m.To, r.err)
+		if r.marked {
+			// refused for good: not tried again; the tree says why
+			u.node.controls.seekMarked(u.id, m.ID)
+			now := u.now()
+			last := &SeekStatus{To: m.To, From: u.checkpoint, Position: u.checkpoint, At: now, By: m.By, Reason: m.Reason,
+				ID: m.ID, Token: u.lease.Token, Error: r.err.Error()}
+			u.status(func(s *UnitStatus) { s.LastSeek = last; s.setError(err.Error(), now) })
+			u.lastSeek = &seekOutcome{res: SeekResult{Seek: m.Seek}, err: err}
+		}
 		u.node.env.trace("seek-failed", u.id, r.err.Error())
 		u.node.env.logger().Warn("seek failed; the checkpoint is unchanged", "unit", u.id, "to", m.To, "by", m.By, "error", r.err)
 		m.refuse(err)
@@ -283,6 +333,10 @@ func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 	}
 	now, from := u.now(), u.checkpoint
 	res := SeekResult{Seek: m.Seek, Node: u.node.env.Node, From: from, Position: r.position, Token: u.lease.Token, At: now}
+	if m.ID != 0 {
+		u.node.controls.seekMarked(u.id, m.ID)
+		u.lastSeek = &seekOutcome{res: res}
+	}
 	u.conn = r.conn
 	u.setCheckpoint(r.position)
 	u.justReset, u.resetCause, u.failures, u.recovering = false, nil, 0, false

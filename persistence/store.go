@@ -187,6 +187,14 @@ type Batch struct {
 	// Reset without one (a seek, a stream that names no incarnation) and a
 	// batch without Reset leave the stored one as it is.
 	StreamID string
+	// SeekDone, when not 0, marks the seek of that id (the controls
+	// table's seek_id) of the unit's control row done, in the batch's
+	// fenced transaction: seek_done_id becomes the larger of the stored
+	// one and SeekDone (a unit with no row writes nothing). A seek writes
+	// it with its Reset checkpoint; a seek the broker refuses writes it
+	// alone (a batch with no ops and no checkpoint), so that it is not
+	// carried out again.
+	SeekDone int64
 	// Handle, when set, is called inside the transaction, after fencing and
 	// dedupe, with the batch's fresh OpMessage ops. Its writes through tx
 	// commit or roll back with the batch. An error rolls everything back

@@ -66,6 +66,7 @@ var edges = []edge{
 	// issue 13 (edges_seek_test.go)
 	{"SeekBackReappliesExactly", "13.2", mutate.SeekKeepsAhead, edgeSeekBack},
 	{"SeekAfterSkipsPoison", "13.2", "", edgeSeekPastPoison},
+	{"SeekViaAnotherNodeOnce", "13.2", mutate.SeekNeverDone, edgeSeekViaRow},
 	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
 }
 

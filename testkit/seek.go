@@ -69,6 +69,44 @@ func (c *Cluster) Seek(s actors.Seek, reply func(actors.SeekResult, error)) erro
 	return nil
 }
 
+// SeekVia asks for s as `drover seek` sent to node via would when via
+// does not own the unit: the seek is written to the unit's control row
+// (seek_id one up; an audit entry), via applies the table at once, and
+// the unit's owner picks it up at a renewal round and carries it out
+// under its lease, marking the row done with its checkpoint. Nobody waits
+// for an answer: the ledger accepts one reset of the unit for it. It
+// returns the row as written.
+func (c *Cluster) SeekVia(via string, s actors.Seek) (persistence.Control, error) {
+	ctx := context.Background()
+	row, err := c.inner.SetControl(ctx, persistence.ControlChange{Source: sourceOf(s.Unit), Unit: s.Unit, Seek: s.To,
+		Node: via, Action: "seek", Args: "to=" + s.To, By: s.By, Reason: s.Reason})
+	if err != nil {
+		return row, err
+	}
+	c.led.seeks = append(c.led.seeks, &seekMark{unit: s.Unit})
+	c.event("seek", via, s.Unit, fmt.Sprintf("%s via the control row (id %d)", s.To, row.SeekID))
+	if n, err := c.node(via); err == nil && n.node != nil && n.state == "running" {
+		if rows, err := c.inner.ListControls(ctx); err == nil {
+			n.node.SetControls(rows)
+		}
+	}
+	return row, nil
+}
+
+// ApplyControls has node apply rows as its view of the controls table at
+// once, as a renewal round's read would (a stale view, in tests).
+func (c *Cluster) ApplyControls(node string, rows []persistence.Control) error {
+	n, err := c.node(node)
+	if err != nil {
+		return err
+	}
+	if n.node == nil || n.state != "running" {
+		return fmt.Errorf("testkit: node %s does not run", node)
+	}
+	n.node.SetControls(rows)
+	return nil
+}
+
 // dropSeek forgets an answered seek.
 func (l *ledger) dropSeek(m *seekMark) {
 	if i := slices.Index(l.seeks, m); i >= 0 {

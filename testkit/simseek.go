@@ -21,19 +21,29 @@ import (
 // once the stream was recreated (its positions are reused; which
 // incarnation a seek means is the operator's call, not the ledger's) or
 // while a unit has no running holder (the seek is then refused, and
-// changes nothing).
+// changes nothing). Half of the seeks, drawn from a third source (so the
+// draws above are as they were), are asked through a random node's
+// control row instead (Cluster.SeekVia): the owner picks the row up at a
+// renewal round; carried out more than once, a reset without a cause
+// breaks the ledger's resolved-once.
 func drawSeeks(c *Cluster, seed uint64, batch, maxBytes int, step func(time.Duration, string, ...any)) {
 	rng := rand.New(rand.NewPCG(seed^0x5ee, seed+0x5ef))
 	if rng.IntN(10) >= 4 {
 		return
 	}
+	via := rand.New(rand.NewPCG(seed^0x5e0, seed+0x5e1))
 	wl := NewWorkload(seed ^ 0x5ee)
 	wl.MaxBytes = maxBytes
 	for n := 1 + rng.IntN(2); n > 0; n-- {
 		at := 3*time.Second + time.Duration(rng.Int64N(int64(25*time.Second)))
 		pick, back, earliest := rng.IntN(1<<20), 1+rng.IntN(100), rng.IntN(5) == 0
 		burst, delay := 2*batch+rng.IntN(batch+1), time.Duration(rng.IntN(100))*time.Millisecond
-		step(at, "publish %d to an orders unit and seek it back %d positions %s later (earliest: %v)", burst, back, delay, earliest)
+		row, node := via.IntN(2) == 0, via.IntN(1<<20)
+		how := "its owner"
+		if row {
+			how = "the control row"
+		}
+		step(at, "publish %d to an orders unit and seek it back %d positions %s later (earliest: %v) through %s", burst, back, delay, earliest, how)
 		c.At(at, func() {
 			open := c.OpenPartitions("orders")
 			if len(open) == 0 || c.led.gen["orders"] > 0 || c.AwaitingReset("orders") {
@@ -41,14 +51,18 @@ func drawSeeks(c *Cluster, seed uint64, batch, maxBytes int, step func(time.Dura
 			}
 			part := open[pick%len(open)]
 			_, _ = c.Publish("orders", part, wl.Batch(burst)...)
-			c.At(delay, func() { c.seekBack("orders/"+part, back, earliest) })
+			through := ""
+			if names := c.Nodes(); row {
+				through = names[node%len(names)]
+			}
+			c.At(delay, func() { c.seekBack("orders/"+part, back, earliest, through) })
 		})
 	}
 }
 
 // seekBack seeks unit back n positions from its checkpoint, or to
-// earliest.
-func (c *Cluster) seekBack(unit string, n int, earliest bool) {
+// earliest: through its owner, or through node via's control row.
+func (c *Cluster) seekBack(unit string, n int, earliest bool, via string) {
 	if c.led.gen[sourceOf(unit)] > 0 || c.AwaitingReset(sourceOf(unit)) {
 		return
 	}
@@ -60,6 +74,10 @@ func (c *Cluster) seekBack(unit string, n int, earliest bool) {
 			return // nothing applied yet
 		}
 		to = strconv.FormatInt(max(0, p+1-int64(n)), 10)
+	}
+	if via != "" {
+		_, _ = c.SeekVia(via, actors.Seek{Unit: unit, To: to, By: "sim"})
+		return
 	}
 	_ = c.Seek(actors.Seek{Unit: unit, To: to, By: "sim"}, nil)
 }

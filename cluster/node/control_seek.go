@@ -35,11 +35,14 @@ type SeekRecord struct {
 }
 
 // controlSeek carries out drover seek: it checks the unit is one of a
-// stream source's, finds who holds its lease and, when this node does, has
-// the unit seek (seekLocal). A unit another node holds is answered with
-// ErrControlConflict naming that node and its debug address (a seek is
-// carried out by the owner, under its token; the controls table, where
-// the owner picks the seek up, forwards it at merge).
+// stream source's and the target parses, then writes the seek to the
+// unit's control row (seek_id one up, the target; an audit entry) in one
+// transaction. When this node holds the unit's lease its actor seeks at
+// once with the row's id (seekLocal), and the reply says what moved;
+// else the owner picks the row up at its next renewal round and carries
+// it out under its lease (actors: unit_seekrow.go), and the reply says
+// so. Either way the row is marked done in the seek's fenced transaction,
+// so it is carried out once.
 func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug.ControlReply, error) {
 	unit, err := n.seekUnit(ctx, req)
 	if err != nil {
@@ -48,26 +51,49 @@ func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug
 	if _, err := brokers.ParseSeekTarget(req.To); err != nil {
 		return debug.ControlReply{}, fmt.Errorf("%w: %w", debug.ErrBadControl, err)
 	}
-	if owner, err := n.unitOwner(ctx, unit); err != nil {
-		return debug.ControlReply{}, err
-	} else if owner != n.cfg.Node.Name {
-		return debug.ControlReply{}, n.ownedElsewhere(unit, owner)
-	}
-	rec, err := n.seekLocal(ctx, actors.Seek{Unit: unit, To: req.To, By: req.By, Reason: req.Reason})
+	owner, err := n.unitOwner(ctx, unit)
 	if err != nil {
 		return debug.ControlReply{}, err
 	}
-	// The seek is done (its checkpoint committed): the audit entry says
-	// so; a failure to write it is logged, the seek stands.
-	if _, err := n.store.WriteAudit(ctx, persistence.AuditEntry{Node: n.cfg.Node.Name, By: req.By, Action: debug.ActionSeek,
-		Source: strings.TrimSuffix(unit[:strings.LastIndex(unit, "/")+1], "/"), Unit: unit,
-		Args: fmt.Sprintf("to=%s from=%s position=%s token=%d", req.To, rec.From, rec.Position, rec.Token), Reason: req.Reason}); err != nil {
-		n.log.Warn("seek done; its audit entry was not written", "unit", unit, "error", err)
+	source := unit[:strings.LastIndex(unit, "/")]
+	row, err := n.store.SetControl(ctx, persistence.ControlChange{Source: source, Unit: unit, Seek: req.To, Node: n.cfg.Node.Name,
+		Action: debug.ActionSeek, Args: "to=" + req.To, By: req.By, Reason: req.Reason})
+	if err != nil {
+		return debug.ControlReply{}, fmt.Errorf("seek %s: write its control row: %w", unit, err)
+	}
+	n.log.Info("control", "action", debug.ActionSeek, "target", unit, "to", req.To, "id", row.SeekID, "owner", owner, "by", req.By, "reason", req.Reason)
+	if owner != n.cfg.Node.Name {
+		return n.seekAsked(ctx, unit, owner, row), nil
+	}
+	rec, err := n.seekLocal(ctx, actors.Seek{Unit: unit, To: req.To, ID: row.SeekID, By: req.By, Reason: req.Reason})
+	if errors.Is(err, debug.ErrControlConflict) {
+		// the unit could not seek now (moving, restarting): the row
+		// stays pending for whoever holds it next
+		n.log.Warn("seek asked; the unit could not carry it out at once", "unit", unit, "error", err)
+		return n.seekAsked(ctx, unit, "", row), nil
+	}
+	if err != nil {
+		return debug.ControlReply{}, err
 	}
 	return debug.ControlReply{
 		Action: debug.ActionSeek, Node: rec.Node, Result: rec,
 		Detail: fmt.Sprintf("%s sought to %s: checkpoint %s -> %s (lease token %d); what follows it is applied (again)", unit, req.To, rec.From, rec.Position, rec.Token),
 	}, nil
+}
+
+// seekAsked is the reply to a seek left to the unit's owner's pickup of
+// its control row; the controls table is applied on this node at once.
+func (n *Node) seekAsked(ctx context.Context, unit, owner string, row persistence.Control) debug.ControlReply {
+	if cs, err := n.store.ListControls(ctx); err == nil {
+		n.actors.SetControls(cs)
+	}
+	who := "its owner"
+	if owner != "" {
+		who = "the owner " + owner
+	}
+	return debug.ControlReply{Action: debug.ActionSeek, Node: owner, Result: controlRow(row),
+		Detail: fmt.Sprintf("%s: seek %d to %s asked; %s carries it out within a renewal round, under its lease; see last_seek in the tree",
+			unit, row.SeekID, row.Seek, who)}
 }
 
 // seekUnit checks a seek's target names a unit of a stream source of this
@@ -125,25 +151,6 @@ func (n *Node) unitOwner(ctx context.Context, unit string) (string, error) {
 		}
 	}
 	return "", nil
-}
-
-// ownedElsewhere is the conflict of a seek of a unit this node does not
-// hold: who does, and where to ask.
-func (n *Node) ownedElsewhere(unit, owner string) error {
-	if owner == "" {
-		return fmt.Errorf("%w: no node holds the lease of %s now; ask again once it is owned", debug.ErrControlConflict, unit)
-	}
-	where := "its debug address is not known here"
-	for _, m := range n.member.Members() {
-		if m.Name == owner && m.DebugAddr != "" {
-			scheme := "http"
-			if m.DebugTLS {
-				scheme = "https"
-			}
-			where = "ask it: drover seek --addr " + scheme + "://" + m.DebugAddr
-		}
-	}
-	return fmt.Errorf("%w: %s is owned by node %s, which carries out its seeks under its lease (%s)", debug.ErrControlConflict, unit, owner, where)
 }
 
 // seekLocal has this node's actor of s.Unit seek and waits for it. It is

@@ -121,18 +121,27 @@ sources:
 		t.Fatalf("last_seek %+v", u.LastSeek)
 	}
 	// recorded in the audit table, with who, why and what moved
-	if es, err := st.ListAudit(ctx, persistence.AuditFilter{Unit: "m/0"}); err != nil || len(es) != 1 ||
-		es[0].Action != "seek" || es[0].By != "tester" || es[0].Reason != "test" || es[0].Source != "m" || !strings.Contains(es[0].Args, "from=49 position=39") {
+	// (asked, then carried out), and its control row marked done
+	if es, err := st.ListAudit(ctx, persistence.AuditFilter{Unit: "m/0"}); err != nil || len(es) != 2 ||
+		es[0].Args != "to=after:39" || es[1].Action != "seek" || es[1].By != "tester" || es[1].Reason != "test" || es[1].Source != "m" ||
+		!strings.Contains(es[1].Args, "id=1 to=after:39 from=49 position=39") {
 		t.Fatalf("audit of the seek: %+v, %v", es, err)
+	}
+	if row := controlOf(t, st, "m/0"); row.SeekID != 1 || row.SeekDoneID != 1 || row.Seek != "after:39" {
+		t.Fatalf("control row after the seek: %+v", row)
 	}
 
 	// held elsewhere: a conflict naming the holder
 	if _, _, err := st.RenewLeases(ctx, "n2", []persistence.Lease{held}, time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	_, err = n.Control(ctx, debugSeek("m", "m/1", "earliest"))
-	if !errors.Is(err, debugErrConflict) || !strings.Contains(err.Error(), "owned by node n2") {
-		t.Fatalf("seek of a unit n2 holds: %v", err)
+	// held elsewhere: asked through the control row, for n2 to carry out
+	rep, err = n.Control(ctx, debugSeek("m", "m/1", "earliest"))
+	if err != nil || rep.Node != "n2" || !strings.Contains(rep.Detail, "the owner n2 carries it out within a renewal round") {
+		t.Fatalf("seek of a unit n2 holds: %+v, %v", rep, err)
+	}
+	if row := controlOf(t, st, "m/1"); row.SeekID != 1 || row.SeekDoneID != 0 || row.Seek != "earliest" {
+		t.Fatalf("control row of a seek asked of n2: %+v", row)
 	}
 	for _, tt := range []struct{ src, unit, to, says string }{
 		{"q", "q/slot-0", "earliest", "queue"},
@@ -147,12 +156,32 @@ sources:
 			t.Errorf("seek %s %s to %s: %v, want a bad request saying %q", tt.src, tt.unit, tt.to, err, tt.says)
 		}
 	}
+	// the seek the broker refused (after:900) was asked through the row:
+	// marked done, so that it is not tried again, its error in the tree
+	if row := controlOf(t, st, "m/0"); row.SeekID != 2 || row.SeekDoneID != 2 || row.Seek != "after:900" {
+		t.Fatalf("control row after a refused seek: %+v", row)
+	}
+	if u, _ := seekUnitOf(n, "m/0"); u.LastSeek == nil || u.LastSeek.ID != 2 || !strings.Contains(u.LastSeek.Error, "its end is 50") {
+		t.Fatalf("last_seek after a refused seek: %+v", u.LastSeek)
+	}
 }
 
-var (
-	debugErrBad      = debug.ErrBadControl
-	debugErrConflict = debug.ErrControlConflict
-)
+var debugErrBad = debug.ErrBadControl
+
+// controlOf is unit's control row (the zero row when it has none).
+func controlOf(t *testing.T, st persistence.Store, unit string) persistence.Control {
+	t.Helper()
+	cs, err := st.ListControls(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cs {
+		if c.Unit == unit {
+			return c
+		}
+	}
+	return persistence.Control{}
+}
 
 func debugSeek(src, unit, to string) debug.ControlRequest {
 	return debug.ControlRequest{Action: debug.ActionSeek, Source: src, Unit: unit, To: to, By: "tester", Reason: "test"}

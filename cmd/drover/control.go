@@ -198,7 +198,10 @@ paused. The control is recorded in the audit table (drover events).`,
 			`seek has the unit's owner write a new checkpoint under its lease: a position,
 earliest, latest, an RFC 3339 time (the first message at or after it), or,
 with --after, the position just past the one given (to skip a poison
-message). Messages after the new checkpoint are applied (again).`,
+message). Messages after the new checkpoint are applied (again). Any node
+takes it: the seek is written to the unit's control row, and an owner
+other than the node asked carries it out within a renewal round (see
+last_seek in drover tree).`,
 			cobra.ExactArgs(1), func(a []string, r *debug.ControlRequest) error {
 				if err := target(a, r); err != nil {
 					return err

@@ -105,6 +105,11 @@ const (
 	// applied again (issue 13 item 2).
 	SeekKeepsAhead = "seek-keeps-ahead"
 
+	// SeekNeverDone: a seek picked up from the controls table is never
+	// marked done (no Batch.SeekDone), so its owner carries it out again
+	// at every read of the table (issue 13 item 2).
+	SeekNeverDone = "seek-never-done"
+
 	// AnonymousTakeover: a unit that took its lease over from another
 	// holder logs a plain acquisition that names no previous holder, as
 	// before Acquire reported it (issue 13 item 7).
@@ -124,4 +129,5 @@ var All = []string{
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
+	SeekNeverDone,
 }

@@ -70,11 +70,12 @@ func (s *Store) prepare(ctx context.Context, b *persistence.Batch) (*tx, persist
 	var applied persistence.Applied
 	now := s.now()
 	t := &tx{
-		s:      s,
-		now:    now,
-		source: b.Source,
-		unit:   b.Unit,
-		writes: make(map[string]map[string]write),
+		s:        s,
+		now:      now,
+		source:   b.Source,
+		unit:     b.Unit,
+		writes:   make(map[string]map[string]write),
+		seekDone: b.SeekDone,
 	}
 	if n := len(b.Ops); n > 0 {
 		t.position = b.Ops[n-1].Position
@@ -258,6 +259,12 @@ func (s *Store) commit(t *tx) {
 	if t.checkpoint != nil {
 		s.checkpoints[t.unit] = *t.checkpoint
 	}
+	if k := (controlKey{t.source, t.unit}); t.seekDone != 0 {
+		if row, ok := s.controls[k]; ok {
+			row.SeekDoneID = max(row.SeekDoneID, t.seekDone)
+			s.controls[k] = row
+		}
+	}
 }
 
 // write is one staged change of a records table.
@@ -279,6 +286,7 @@ type tx struct {
 	dedupeIDs   []string
 	deadLetters []persistence.Op
 	checkpoint  *persistence.Checkpoint
+	seekDone    int64 // Batch.SeekDone
 
 	mu   sync.Mutex // guards done and, while Handle runs, the buffers
 	done bool

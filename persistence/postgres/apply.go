@@ -459,6 +459,9 @@ func (a *applyPlan) queueWrites(q *pgx.Batch, s *Store, rec *recordsSQL) {
 	case a.writesCheckpoint():
 		q.Queue(s.sql.checkpoint, b.Unit, b.Source, b.Checkpoint, b.Lease.Token, b.Finished)
 	}
+	if b.SeekDone != 0 {
+		q.Queue(s.sql.seekDone, b.Source, b.Unit, b.SeekDone)
+	}
 }
 
 // readWrites reads the results of queueWrites, in the same order: the plan
@@ -485,6 +488,11 @@ func (a *applyPlan) readWrites(br resultExecer) error {
 	if a.writesCheckpoint() {
 		if _, err := br.Exec(); err != nil {
 			return wrapf(err, "checkpoint")
+		}
+	}
+	if a.b.SeekDone != 0 {
+		if _, err := br.Exec(); err != nil {
+			return wrapf(err, "seek done")
 		}
 	}
 	return nil

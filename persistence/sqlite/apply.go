@@ -170,6 +170,12 @@ func (s *Store) applyFenced(ctx context.Context, tx *sql.Tx, b *persistence.Batc
 			return applied, err
 		}
 	}
+	if b.SeekDone != 0 {
+		if _, err = tx.ExecContext(ctx, `UPDATE drover_controls SET seek_done_id = max(seek_done_id, ?) WHERE source = ? AND unit = ?`,
+			b.SeekDone, b.Source, b.Unit); err != nil {
+			return applied, fmt.Errorf("seek done: %w", dbErr(err))
+		}
+	}
 	return applied, nil
 }
 

@@ -89,6 +89,8 @@ func definitions() []definition {
 		// controls.go: persistence.Controls (issue 13).
 		{"Controls/PauseResumeRowsAndAudit", always, testControlsPauseResume},
 		{"Controls/SeekIDCountsRequests", always, testControlsSeekCounts},
+		{"Controls/SeekDoneIsFenced", always, testSeekDone},
+		{"Controls/SeekDoneInGroup", always, testSeekDoneGroup},
 		{"Controls/InvalidChangesWriteNothing", always, testControlsInvalid},
 		{"Controls/AuditFilters", always, testAuditFilter},
 		{"Controls/ConcurrentChangesSerialise", always, testControlsConcurrent},

@@ -1,0 +1,108 @@
+package storetest
+
+import (
+	"errors"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// seekdone.go: Batch.SeekDone marks a unit's control row's seek done, in
+// the batch's fenced transaction (issue 13 item 2).
+
+func (e *env) askSeek(unit, to string) persistence.Control {
+	e.t.Helper()
+	return e.setControl(persistence.ControlChange{Source: "orders", Unit: unit, Seek: to, Node: "node-2",
+		Action: "seek", Args: "to=" + to, By: "ops", Reason: "rewind"})
+}
+
+func (e *env) seekDoneID(unit string) int64 {
+	e.t.Helper()
+	for _, c := range e.listControls() {
+		if c.Unit == unit {
+			return c.SeekDoneID
+		}
+	}
+	e.t.Fatalf("no control row of %s", unit)
+	return 0
+}
+
+// A seek's Reset checkpoint marks the row done with it; a batch with
+// only SeekDone (a refused seek) marks it done and writes no checkpoint;
+// the mark never goes back; a stale token writes nothing; a unit with no
+// row gets none.
+func testSeekDone(e *env) {
+	l := e.acquire("orders/0", "node-1")
+	e.cp(l, "100", false)
+	e.askSeek("orders/0", "5")
+	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Checkpoint: "5", Reset: true, SeekDone: 1})
+	e.wantCheckpoint("orders/0", "5", false)
+	if got := e.seekDoneID("orders/0"); got != 1 {
+		e.t.Errorf("seek_done_id after the seek's checkpoint = %d, want 1", got)
+	}
+
+	// a refused seek: the mark alone
+	e.askSeek("orders/0", "999999")
+	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, SeekDone: 2})
+	e.wantCheckpoint("orders/0", "5", false)
+	if got := e.seekDoneID("orders/0"); got != 2 {
+		e.t.Errorf("seek_done_id after a refused seek = %d, want 2", got)
+	}
+	// an older id does not move it back
+	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, SeekDone: 1})
+	if got := e.seekDoneID("orders/0"); got != 2 {
+		e.t.Errorf("seek_done_id after an older mark = %d, want 2 kept", got)
+	}
+
+	// fenced: the unit moved; the old owner's seek writes nothing
+	e.askSeek("orders/0", "7")
+	l2 := e.acquire("orders/0", "node-2", "node-2")
+	_, err := e.s.Apply(e.ctx, &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Checkpoint: "7", Reset: true, SeekDone: 3})
+	if !errors.Is(err, persistence.ErrLeaseLost) {
+		e.t.Fatalf("seek under a stale token: %v, want ErrLeaseLost", err)
+	}
+	_, err = e.s.Apply(e.ctx, &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, SeekDone: 3})
+	if !errors.Is(err, persistence.ErrLeaseLost) {
+		e.t.Fatalf("a mark alone under a stale token: %v, want ErrLeaseLost", err)
+	}
+	e.wantCheckpoint("orders/0", "5", false)
+	if got := e.seekDoneID("orders/0"); got != 2 {
+		e.t.Errorf("seek_done_id after a stale token's seek = %d, want 2 kept", got)
+	}
+	// the new owner carries it out
+	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l2, Checkpoint: "7", Reset: true, SeekDone: 3})
+	e.wantCheckpoint("orders/0", "7", false)
+	if got := e.seekDoneID("orders/0"); got != 3 {
+		e.t.Errorf("seek_done_id after the new owner's seek = %d, want 3", got)
+	}
+
+	// no row: nothing is created; the checkpoint is written
+	l3 := e.acquire("orders/1", "node-1")
+	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/1", Lease: l3, Checkpoint: "3", Reset: true, SeekDone: 1})
+	e.wantCheckpoint("orders/1", "3", false)
+	for _, c := range e.listControls() {
+		if c.Unit == "orders/1" {
+			e.t.Errorf("a mark created a control row: %+v", c)
+		}
+	}
+}
+
+// SeekDone in a group: each batch's mark commits or not with its own
+// fence.
+func testSeekDoneGroup(e *env) {
+	g := e.group()
+	l0 := e.acquire("orders/0", "node-1")
+	l1 := e.acquire("orders/1", "node-1")
+	e.askSeek("orders/0", "5")
+	e.askSeek("orders/1", "5")
+	e.acquire("orders/1", "node-2", "node-2") // l1 is stale now
+	res := g.ApplyGroup(e.ctx, []*persistence.Batch{
+		{Source: "orders", Unit: "orders/0", Lease: l0, Checkpoint: "5", Reset: true, SeekDone: 1},
+		{Source: "orders", Unit: "orders/1", Lease: l1, Checkpoint: "5", Reset: true, SeekDone: 1},
+	})
+	if res[0].Err != nil || !errors.Is(res[1].Err, persistence.ErrLeaseLost) {
+		e.t.Fatalf("group: %v, %v; want the first written and the second's lease lost", res[0].Err, res[1].Err)
+	}
+	if d0, d1 := e.seekDoneID("orders/0"), e.seekDoneID("orders/1"); d0 != 1 || d1 != 0 {
+		e.t.Errorf("seek_done_id = %d, %d; want 1 (fenced batch) and 0 (stale token)", d0, d1)
+	}
+}
