@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -47,10 +48,18 @@ func openBrowser(t *testing.T, url string, width, height int) *browser {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The profile is a directory of our own, removed once every process
+	// of the browser is gone: t.TempDir's removal raced the browser's
+	// helpers still writing it.
+	profile, err := os.MkdirTemp("", "drover-cdp-profile-")
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir="+t.TempDir(), "--hide-scrollbars",
+		"--no-first-run", "--disable-dev-shm-usage", "--user-data-dir="+profile, "--hide-scrollbars",
 		"--remote-debugging-pipe", "about:blank")
 	cmd.Env = append(os.Environ(), "TZ=UTC")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // its helpers in its group
 	cmd.ExtraFiles = []*os.File{cmdIn, cmdOut}
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -62,10 +71,32 @@ func openBrowser(t *testing.T, url string, width, height int) *browser {
 	done := make(chan struct{})
 	go b.read(fromBrowser, done)
 	t.Cleanup(func() {
+		// Ask the browser to close (it ends its helpers), wait for it a
+		// while, then kill its whole group.
+		b.mu.Lock()
+		_, _ = b.w.Write(append([]byte(`{"id":1000000,"method":"Browser.close"}`), 0))
+		b.mu.Unlock()
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }()
+		select {
+		case <-exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			cancel()
+			<-exited
+		}
 		cancel()
-		_ = cmd.Wait()
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) // helpers left behind, if any
 		_ = toBrowser.Close()
 		<-done
+		deadline := time.Now().Add(10 * time.Second)
+		for err := os.RemoveAll(profile); err != nil; err = os.RemoveAll(profile) {
+			if time.Now().After(deadline) {
+				t.Errorf("remove the browser profile %s: %v", profile, err)
+				return
+			}
+			time.Sleep(50 * time.Millisecond) // polling a condition (the helpers' exit) with a deadline
+		}
 	})
 	var target struct {
 		TargetID string `json:"targetId"`
