@@ -61,11 +61,18 @@ func TestCompactedGivesBackTheRoom(t *testing.T) {
 		runtime.KeepAlive(m)
 		return before - min(before, after)
 	}
-	freedPlain, freedCompacted := retained(false), retained(true)
-	// 50,000 entries take well over 1 MB of buckets
-	if freedCompacted < freedPlain+1<<20 {
-		t.Errorf("emptied through compacted the map gave back %d bytes, without it %d: want 1 MB more", freedCompacted, freedPlain)
+	// The heap is the process's: other goroutines of the test binary
+	// allocate meanwhile. The best of a few attempts is the map's own
+	// difference (it never shows where there is none).
+	var freedPlain, freedCompacted uint64
+	for range 5 {
+		freedPlain, freedCompacted = retained(false), retained(true)
+		// 50,000 entries take well over 1 MB of buckets
+		if freedCompacted >= freedPlain+1<<20 {
+			return
+		}
 	}
+	t.Errorf("emptied through compacted the map gave back %d bytes, without it %d: want 1 MB more", freedCompacted, freedPlain)
 }
 
 func heapAlloc() uint64 {

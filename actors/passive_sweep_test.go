@@ -32,8 +32,7 @@ func (r *deafReader) Wake(f func()) (cancel func()) {
 func TestSweepChecksPassiveUnitsWithoutSpawning(t *testing.T) {
 	const parts = 4
 	const safety = 150 * time.Millisecond
-	w := newPassiveWorld(t, parts, func(tu *Tuning) { tu.WakeSafety = safety })
-	w.open.deaf = true
+	w := newPassiveWorldOf(t, parts, true, func(tu *Tuning) { tu.WakeSafety = safety })
 	waitUntilf(t, w.state, func() bool { return w.idlePassive(parts) })
 	checks := len(w.traced("wake-check", ""))
 	waitUntilf(t, w.state, func() bool { return len(w.traced("wake-check", "")) >= checks+3*parts })

@@ -34,6 +34,13 @@ type passiveWorld struct {
 
 func newPassiveWorld(t *testing.T, parts int, tweak ...func(*Tuning)) *passiveWorld {
 	t.Helper()
+	return newPassiveWorldOf(t, parts, false, tweak...)
+}
+
+// newPassiveWorldOf is newPassiveWorld whose readers are deaf (see
+// openReaders) from the first one on.
+func newPassiveWorldOf(t *testing.T, parts int, deaf bool, tweak ...func(*Tuning)) *passiveWorld {
+	t.Helper()
 	tuning := Tuning{WakeSafety: time.Hour, PassivateAfter: 50 * time.Millisecond, RenewInterval: 100 * time.Millisecond,
 		TakeoverMargin: 100 * time.Millisecond, LeaseLostPause: 100 * time.Millisecond}
 	for _, f := range tweak {
@@ -41,7 +48,7 @@ func newPassiveWorld(t *testing.T, parts int, tweak ...func(*Tuning)) *passiveWo
 	}
 	w := &passiveWorld{t: t, ex: &exec.Goroutines{}}
 	w.st, _ = memory.NewStream(memory.StreamConfig{Partitions: parts})
-	w.open = &openReaders{Stream: w.st}
+	w.open = &openReaders{Stream: w.st, deaf: deaf}
 	w.store = memstore.New(memstore.Config{})
 	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: w.ex, Store: w.store,
 		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}},
