@@ -248,7 +248,7 @@ func TestSlowLorisBodyIsCutOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if _, err := io.WriteString(conn, "GET /debug/tree HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(conn, "GET /debug/tree HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	stop := make(chan struct{})
@@ -291,7 +291,7 @@ func TestSlowReaderIsCutOff(t *testing.T) {
 	}
 	defer conn.Close()
 	_ = conn.(*net.TCPConn).SetReadBuffer(4096)
-	if _, err := io.WriteString(conn, "GET /debug/tree HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+	if _, err := io.WriteString(conn, "GET /debug/tree HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
 	if !waitFor(10*time.Second, func() bool { return cc.has(conn.LocalAddr().String()) }) {

@@ -259,7 +259,17 @@ func (s *Server) routes() http.Handler {
 // when it polls.
 func (s *Server) auth(next http.Handler) http.Handler {
 	if s.cfg.Token == "" {
-		return next
+		// Without a token the endpoint is on loopback (New refuses
+		// another address): it answers only requests for a loopback
+		// host name, so that a page whose name was rebound to 127.0.0.1
+		// (DNS rebinding) cannot read it from a browser either.
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/healthz" && r.URL.Path != "/readyz" && !loopbackHost(r.Host) {
+				text(w, http.StatusForbidden, "forbidden: an endpoint without a token answers only for a loopback host name (127.0.0.1, [::1], localhost); set node.debug_token to reach it under another name")
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The controls check their own token (adminAuthorized).
