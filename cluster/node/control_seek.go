@@ -72,6 +72,16 @@ func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug
 		n.log.Warn("seek asked; the unit could not carry it out at once", "unit", unit, "error", err)
 		return n.seekAsked(ctx, unit, "", row), nil
 	}
+	if err != nil && !n.seekDone(ctx, unit, row.SeekID) {
+		// Not carried out, and not marked done (a refused seek is):
+		// the row stays pending and the unit picks it up again at a
+		// renewal round. Saying "failed" would have the operator ask
+		// again, and the range applied twice.
+		n.log.Warn("seek asked; its first try failed, the owner tries again", "unit", unit, "error", err)
+		rep := n.seekAsked(ctx, unit, owner, row)
+		rep.Detail = fmt.Sprintf("%s (its first try failed: %v)", rep.Detail, err)
+		return rep, nil
+	}
 	if err != nil {
 		return debug.ControlReply{}, err
 	}
@@ -79,6 +89,21 @@ func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug
 		Action: debug.ActionSeek, Node: rec.Node, Result: rec,
 		Detail: fmt.Sprintf("%s sought to %s: checkpoint %s -> %s (lease token %d); what follows it is applied (again)", unit, req.To, rec.From, rec.Position, rec.Token),
 	}, nil
+}
+
+// seekDone reports whether the store marks seek id of unit done (carried
+// out or refused for good); a store that cannot say counts as not done.
+func (n *Node) seekDone(ctx context.Context, unit string, id int64) bool {
+	cs, err := n.store.ListControls(ctx)
+	if err != nil {
+		return false
+	}
+	for _, c := range cs {
+		if c.Unit == unit {
+			return c.SeekDoneID >= id
+		}
+	}
+	return false
 }
 
 // seekAsked is the reply to a seek left to the unit's owner's pickup of
