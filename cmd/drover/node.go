@@ -124,7 +124,20 @@ logged and shown in the tree (reload).`,
 
 // waitForStop runs the node until a stop signal or an exit control,
 // reloading on each SIGHUP (the reload logs its outcome itself).
-func waitForStop(n *node.Node, sigs, hups <-chan os.Signal, log *slog.Logger) {
+//
+// Reloads run on a goroutine of their own, one at a time (SIGHUPs that
+// come meanwhile make one more): a slow reload (a removed source still
+// handing over) must not keep a SIGTERM from being acted on; Shutdown
+// ends a reload in progress.
+func waitForStop(n stoppable, sigs, hups <-chan os.Signal, log *slog.Logger) {
+	again := make(chan struct{}, 1)
+	defer close(again)
+	go func() {
+		for range again {
+			// as drover reload: logged, in the tree, the events and the audit
+			_, _ = n.Control(context.Background(), debug.ControlRequest{Action: debug.ActionReload, By: "SIGHUP"})
+		}
+	}()
 	for {
 		select {
 		case sig := <-sigs:
@@ -134,11 +147,20 @@ func waitForStop(n *node.Node, sigs, hups <-chan os.Signal, log *slog.Logger) {
 			log.Info("exit requested, leaving gracefully (signal to exit at once)")
 			return
 		case <-hups:
-			log.Info("SIGHUP: reloading the config")
-			// as drover reload: logged, in the tree, the events and the audit
-			_, _ = n.Control(context.Background(), debug.ControlRequest{Action: debug.ActionReload, By: "SIGHUP"})
+			select {
+			case again <- struct{}{}:
+				log.Info("SIGHUP: reloading the config")
+			default:
+				log.Info("SIGHUP: a reload is already waiting; it reads the file as it is then")
+			}
 		}
 	}
+}
+
+// stoppable is what waitForStop needs of a node.
+type stoppable interface {
+	ExitRequested() <-chan struct{}
+	Control(ctx context.Context, req debug.ControlRequest) (debug.ControlReply, error)
 }
 
 // builtinHandlers are the Go handlers a config may name with
