@@ -306,7 +306,9 @@ func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 	if r.already {
 		u.node.controls.seekMarked(u.id, m.ID)
 		u.node.env.trace("seek-already-done", u.id, m.To)
-		m.refuse(fmt.Errorf("seek %s: %w: seek %d (to %s) was carried out already (see last_seek in the tree)", u.id, ErrSeekConflict, m.ID, m.To))
+		// done means carried out, or overtaken by a later seek of the
+		// row (only the newest is carried out): last_seek says which
+		m.refuse(fmt.Errorf("seek %s: %w: seek %d (to %s) was carried out already or overtaken by a later seek of the unit (see last_seek in the tree)", u.id, ErrSeekConflict, m.ID, m.To))
 		u.open(ctx)
 		return
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
+	"github.com/drover-dev/drover/internal/redact"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -147,8 +148,10 @@ func (n *Node) controlDrain(ctx context.Context, req debug.ControlRequest) (debu
 // exit, reload) to the audit table; a failure to write it is logged, the
 // control stands.
 func (n *Node) audit(ctx context.Context, req debug.ControlRequest, args string) {
+	// Args may carry an error of a broker's client: URL secrets masked,
+	// as in last_error and the event log.
 	if _, err := n.store.WriteAudit(ctx, persistence.AuditEntry{Node: n.cfg.Node.Name, By: req.By, Action: req.Action,
-		Args: args, Reason: req.Reason}); err != nil {
+		Args: redact.URL(args), Reason: req.Reason}); err != nil {
 		n.log.Warn(req.Action+" done; its audit entry was not written", "error", err)
 	}
 }

@@ -32,6 +32,9 @@ func (n *Node) controlReload(ctx context.Context, req debug.ControlRequest) (deb
 	case errors.Is(err, errStopping):
 		return rep, fmt.Errorf("%w: %v", debug.ErrControlConflict, err)
 	case err != nil:
+		// Part of it may have been applied (sources stopped or
+		// started): the audit says what, and that it failed.
+		n.audit(ctx, req, strings.TrimPrefix(reloadDetail(st), "reloaded: ")+"; failed: "+err.Error())
 		return rep, err
 	}
 	rep.Result = st
