@@ -53,7 +53,8 @@ func (c *Cluster) Kill(name string) error {
 // runElsewhere reports whether a running node other than name runs source.
 func (c *Cluster) runElsewhere(name, source string) bool {
 	for _, o := range c.Running() {
-		if n := c.nodes[o]; o != name && n.state == "running" && c.runs(n, source) {
+		// a drained node takes no unit (placement leaves it out)
+		if n := c.nodes[o]; o != name && n.state == "running" && c.runs(n, source) && !c.Drained(o) {
 			return true
 		}
 	}
