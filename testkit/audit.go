@@ -408,12 +408,17 @@ func (c *Cluster) onReset(b *persistence.Batch) {
 	l := c.led
 	l.resets[b.Unit]++
 	switch {
-	case l.takeSeek(b.Unit):
-		l.sought(b) // an operator's seek: a cause
+	case b.SeekDone > 0 && l.takeSeek(b.Unit):
+		l.sought(b) // an operator's seek (its control row's): a cause
 	case l.resets[b.Unit] == 1:
+		// the unit's start, resolved once — even while a seek of it
+		// waits (a seek asked before the unit first opened must not be
+		// taken for its start, and its own reset then for a second one)
 		if l.initial[b.Unit] && l.latest[b.Source] && l.unitGen[b.Unit] == 0 {
 			l.excuseBefore(b.Unit, brokers.Applied(b.Checkpoint))
 		}
+	case l.takeSeek(b.Unit):
+		l.sought(b) // an operator's seek: a cause
 	case l.allowReset[b.Unit] > 0:
 		l.allowReset[b.Unit]--
 	default:
