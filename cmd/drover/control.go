@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -114,31 +113,7 @@ func postControl(ctx context.Context, u, token string, req debug.ControlRequest,
 	if err != nil {
 		return nil, 0, err
 	}
-	client := &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
-	defer client.CloseIdleConnections()
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(b))
-	if err != nil {
-		return nil, 0, fmt.Errorf("request %s: %w", u, err)
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Accept", "application/json")
-	if token != "" {
-		hr.Header.Set("Authorization", "Bearer "+token)
-	}
-	resp, err := client.Do(hr)
-	if err != nil {
-		var ue *url.Error
-		if errors.As(err, &ue) {
-			err = ue.Err
-		}
-		return nil, 0, fmt.Errorf("cannot reach the debug endpoint at %s: %v (is the node running, and is --addr its node.debug_addr?)", u, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
-	if err != nil {
-		return nil, 0, fmt.Errorf("read the reply from %s: %w", u, err)
-	}
-	return body, resp.StatusCode, nil
+	return endpointDo(ctx, http.MethodPost, u, token, bytes.NewReader(b), timeout, 16<<20)
 }
 
 // newControl builds one control command: args turns the positional

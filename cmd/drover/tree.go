@@ -152,14 +152,41 @@ func writeJSONBody(out io.Writer, body []byte) error {
 // fetchTree GETs the tree and returns its body, or an error that names the
 // address and says what to do about it.
 func fetchTree(ctx context.Context, u, token string, timeout time.Duration) ([]byte, error) {
+	body, code, err := endpointDo(ctx, http.MethodGet, u, token, nil, timeout, 64<<20)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case code == http.StatusUnauthorized && token == "":
+		return nil, fmt.Errorf("the debug endpoint at %s needs its token (%s): pass --token or set %s", u, statusText(code), treeTokenEnv)
+	case code == http.StatusUnauthorized:
+		return nil, fmt.Errorf("the debug endpoint at %s refused the token (%s): it must equal the node's node.debug_token", u, statusText(code))
+	case code != http.StatusOK:
+		return nil, fmt.Errorf("the debug endpoint at %s answered %s: %s", u, statusText(code), treeOneLine(string(body), 300))
+	}
+	return body, nil
+}
+
+// endpointDo sends one request to a debug endpoint (body JSON when not
+// nil) and returns the answer's body, at most limit bytes, and status; an
+// error names the address and says what to check. A control (a body) is
+// never redirected; a read follows redirects as net/http does (which
+// drops the token on a redirect to another host).
+func endpointDo(ctx context.Context, method, u, token string, body io.Reader, timeout time.Duration, limit int64) ([]byte, int, error) {
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	client := &http.Client{Transport: tr, Timeout: timeout}
+	if body != nil {
+		client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	}
 	defer client.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
 	if err != nil {
-		return nil, fmt.Errorf("request %s: %w", u, err)
+		return nil, 0, fmt.Errorf("request %s: %w", u, err)
 	}
 	req.Header.Set("Accept", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -169,23 +196,18 @@ func fetchTree(ctx context.Context, u, token string, timeout time.Duration) ([]b
 		if errors.As(err, &ue) {
 			err = ue.Err
 		}
-		return nil, fmt.Errorf("cannot reach the debug endpoint at %s: %v (is the node running, and is --addr its node.debug_addr?)", u, err)
+		return nil, 0, fmt.Errorf("cannot reach the debug endpoint at %s: %v (is the node running, and is --addr its node.debug_addr?)", u, err)
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
-		return nil, fmt.Errorf("read the tree from %s: %w", u, err)
+		return nil, 0, fmt.Errorf("read the answer of %s: %w", u, err)
 	}
-	switch {
-	case resp.StatusCode == http.StatusUnauthorized && token == "":
-		return nil, fmt.Errorf("the debug endpoint at %s needs its token (%s): pass --token or set %s", u, resp.Status, treeTokenEnv)
-	case resp.StatusCode == http.StatusUnauthorized:
-		return nil, fmt.Errorf("the debug endpoint at %s refused the token (%s): it must equal the node's node.debug_token", u, resp.Status)
-	case resp.StatusCode != http.StatusOK:
-		return nil, fmt.Errorf("the debug endpoint at %s answered %s: %s", u, resp.Status, treeOneLine(string(body), 300))
-	}
-	return body, nil
+	return b, resp.StatusCode, nil
 }
+
+// statusText is "401 Unauthorized" for 401.
+func statusText(code int) string { return fmt.Sprintf("%d %s", code, http.StatusText(code)) }
 
 // writeClusterTree prints one block per node, then a summary line that
 // also names any unit listed by more than one node.
