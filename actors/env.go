@@ -151,7 +151,15 @@ type Tuning struct {
 	PassivateAfter time.Duration
 	// NoPassivate keeps idle units' actors (no passivation).
 	NoPassivate bool
+	// MaxStarting bounds the units of the node starting at once: spawned
+	// and not yet at their first fetch (startgate.go). The others
+	// wait for a slot in their supervisor; while some wait, idle units
+	// passivate at once. 0: DefaultMaxStarting; negative: no bound.
+	MaxStarting int
 }
+
+// DefaultMaxStarting is Tuning.MaxStarting's default.
+const DefaultMaxStarting = 256
 
 // DefaultPassivateAfter is Tuning.PassivateAfter's default.
 const DefaultPassivateAfter = 5 * time.Second
@@ -178,6 +186,9 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.RetryLogEvery, 30*time.Second)
 	def(&t.WakeSafety, 30*time.Second)
 	def(&t.PassivateAfter, DefaultPassivateAfter)
+	if t.MaxStarting == 0 {
+		t.MaxStarting = DefaultMaxStarting
+	}
 	return t
 }
 

@@ -1,0 +1,75 @@
+package actors
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/drover-dev/drover/brokers"
+)
+
+// peakStarting is the most start slots the node's units held at once.
+func (w *passiveWorld) peakStarting() int {
+	g := w.n.node.starts
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.peak
+}
+
+// A cold start of many units keeps at most MaxStarting of them starting
+// at once, starts every one, and the units started while others waited
+// passivate at once (PassivateAfter is an hour here), so the actors alive
+// stay about as many as the slots.
+func (w *passiveWorld) brief() string {
+	return fmt.Sprintf("%d unit actors, %d readers open, %d passive, %d running", w.unitActors(), w.open.n.Load(),
+		w.count(func(u UnitStatus) bool { return u.Passive }), w.count(func(u UnitStatus) bool { return u.State == StateRunning }))
+}
+
+func TestStartGateBoundsUnitsStarting(t *testing.T) {
+	const parts, slots = 40, 3
+	w := newPassiveWorld(t, parts, func(t *Tuning) { t.MaxStarting = slots; t.PassivateAfter = time.Hour })
+	waitUntilf(t, w.brief, func() bool {
+		return w.count(func(u UnitStatus) bool { return u.State == StateRunning && u.LeaseToken != 0 && u.LastPullAt != nil }) == parts
+	})
+	if p := w.peakStarting(); p > slots || p == 0 {
+		t.Errorf("%d units starting at once at most, want 1 to %d", p, slots)
+	}
+	// those started while others waited passivated at their first idle
+	// moment; only the last few (started with nobody waiting) wait out
+	// PassivateAfter
+	if n := w.count(func(u UnitStatus) bool { return u.Passive }); n < parts-slots {
+		t.Errorf("%d passive units, want at least %d: %s", n, parts-slots, w.brief())
+	}
+	if n := w.unitActors(); n > slots {
+		t.Errorf("%d unit actors alive, want at most %d", n, slots)
+	}
+	// woken, they apply what arrives
+	for p := range parts {
+		if _, err := w.st.Produce(fmt.Sprint(p), brokers.Message{Value: []byte(fmt.Sprintf(`{"id":"%d"}`, p))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitUntilf(t, w.brief, func() bool { return w.count(func(u UnitStatus) bool { return u.Applied == 1 }) == parts })
+}
+
+// A unit that cannot start (its broker refuses the open, for ever) gives
+// its slot back when it goes retrying: with one slot, every other unit
+// still starts.
+func TestStartGateRetryingUnitDoesNotBlockOthers(t *testing.T) {
+	const parts = 6
+	refused := errors.New("partition 0 is unreachable")
+	w := newPassiveWorldFailing(t, parts, false, func(p string) error {
+		if p == "0" {
+			return refused
+		}
+		return nil
+	}, func(t *Tuning) { t.MaxStarting = 1; t.RetryBase = time.Hour; t.RetryCap = time.Hour })
+	waitUntilf(t, w.brief, func() bool {
+		return w.count(func(u UnitStatus) bool { return u.State == StateRunning && u.LastPullAt != nil }) == parts-1 &&
+			w.count(func(u UnitStatus) bool { return u.State == StateRetrying }) == 1
+	})
+	if p := w.peakStarting(); p != 1 {
+		t.Errorf("%d units starting at once at most, want 1", p)
+	}
+}
