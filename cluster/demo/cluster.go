@@ -94,7 +94,13 @@ type Node struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
 	exitErr    error
+	// stopped is set when the demo signals the process: an exit without
+	// it is unexpected, and reported with the tail of the node's log.
+	stopped bool
 }
+
+// logTailLines is how much of a node's log an unexpected exit reports.
+const logTailLines = 40
 
 // Start starts Kafka and writes the node configs; StartNode starts each.
 func Start(cfg Config) (*Cluster, error) {
@@ -442,14 +448,21 @@ func (c *Cluster) StartNode(n *Node) error {
 		logf.Close()
 		return fmt.Errorf("demo: start %s: %w", n.Name, err)
 	}
-	n.cmd, n.done, n.exitErr = cmd, make(chan struct{}), nil
+	n.cmd, n.done, n.exitErr, n.stopped = cmd, make(chan struct{}), nil, false
 	done := n.done
 	go func() {
 		err := cmd.Wait()
 		logf.Close()
 		n.mu.Lock()
 		n.exitErr = err
+		expected := n.stopped
 		n.mu.Unlock()
+		if !expected {
+			// the log may live in a temporary folder that is gone by
+			// the time anyone asks why the node is missing
+			fmt.Fprintf(c.log, "%s (pid %d) exited without being stopped by the demo: %s; its log ends:\n%s\n",
+				n.Name, cmd.Process.Pid, exitText(err), n.LogTail(logTailLines))
+		}
 		close(done)
 	}()
 	fmt.Fprintf(c.log, "started %s (pid %d): debug http://%s/debug/  log %s\n", n.Name, cmd.Process.Pid, n.DebugAddr, n.LogPath)
@@ -493,11 +506,20 @@ func (c *Cluster) Term(n *Node, limit time.Duration) error {
 func (c *Cluster) signal(n *Node, sig syscall.Signal, limit time.Duration) error {
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done
+	n.stopped = cmd != nil
 	n.mu.Unlock()
 	if cmd == nil {
 		return fmt.Errorf("demo: %s never started", n.Name)
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			select { // it has exited: Wait returns soon if it has not yet
+			case <-done:
+			case <-time.After(limit):
+			}
+			return fmt.Errorf("demo: signal %s: %w: it had exited by itself (%s); its log ends:\n%s",
+				n.Name, err, exitText(n.ExitError()), n.LogTail(logTailLines))
+		}
 		return fmt.Errorf("demo: signal %s: %w", n.Name, err)
 	}
 	select {
@@ -507,6 +529,28 @@ func (c *Cluster) signal(n *Node, sig syscall.Signal, limit time.Duration) error
 	case <-time.After(limit):
 		return fmt.Errorf("demo: %s still running %s after %s", n.Name, limit, sig)
 	}
+}
+
+// exitText describes how a process ended.
+func exitText(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// LogTail is the last lines (at most max) of the node's log (stdout and
+// stderr of all its processes), or why it cannot be read.
+func (n *Node) LogTail(max int) string {
+	data, err := os.ReadFile(n.LogPath)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", n.LogPath, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > max {
+		lines = lines[len(lines)-max:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // ExitError is how the node's last process ended (nil: cleanly).
