@@ -69,6 +69,9 @@ type Cluster struct {
 	log   io.Writer
 	mu    sync.Mutex
 	added []string // audit sources added by AddAuditSource, in order
+	// ports holds the gossip and debug ports picked for the nodes against
+	// other freeport users until Close (nodes restart on them).
+	ports []*freeport.Reservation
 
 	closeOnce sync.Once
 }
@@ -149,12 +152,12 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	gossip, err := ports(cfg.GossipPort, cfg.Nodes)
+	gossip, err := c.pickPorts(cfg.GossipPort, cfg.Nodes)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	debug, err := ports(cfg.DebugPort, cfg.Nodes)
+	debug, err := c.pickPorts(cfg.DebugPort, cfg.Nodes)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -340,8 +343,11 @@ sources:
 		c.auditConfig("audit", n.auditExtra) + c.queueConfig() + c.addedConfig(n) + extra
 }
 
-// ports returns n ports from first on, or n free ones when first is 0.
-func ports(first, n int) ([]int, error) {
+// pickPorts returns n ports from first on, or, when first is 0, n free
+// ones reserved until Close (see package freeport: outside the kernel's
+// ephemeral range, so that no other process's port 0 or connection takes
+// one before, or between two runs of, the node that binds it).
+func (c *Cluster) pickPorts(first, n int) ([]int, error) {
 	out := make([]int, n)
 	if first > 0 {
 		for i := range out {
@@ -349,11 +355,12 @@ func ports(first, n int) ([]int, error) {
 		}
 		return out, nil
 	}
-	free, err := freeport.Take(n)
+	r, err := freeport.Reserve(n)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return free, nil
+	c.ports = append(c.ports, r)
+	return r.Ports(), nil
 }
 
 // storeHostPort is the host:port of a postgres:// store URL with one
@@ -588,5 +595,8 @@ func (c *Cluster) close() {
 	}
 	if c.q != nil {
 		c.q.close()
+	}
+	for _, r := range c.ports {
+		r.Release()
 	}
 }
