@@ -102,9 +102,6 @@ type Node struct {
 	stopped bool
 }
 
-// logTailLines is how much of a node's log an unexpected exit reports.
-const logTailLines = 40
-
 // Start starts Kafka and writes the node configs; StartNode starts each.
 func Start(cfg Config) (*Cluster, error) {
 	if cfg.Nodes <= 0 {
@@ -536,28 +533,6 @@ func (c *Cluster) signal(n *Node, sig syscall.Signal, limit time.Duration) error
 	case <-time.After(limit):
 		return fmt.Errorf("demo: %s still running %s after %s", n.Name, limit, sig)
 	}
-}
-
-// exitText describes how a process ended.
-func exitText(err error) string {
-	if err == nil {
-		return "exit status 0"
-	}
-	return err.Error()
-}
-
-// LogTail is the last lines (at most max) of the node's log (stdout and
-// stderr of all its processes), or why it cannot be read.
-func (n *Node) LogTail(max int) string {
-	data, err := os.ReadFile(n.LogPath)
-	if err != nil {
-		return fmt.Sprintf("(cannot read %s: %v)", n.LogPath, err)
-	}
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > max {
-		lines = lines[len(lines)-max:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // ExitError is how the node's last process ended (nil: cleanly).
