@@ -62,28 +62,36 @@ func (g *startGate) take() bool {
 func (g *startGate) bounded() bool { return g != nil && g.limit > 0 }
 
 // wait records that supervisor pid has n units queued, and, when n > 0,
-// that it is to be told (startSlotsFree) when slots are free again.
-func (g *startGate) wait(pid *actor.PID, n int) {
+// that it is to be told (startSlotsFree) when slots are free again —
+// unless a slot is free already (given back since the caller's take
+// failed, by a release that found nobody to tell): then it reports true,
+// and the caller takes again instead of waiting for a call that may
+// never come.
+func (g *startGate) wait(pid *actor.PID, n int) (free bool) {
 	if !g.bounded() {
-		return
+		return false
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.queuedAll += n - g.queued[pid.Id]
 	if n == 0 {
 		delete(g.queued, pid.Id)
-		return
+		return false
 	}
 	if g.queued == nil {
 		g.queued = map[string]int{}
 	}
 	g.queued[pid.Id] = n
+	if g.held < g.limit {
+		return true
+	}
 	for _, w := range g.waiting {
 		if w.Equal(pid) {
-			return
+			return false
 		}
 	}
 	g.waiting = append(g.waiting, pid)
+	return false
 }
 
 // contended reports whether supervisors wait for slots.

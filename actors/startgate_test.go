@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/asynkron/protoactor-go/actor"
+
 	"github.com/drover-dev/drover/brokers"
 )
 
@@ -72,5 +74,43 @@ func TestStartGateRetryingUnitDoesNotBlockOthers(t *testing.T) {
 	})
 	if p := w.peakStarting(); p != 1 {
 		t.Errorf("%d units starting at once at most, want 1", p)
+	}
+}
+
+// A supervisor whose take failed, and whose wait comes after every slot
+// was given back (by releases that found nobody to tell), is not left
+// waiting for a call that never comes: wait says a slot is free.
+func TestStartGateWaitAfterTheLastRelease(t *testing.T) {
+	g := newStartGate(2)
+	if !g.take() || !g.take() || g.take() {
+		t.Fatal("a gate of 2 slots should give exactly 2")
+	}
+	var told int
+	send := func(*actor.PID, any) { told++ }
+	g.release(send)
+	g.release(send)
+	if told != 0 {
+		t.Fatalf("told %d supervisors with none waiting", told)
+	}
+	pid := actor.NewPID("node", "source-s")
+	if !g.wait(pid, 3) {
+		t.Fatal("wait after the last release: want free (take again), got a wait for a call that never comes")
+	}
+	if !g.take() || !g.take() || g.take() {
+		t.Fatal("both slots should be free again")
+	}
+	if g.wait(pid, 1) {
+		t.Fatal("wait with every slot held: want queued")
+	}
+	if !g.contended() {
+		t.Fatal("a supervisor with queued units: want contended")
+	}
+	g.release(send)
+	if told != 1 {
+		t.Fatalf("told %d supervisors after a release, want 1", told)
+	}
+	g.wait(pid, 0)
+	if g.contended() {
+		t.Fatal("nothing queued: want not contended")
 	}
 }

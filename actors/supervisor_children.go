@@ -93,21 +93,25 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 // startQueued spawns the queued units while the node has start slots for
 // them (startgate.go), and waits for slots for the rest.
 func (s *supervisor) startQueued(ctx actor.Context) {
-	started := 0
-	for _, u := range s.queued {
-		if _, ok := s.children[u]; ok {
+	for {
+		started := 0
+		for _, u := range s.queued {
+			if _, ok := s.children[u]; ok {
+				started++
+				continue // started meanwhile (a passive unit's record, a reconcile)
+			}
+			if !s.node.starts.take() {
+				break
+			}
 			started++
-			continue // started meanwhile (a passive unit's record, a reconcile)
+			s.recordPlacement(events.KindAssigned, u)
+			s.spawn(ctx, u, s.node.starts.bounded())
 		}
-		if !s.node.starts.take() {
+		s.queued = s.queued[:copy(s.queued, s.queued[started:])]
+		if !s.node.starts.wait(ctx.Self(), len(s.queued)) {
 			break
 		}
-		started++
-		s.recordPlacement(events.KindAssigned, u)
-		s.spawn(ctx, u, s.node.starts.bounded())
 	}
-	s.queued = s.queued[:copy(s.queued, s.queued[started:])]
-	s.node.starts.wait(ctx.Self(), len(s.queued))
 	if len(s.queued) == 0 && cap(s.queued) > compactMin {
 		s.queued = nil // the room a start wave grew it to
 	}
