@@ -156,6 +156,11 @@ type Tuning struct {
 	// wait for a slot in their supervisor; while some wait, idle units
 	// passivate at once. 0: DefaultMaxStarting; negative: no bound.
 	MaxStarting int
+	// StartSlotFor bounds how long a unit holds its start slot: an
+	// acquisition or open that hangs (a broker that never answers) gives
+	// it back then, so that one source cannot keep the node's others from
+	// starting (default 10 s).
+	StartSlotFor time.Duration
 }
 
 // DefaultMaxStarting is Tuning.MaxStarting's default.
@@ -186,6 +191,7 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.RetryLogEvery, 30*time.Second)
 	def(&t.WakeSafety, 30*time.Second)
 	def(&t.PassivateAfter, DefaultPassivateAfter)
+	def(&t.StartSlotFor, 10*time.Second)
 	if t.MaxStarting == 0 {
 		t.MaxStarting = DefaultMaxStarting
 	}

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -37,7 +38,7 @@ type startGate struct {
 	// and queuedAll their sum: while it is above 0, idle units passivate
 	// at once.
 	queued    map[string]int
-	queuedAll int
+	queuedAll atomic.Int64 // read without the lock by contended
 }
 
 func newStartGate(limit int) *startGate { return &startGate{limit: limit} }
@@ -73,9 +74,10 @@ func (g *startGate) wait(pid *actor.PID, n int) (free bool) {
 	}
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.queuedAll += n - g.queued[pid.Id]
+	g.queuedAll.Add(int64(n - g.queued[pid.Id]))
 	if n == 0 {
 		delete(g.queued, pid.Id)
+		g.waiting = slices.DeleteFunc(g.waiting, pid.Equal) // a stopped supervisor is told nothing
 		return false
 	}
 	if g.queued == nil {
@@ -96,12 +98,7 @@ func (g *startGate) wait(pid *actor.PID, n int) (free bool) {
 
 // contended reports whether supervisors wait for slots.
 func (g *startGate) contended() bool {
-	if g == nil || g.limit <= 0 {
-		return false
-	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.queuedAll > 0
+	return g.bounded() && g.queuedAll.Load() > 0
 }
 
 // release gives a slot back. Once an eighth of the slots are free, every
@@ -126,6 +123,10 @@ func (g *startGate) release(send func(pid *actor.PID, msg any)) {
 
 // startSlotsFree tells a waiting supervisor to start the units it queued.
 type startSlotsFree struct{}
+
+// IgnoreDeadLetterLogging: a supervisor that stopped after it was told
+// loses the message, which is no news.
+func (*startSlotsFree) IgnoreDeadLetterLogging() {}
 
 // startSlot is a child's slot of the gate: set when its supervisor spawns
 // it with one, cleared by whoever gives it back first.

@@ -114,3 +114,41 @@ func TestStartGateWaitAfterTheLastRelease(t *testing.T) {
 		t.Fatal("nothing queued: want not contended")
 	}
 }
+
+// A unit that fails to its supervisor (an open its broker refuses for
+// good) gives its slot back for its restart backoff: with one slot and a
+// backoff of an hour, every other unit still starts.
+func TestStartGateFailedUnitGivesItsSlotBack(t *testing.T) {
+	const parts = 4
+	refused := &brokers.Error{Op: "open", Err: errors.New("partition 0: not authorized")}
+	w := newPassiveWorldFailing(t, parts, false, func(p string) error {
+		if p == "0" {
+			return refused
+		}
+		return nil
+	}, func(t *Tuning) {
+		t.MaxStarting = 1
+		t.RestartBase, t.RestartCap = time.Hour, time.Hour
+		t.StartSlotFor = time.Hour // the slot's own deadline is not what gives it back here
+	})
+	waitUntilf(t, w.brief, func() bool {
+		return w.count(func(u UnitStatus) bool { return u.State == StateRunning && u.LastPullAt != nil }) == parts-1
+	})
+}
+
+// A unit whose open hangs gives its slot back after StartSlotFor: a
+// broker that never answers keeps no other unit from starting.
+func TestStartGateHungOpenGivesItsSlotBack(t *testing.T) {
+	const parts = 3
+	hang := make(chan struct{})
+	w := newPassiveWorldFailing(t, parts, false, func(p string) error {
+		if p == "0" {
+			<-hang
+		}
+		return nil
+	}, func(t *Tuning) { t.MaxStarting = 1; t.StartSlotFor = 50 * time.Millisecond })
+	t.Cleanup(func() { close(hang) }) // before the world's own (LIFO): its close waits for the open
+	waitUntilf(t, w.brief, func() bool {
+		return w.count(func(u UnitStatus) bool { return u.State == StateRunning && u.LastPullAt != nil }) == parts-1
+	})
+}

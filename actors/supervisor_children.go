@@ -351,6 +351,7 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 		st.NextRetryAt = timePtr(next)
 	})
 	c.waiting = true
+	s.releaseSlot(s.node.root(), c) // suspended for the backoff: it starts nothing meanwhile
 	if c.stopping || s.draining {
 		sup.StopChildren(who)
 		return

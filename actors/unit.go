@@ -254,6 +254,7 @@ const (
 	timerExtend
 	timerWake
 	timerPassivate
+	timerStartSlot
 )
 
 // step is where a unit resumes after a failure.
@@ -382,6 +383,9 @@ func (u *unitActor) Receive(ctx actor.Context) {
 		}
 		u.started = u.node.env.Clock.Now()
 		u.busyAt = u.started
+		if u.slot != nil && u.slot.Load() {
+			u.after(ctx, u.node.tuning.StartSlotFor, timerStartSlot)
+		}
 		u.becomeStarting(noRetryAt)
 		u.node.env.trace("started", u.id, "")
 		if len(u.part.Parents) > 0 && !u.spec.isQueue() {
@@ -482,6 +486,8 @@ func (u *unitActor) onTimer(ctx actor.Context, k timerKind) {
 		u.onWakeSafety(ctx)
 	case timerPassivate:
 		u.onPassivateTimer(ctx)
+	case timerStartSlot:
+		u.releaseStart() // still starting after StartSlotFor: a hung step holds no slot
 	}
 }
 

@@ -99,9 +99,11 @@ func (u *unitActor) armPassivate(ctx actor.Context) {
 		return
 	}
 	d := u.busyAt.Add(u.node.tuning.PassivateAfter).Sub(u.now())
-	if d <= 0 || u.node.starts.contended() {
-		// idle long enough, or units wait to start: an idle actor makes
-		// room for them (startgate.go)
+	if d <= 0 || (u.busyAt.Equal(u.started) && u.node.starts.contended()) {
+		// idle long enough, or units wait to start and this one has
+		// received nothing since its own start: its actor makes room for
+		// them (startgate.go); a unit that has had messages waits its
+		// PassivateAfter as ever
 		u.tryPassivate(ctx)
 		return
 	}

@@ -97,8 +97,8 @@ func (r SimResult) OK() bool {
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units;
 //   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go);
-//   - (drawn apart too) at most 1 to 3 units of a node starting at once
-//     (Tuning.MaxStarting), on 4 seeds of 10.
+//   - (drawn apart too) at most 1 to 3 (or 8 to 32) units of a node
+//     starting at once (Tuning.MaxStarting), on 4 seeds of 10.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -118,10 +118,15 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	tuning.PassivateAfter = 50*time.Millisecond + time.Duration(rngPassive.IntN(2950))*time.Millisecond
 	// And the bound on units starting at once (Tuning.MaxStarting): on 4
 	// seeds of 10, 1 to 3 slots a node, so that starts queue behind each
-	// other through every fault above.
+	// other through every fault above, or (one seed in 4 of those) 8 to
+	// 32, so that a release tells the waiting supervisors only once an
+	// eighth of the slots are free.
 	rngStart := rand.New(rand.NewPCG(seed^0x57a, seed+0x57b))
 	if rngStart.IntN(10) < 4 {
 		tuning.MaxStarting = 1 + rngStart.IntN(3)
+		if rngStart.IntN(4) == 0 {
+			tuning.MaxStarting = 8 + rngStart.IntN(25)
+		}
 	}
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning,
 		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
