@@ -168,6 +168,15 @@ CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
 		sql: `
 ALTER TABLE drover_checkpoints ADD COLUMN stream_id TEXT NOT NULL DEFAULT '';
 `,
+	}, {
+		version: 7,
+		name:    "seek requested at",
+		// When a control row's newest seek was asked for (unix
+		// nanoseconds, UTC; 0: none): a seek pending longer than the
+		// node's seek expiry is marked done, expired, never carried out.
+		sql: `
+ALTER TABLE drover_controls ADD COLUMN seek_requested_at INTEGER NOT NULL DEFAULT 0;
+`,
 	}}
 }
 
