@@ -132,3 +132,23 @@ func (n nodeStore) ListControls(ctx context.Context) ([]persistence.Control, err
 	}
 	return n.auditStore.ListControls(ctx)
 }
+
+// ExpireSeek meets the store's faults as ListControls does.
+func (a *auditStore) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	if a.down != nil {
+		return false, a.down
+	}
+	if a.failNext["controls"] > 0 {
+		a.failNext["controls"]--
+		return false, fmt.Errorf("controls: %w", persistence.ErrInjected)
+	}
+	return a.Store.ExpireSeek(ctx, e)
+}
+
+// ExpireSeek fails while the node is cut off from the store.
+func (n nodeStore) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	if err := n.cutErr(); err != nil {
+		return false, err
+	}
+	return n.auditStore.ExpireSeek(ctx, e)
+}

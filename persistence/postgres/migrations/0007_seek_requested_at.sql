@@ -23,3 +23,7 @@ BEGIN
     RETURN p_id;
 END
 $$;
+
+-- A seek pending from before this step counts as asked at its row's last
+-- change.
+UPDATE drover_controls SET seek_requested_at = updated_at WHERE seek <> '';
