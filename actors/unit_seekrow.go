@@ -37,8 +37,18 @@ import (
 // broker refuses (a position it does not hold) is marked done by a fenced
 // batch of only SeekDone, its error in last_seek and the audit table, so
 // that it is not tried again at every round. A seek with an id first
-// reads the table under the lease (seekJob.alreadyDone): a view read
-// before another owner's commit may show a seek done since.
+// reads its row under the lease (seekJob.checkRow): a view read before
+// another owner's commit may show a seek done since.
+//
+// Seeks expire (Tuning.SeekExpiry, node.seek_expiry): checkRow refuses a
+// seek asked longer ago than the expiry (the row's seek_requested_at
+// against the node's clock when the seek began) and marks it done,
+// expired, under the lease; a seek no owner carries out (its unit does
+// not exist, its source is gone) is marked done, expired, by any node's
+// renewal round SeekExpiryGrace after that (expireSeeks,
+// Controls.ExpireSeek). A seek's fenced mark fails on a row that marks it
+// done already (persistence.ErrSeekDone), so an expired seek never
+// commits, however the marks race.
 
 // pendingSeek is unit's control row when it has a seek this node has not
 // carried out yet.
