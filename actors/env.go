@@ -158,7 +158,15 @@ type Tuning struct {
 	// under its lease), and any node marks one still pending
 	// SeekExpiryGrace later done, expired (unit_seekrow.go).
 	SeekExpiry time.Duration
+	// MaxStarting bounds the units of the node starting at once: spawned
+	// and not yet at their first fetch (startgate.go). The others
+	// wait for a slot in their supervisor; while some wait, idle units
+	// passivate at once. 0: DefaultMaxStarting; negative: no bound.
+	MaxStarting int
 }
+
+// DefaultMaxStarting is Tuning.MaxStarting's default.
+const DefaultMaxStarting = 256
 
 // DefaultSeekExpiry is Tuning.SeekExpiry's default.
 const DefaultSeekExpiry = 5 * time.Minute
@@ -194,6 +202,9 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.WakeSafety, 30*time.Second)
 	def(&t.PassivateAfter, DefaultPassivateAfter)
 	def(&t.SeekExpiry, DefaultSeekExpiry)
+	if t.MaxStarting == 0 {
+		t.MaxStarting = DefaultMaxStarting
+	}
 	return t
 }
 

@@ -82,6 +82,8 @@ type nodeEnv struct {
 	// controls is the node's view of the controls table (controls.go);
 	// nil pauses nothing.
 	controls *controlView
+	// starts bounds the units starting at once (Tuning.MaxStarting).
+	starts *startGate
 	// observePhase, when set, is told every phase transition of a unit
 	// (on its mailbox). Only the unit scripts set it, to show and count
 	// the transitions they cover.
@@ -147,6 +149,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	shared := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx,
 		controls: newControlView()}
 	shared.env.Logger = logger
+	shared.starts = newStartGate(max(shared.tuning.MaxStarting, 0))
 	shared.metrics = env.Metrics
 	if shared.metrics == nil {
 		shared.metrics = noMetrics{}

@@ -41,6 +41,13 @@ func newPassiveWorld(t *testing.T, parts int, tweak ...func(*Tuning)) *passiveWo
 // openReaders) from the first one on.
 func newPassiveWorldOf(t *testing.T, parts int, deaf bool, tweak ...func(*Tuning)) *passiveWorld {
 	t.Helper()
+	return newPassiveWorldFailing(t, parts, deaf, nil, tweak...)
+}
+
+// newPassiveWorldFailing is newPassiveWorldOf whose readers' opens fail
+// with failOpen's error (nil: they do not).
+func newPassiveWorldFailing(t *testing.T, parts int, deaf bool, failOpen func(string) error, tweak ...func(*Tuning)) *passiveWorld {
+	t.Helper()
 	tuning := Tuning{WakeSafety: time.Hour, PassivateAfter: 50 * time.Millisecond, RenewInterval: 100 * time.Millisecond,
 		TakeoverMargin: 100 * time.Millisecond, LeaseLostPause: 100 * time.Millisecond}
 	for _, f := range tweak {
@@ -48,7 +55,7 @@ func newPassiveWorldOf(t *testing.T, parts int, deaf bool, tweak ...func(*Tuning
 	}
 	w := &passiveWorld{t: t, ex: &exec.Goroutines{}}
 	w.st, _ = memory.NewStream(memory.StreamConfig{Partitions: parts})
-	w.open = &openReaders{Stream: w.st, deaf: deaf}
+	w.open = &openReaders{Stream: w.st, deaf: deaf, failOpen: failOpen}
 	w.store = memstore.New(memstore.Config{})
 	n, err := Start(Env{Node: "n1", Clock: clock.Real{}, Rand: NewRand(1), Executor: w.ex, Store: w.store,
 		Membership: static{[]placement.Member{{Name: "n1", State: placement.StateAlive}}},
@@ -75,9 +82,16 @@ type openReaders struct {
 	// deaf: the readers' Wakers miss every call but the one made at once
 	// (a broker that misses calls, which WakeSafety guards against).
 	deaf bool
+	// failOpen, when set, is the error of every open of its partition.
+	failOpen func(partition string) error
 }
 
 func (s *openReaders) Open(ctx context.Context, partition string, start brokers.Start) (brokers.Reader, error) {
+	if s.failOpen != nil {
+		if err := s.failOpen(partition); err != nil {
+			return nil, err
+		}
+	}
 	r, err := s.OpenReader(ctx, partition, start)
 	if err != nil {
 		return nil, err

@@ -59,10 +59,13 @@ type supervisor struct {
 	children    map[string]*child // by unit id
 	byPID       map[string]*child // by pid id
 	pidPeak     int               // byPID's most entries since it was last compacted
-	draining    bool
-	drained     bool
-	ended       atomic.Bool // stopped or restarting: timers and results are stale
-	restarting  bool        // ended to restart (failed), not to stop
+	// queued are the units the last reconcile wants started but found no
+	// start slot for (startgate.go), in unit order; started as slots free.
+	queued     []string
+	draining   bool
+	drained    bool
+	ended      atomic.Bool // stopped or restarting: timers and results are stale
+	restarting bool        // ended to restart (failed), not to stop
 
 	sweepT  clock.Timer // the passive units' safety sweep (supervisor_passive.go)
 	sweepAt time.Time
@@ -97,6 +100,8 @@ type child struct {
 	// nil).
 	handoff passiveHandoff
 	passive *passiveUnit
+	// slot: the unit holds one of the node's start slots (startgate.go).
+	slot startSlot
 }
 
 // Why a unit stopped itself.
@@ -217,6 +222,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.onSeek(ctx, m)
 	case *restartDue:
 		s.onRestartDue(ctx, m)
+	case *startSlotsFree:
+		s.startQueued(ctx)
 	case *reconcileTick:
 		if m.from != s {
 			return
@@ -273,6 +280,8 @@ func (s *supervisor) end() {
 	}
 	s.cancel()
 	s.ended.Store(true)
+	s.queued = nil
+	s.node.starts.wait(s.self, 0) // none of its units waits to start now
 	s.dropPassive(!s.restarting)
 	for _, t := range []clock.Timer{s.discovery, s.reconcileAt, s.qTimer, s.sweepT} {
 		if t != nil {

@@ -71,6 +71,7 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 	}
 	// start what we should own
 	now := s.node.env.Clock.Now()
+	s.queued = s.queued[:0]
 	for _, u := range slices.Sorted(maps.Keys(want)) {
 		if _, ok := s.children[u]; ok {
 			continue
@@ -84,8 +85,35 @@ func (s *supervisor) reconcile(ctx actor.Context) {
 			}
 			delete(s.cooldown, u)
 		}
-		s.recordPlacement(events.KindAssigned, u)
-		s.spawn(ctx, u)
+		s.queued = append(s.queued, u)
+	}
+	s.startQueued(ctx)
+}
+
+// startQueued spawns the queued units while the node has start slots for
+// them (startgate.go), and waits for slots for the rest.
+func (s *supervisor) startQueued(ctx actor.Context) {
+	for {
+		started := 0
+		for _, u := range s.queued {
+			if _, ok := s.children[u]; ok {
+				started++
+				continue // started meanwhile (a passive unit's record, a reconcile)
+			}
+			if !s.node.starts.take() {
+				break
+			}
+			started++
+			s.recordPlacement(events.KindAssigned, u)
+			s.spawn(ctx, u, s.node.starts.bounded())
+		}
+		s.queued = s.queued[:copy(s.queued, s.queued[started:])]
+		if !s.node.starts.wait(ctx.Self(), len(s.queued)) {
+			break
+		}
+	}
+	if len(s.queued) == 0 && cap(s.queued) > compactMin {
+		s.queued = nil // the room a start wave grew it to
 	}
 }
 
@@ -118,9 +146,12 @@ func (s *supervisor) eligibleUnits() []string {
 // unitsChanged is called after every change of units or finished.
 func (s *supervisor) unitsChanged() { s.eligibleSorted = nil }
 
-func (s *supervisor) spawn(ctx actor.Context, unit string) {
+// spawn starts unit's actor; slot: with one of the node's start slots
+// (startgate.go), which the unit gives back.
+func (s *supervisor) spawn(ctx actor.Context, unit string, slot bool) {
 	// the entry first: the child may write its status before spawn returns
 	c := &child{unit: unit, gen: s.node.reg.addUnit(s.spec.Name, unit)}
+	c.slot.Store(slot) // before the actor runs: it may give the slot back at once
 	s.children[unit] = c
 	s.spawnChild(ctx, c, nil)
 }
@@ -149,6 +180,7 @@ func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 			u.staleFinish = stale
 			u.exit = &c.exit
 			u.handoff = &c.handoff
+			u.slot = &c.slot
 			// restarted after it failed: its first success is a recovery
 			u.recovering = c.failed.Load()
 			// the record is for the first instance only: a restart starts anew
@@ -218,6 +250,7 @@ func (s *supervisor) onTerminated(ctx actor.Context, pid *actor.PID) {
 		return
 	}
 	ctx.Send(pid, forgetProcess{})
+	s.releaseSlot(ctx, c)
 	delete(s.byPID, pid.Id)
 	s.byPID, s.pidPeak = compacted(s.byPID, s.pidPeak)
 	if c.exit.Load() == exitPassive {

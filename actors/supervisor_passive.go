@@ -188,6 +188,9 @@ func (s *supervisor) dropPassive(stopped bool) {
 // dropHandoff ends the record of a unit that passivated while this
 // instance stopped or restarted (its Terminated came after the end).
 func (s *supervisor) dropHandoff(pid *actor.PID, stopped bool) {
+	if c, ok := s.byPID[pid.Id]; ok {
+		s.releaseSlot(s.node.root(), c)
+	}
 	if c, ok := s.byPID[pid.Id]; ok && c.exit.Load() == exitPassive {
 		if r := c.handoff.Swap(nil); r != nil {
 			s.endPassive(c, r, stopped)

@@ -79,7 +79,10 @@ type unitActor struct {
 	// record, when set, is the record the actor is spawned from
 	// (unit_passive.go).
 	handoff *passiveHandoff
-	record  *passiveUnit
+	// slot is the child's start slot (startgate.go): released at the first
+	// fetch's start, a wait, a failure, a pause, a stop or the actor's end.
+	slot   *startSlot
+	record *passiveUnit
 
 	incarnation *incarnation // this instance's jobs and timers
 

@@ -30,6 +30,9 @@ func (u *unitActor) fetch(ctx actor.Context) {
 	if u.pauseBeforeFetch() {
 		return
 	}
+	// started: a fetch that waits for messages (a long poll) must not
+	// hold a start slot (startgate.go)
+	u.releaseStart()
 	u.cancelFetch = u.runMainJob(ctx, "fetch", u.fetchJob(false, 0))
 }
 

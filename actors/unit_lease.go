@@ -48,6 +48,7 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 			u.finishStop(ctx, false) // nothing is held yet: stop now, not at the next look
 			return
 		}
+		u.releaseStart() // waiting for its parents: no slot meanwhile
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
 		u.waitNoteShown = true
 		now := u.now()
@@ -90,6 +91,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 				u.finishStop(ctx, false)
 				return
 			}
+			u.releaseStart() // waiting for its holder: no slot meanwhile
 			msg := r.err.Error()
 			u.waitNoteShown = true
 			now := u.now()

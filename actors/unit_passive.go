@@ -99,7 +99,9 @@ func (u *unitActor) armPassivate(ctx actor.Context) {
 		return
 	}
 	d := u.busyAt.Add(u.node.tuning.PassivateAfter).Sub(u.now())
-	if d <= 0 {
+	if d <= 0 || u.node.starts.contended() {
+		// idle long enough, or units wait to start: an idle actor makes
+		// room for them (startgate.go)
 		u.tryPassivate(ctx)
 		return
 	}

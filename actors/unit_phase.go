@@ -106,6 +106,9 @@ func (u *unitActor) become(to unitPhase, more func(*UnitStatus)) {
 		observe(u.id, u.phase, to)
 	}
 	u.phase = to
+	if to >= phaseRetrying {
+		u.releaseStart() // failed, paused or stopping: no longer starting
+	}
 	u.show(to, more)
 }
 

@@ -102,6 +102,7 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 		return
 	}
 	u.incarnation.end()
+	u.releaseStart()
 	u.endSeek()
 	u.cancelWake()
 	for _, t := range []clock.Timer{u.retryTimer, u.stopTimer, u.extendTimer} {

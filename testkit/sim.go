@@ -99,7 +99,9 @@ func (r SimResult) OK() bool {
 //   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go),
 //     and a seek of a partition not there yet that may expire before the
 //     partition appears (drawExpiringSeek: an expired seek is never
-//     carried out).
+//     carried out);
+//   - (drawn apart too) at most 1 to 3 units of a node starting at once
+//     (Tuning.MaxStarting), on 4 seeds of 10.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -118,6 +120,13 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rngPassive := rand.New(rand.NewPCG(seed^0x5a5, seed+0x5a6))
 	tuning.PassivateAfter = 50*time.Millisecond + time.Duration(rngPassive.IntN(2950))*time.Millisecond
 	tuning.SeekExpiry = simSeekExpiry
+	// And the bound on units starting at once (Tuning.MaxStarting): on 4
+	// seeds of 10, 1 to 3 slots a node, so that starts queue behind each
+	// other through every fault above.
+	rngStart := rand.New(rand.NewPCG(seed^0x57a, seed+0x57b))
+	if rngStart.IntN(10) < 4 {
+		tuning.MaxStarting = 1 + rngStart.IntN(3)
+	}
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning,
 		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
 	if err != nil {
@@ -163,6 +172,9 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		step(0, "idle units fetch unwoken after %s", tuning.WakeSafety)
 	}
 	step(0, "idle units passivate after %s", tuning.PassivateAfter)
+	if tuning.MaxStarting > 0 {
+		step(0, "at most %d units of a node start at once", tuning.MaxStarting)
+	}
 	if refuse {
 		for _, src := range []string{"orders", "jobs", "extra"} {
 			c.StoreFaults().RefuseDocs(src, seqMultipleOf13)

@@ -28,7 +28,7 @@ func TestChaos(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var out syncbuf.Buffer
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, StoreURL: url, ProxyStore: true, Partitions: 6,
+	c, err := startCluster(t, Config{Dir: t.TempDir(), Binary: binary, StoreURL: url, ProxyStore: true, Partitions: 6,
 		Log: teeLog{t: t, b: &out}})
 	if err != nil {
 		t.Fatal(err)

@@ -69,6 +69,9 @@ type Cluster struct {
 	log   io.Writer
 	mu    sync.Mutex
 	added []string // audit sources added by AddAuditSource, in order
+	// ports holds the gossip and debug ports picked for the nodes against
+	// other freeport users until Close (nodes restart on them).
+	ports []*freeport.Reservation
 
 	closeOnce sync.Once
 }
@@ -94,6 +97,9 @@ type Node struct {
 	cmd        *exec.Cmd
 	done       chan struct{}
 	exitErr    error
+	// stopped is set when the demo signals the process: an exit without
+	// it is unexpected, and reported with the tail of the node's log.
+	stopped bool
 }
 
 // Start starts Kafka and writes the node configs; StartNode starts each.
@@ -143,12 +149,12 @@ func Start(cfg Config) (*Cluster, error) {
 		c.Close()
 		return nil, err
 	}
-	gossip, err := ports(cfg.GossipPort, cfg.Nodes)
+	gossip, err := c.pickPorts(cfg.GossipPort, cfg.Nodes)
 	if err != nil {
 		c.Close()
 		return nil, err
 	}
-	debug, err := ports(cfg.DebugPort, cfg.Nodes)
+	debug, err := c.pickPorts(cfg.DebugPort, cfg.Nodes)
 	if err != nil {
 		c.Close()
 		return nil, err
@@ -334,8 +340,11 @@ sources:
 		c.auditConfig("audit", n.auditExtra) + c.queueConfig() + c.addedConfig(n) + extra
 }
 
-// ports returns n ports from first on, or n free ones when first is 0.
-func ports(first, n int) ([]int, error) {
+// pickPorts returns n ports from first on, or, when first is 0, n free
+// ones reserved until Close (see package freeport: outside the kernel's
+// ephemeral range, so that no other process's port 0 or connection takes
+// one before, or between two runs of, the node that binds it).
+func (c *Cluster) pickPorts(first, n int) ([]int, error) {
 	out := make([]int, n)
 	if first > 0 {
 		for i := range out {
@@ -343,11 +352,12 @@ func ports(first, n int) ([]int, error) {
 		}
 		return out, nil
 	}
-	free, err := freeport.Take(n)
+	r, err := freeport.Reserve(n)
 	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	return free, nil
+	c.ports = append(c.ports, r)
+	return r.Ports(), nil
 }
 
 // storeHostPort is the host:port of a postgres:// store URL with one
@@ -442,14 +452,21 @@ func (c *Cluster) StartNode(n *Node) error {
 		logf.Close()
 		return fmt.Errorf("demo: start %s: %w", n.Name, err)
 	}
-	n.cmd, n.done, n.exitErr = cmd, make(chan struct{}), nil
+	n.cmd, n.done, n.exitErr, n.stopped = cmd, make(chan struct{}), nil, false
 	done := n.done
 	go func() {
 		err := cmd.Wait()
 		logf.Close()
 		n.mu.Lock()
 		n.exitErr = err
+		expected := n.stopped
 		n.mu.Unlock()
+		if !expected {
+			// the log may live in a temporary folder that is gone by
+			// the time anyone asks why the node is missing
+			fmt.Fprintf(c.log, "%s (pid %d) exited without being stopped by the demo: %s; its log ends:\n%s\n",
+				n.Name, cmd.Process.Pid, exitText(err), n.LogTail(logTailLines))
+		}
 		close(done)
 	}()
 	fmt.Fprintf(c.log, "started %s (pid %d): debug http://%s/debug/  log %s\n", n.Name, cmd.Process.Pid, n.DebugAddr, n.LogPath)
@@ -493,11 +510,20 @@ func (c *Cluster) Term(n *Node, limit time.Duration) error {
 func (c *Cluster) signal(n *Node, sig syscall.Signal, limit time.Duration) error {
 	n.mu.Lock()
 	cmd, done := n.cmd, n.done
+	n.stopped = cmd != nil
 	n.mu.Unlock()
 	if cmd == nil {
 		return fmt.Errorf("demo: %s never started", n.Name)
 	}
 	if err := cmd.Process.Signal(sig); err != nil {
+		if errors.Is(err, os.ErrProcessDone) {
+			select { // it has exited: Wait returns soon if it has not yet
+			case <-done:
+			case <-time.After(limit):
+			}
+			return fmt.Errorf("demo: signal %s: %w: it had exited by itself (%s); its log ends:\n%s",
+				n.Name, err, exitText(n.ExitError()), n.LogTail(logTailLines))
+		}
 		return fmt.Errorf("demo: signal %s: %w", n.Name, err)
 	}
 	select {
@@ -544,5 +570,8 @@ func (c *Cluster) close() {
 	}
 	if c.q != nil {
 		c.q.close()
+	}
+	for _, r := range c.ports {
+		r.Release()
 	}
 }

@@ -170,7 +170,7 @@ func threeNodes(t *testing.T, storeURL string) {
 func TestFirstNodeRestartedWithEmptyJoinMergesBack(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	c, err := Start(Config{Dir: t.TempDir(), Binary: binary, Partitions: 6, Log: testLog{t},
+	c, err := startCluster(t, Config{Dir: t.TempDir(), Binary: binary, Partitions: 6, Log: testLog{t},
 		Join: func(i int, gossip []string) []string {
 			if i == 0 {
 				return nil
@@ -300,7 +300,7 @@ func startConvergedWith(t *testing.T, ctx context.Context, cfg Config, prepare f
 		cfg.Dir = t.TempDir()
 	}
 	cfg.Binary, cfg.Log = binary, testLog{t}
-	c, err := Start(cfg)
+	c, err := startCluster(t, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -393,15 +393,32 @@ func dumpLogs(c *Cluster, err error) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v", err)
 	for _, n := range c.Nodes() {
-		data, _ := os.ReadFile(n.LogPath)
-		lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-		if len(lines) > 15 {
-			lines = lines[len(lines)-15:]
-		}
-		fmt.Fprintf(&b, "\n--- %s\n%s", n.Name, strings.Join(lines, "\n"))
+		fmt.Fprintf(&b, "\n--- %s\n%s", n.Name, n.LogTail(15))
 	}
 	return fmt.Errorf("%s", b.String())
 }
+
+// startCluster is Start for a test: when the test fails, its log gets
+// the tail of every node's log before t.TempDir (registered earlier, so
+// removed later) takes the logs away.
+func startCluster(t *testing.T, cfg Config) (*Cluster, error) {
+	t.Helper()
+	c, err := Start(cfg)
+	if err != nil {
+		return nil, err
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		for _, n := range c.Nodes() {
+			t.Logf("--- %s's log (last %d lines; the test failed)\n%s", n.Name, failedLogLines, n.LogTail(failedLogLines))
+		}
+	})
+	return c, nil
+}
+
+const failedLogLines = 80
 
 type testLog struct{ t *testing.T }
 

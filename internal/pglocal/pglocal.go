@@ -32,9 +32,12 @@ var ErrUnavailable = errors.New("no local PostgreSQL to run")
 
 // Cluster is one throwaway cluster.
 type Cluster struct {
-	bin    string     // directory of initdb and pg_ctl
-	dir    string     // the cluster's temporary directory
-	port   int        // chosen by the first Start, kept by the next ones
+	bin  string // directory of initdb and pg_ctl
+	dir  string // the cluster's temporary directory
+	port int    // chosen by the first Start, kept by the next ones
+	// held reserves port against other freeport users until Remove,
+	// also while the server is stopped between two Starts.
+	held   *freeport.Reservation
 	runAs  bool       // run the binaries as the postgres user (we are root)
 	pgUser *user.User // that user, when runAs
 	// MaxConnections is the server's max_connections (default 200).
@@ -115,12 +118,15 @@ func (c *Cluster) Start(ctx context.Context) error {
 	}
 	var err error
 	for try := 0; ; try++ {
-		if c.port, err = freePort(); err != nil {
+		if c.held, err = freeport.Reserve(1); err != nil {
 			return err
 		}
+		c.port = c.held.Ports()[0]
 		if err = c.start(ctx); err == nil {
 			return nil
 		}
+		c.held.Release()
+		c.held = nil
 		if try == 2 || !strings.Contains(err.Error(), "already in use") {
 			c.port = 0
 			return err
@@ -145,6 +151,9 @@ func (c *Cluster) Remove() error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	errs := []error{c.Stop(ctx)}
+	if c.held != nil {
+		c.held.Release()
+	}
 	if err := os.RemoveAll(c.dir); err != nil {
 		errs = append(errs, fmt.Errorf("remove %s: %w", c.dir, err))
 	}
@@ -216,12 +225,4 @@ func (c *Cluster) run(ctx context.Context, name string, args ...string) ([]byte,
 	cmd.WaitDelay = 10 * time.Second
 	err := cmd.Run()
 	return bytes.TrimSpace(out.Bytes()), err
-}
-
-func freePort() (int, error) {
-	ps, err := freeport.Take(1)
-	if err != nil {
-		return 0, err
-	}
-	return ps[0], nil
 }
