@@ -47,9 +47,11 @@ type controlView struct {
 
 	// done is, per unit, the newest control-row seek this node's actors
 	// carried out or marked done: a view read before that commit may
-	// still show it pending (unit_seekrow.go).
+	// still show it pending (unit_seekrow.go). told is, per unit with a
+	// seek pending, the newest seek id its unit was told of (tell-once).
 	doneMu sync.Mutex
 	done   map[string]int64
+	told   map[string]int64
 }
 
 // pausedSet is one view: the paused sources and units.
@@ -85,13 +87,13 @@ func (c *controlView) paused(source, unit string) bool {
 	return p.sources[source] || p.units[unit]
 }
 
-// set makes cs the view; it reports whether what is paused changed, or
-// some seek is pending (its owner looks again at every read until it is
-// done).
-func (c *controlView) set(cs []persistence.Control) bool {
+// set makes cs the view; it returns what to tell (nil: nothing): every
+// unit when what is paused changed, else only the units with a seek
+// pending that this node has not told of yet (tell-once, unit_seekrow.go).
+func (c *controlView) set(cs []persistence.Control) *controlsChanged {
 	n := &pausedSet{sources: map[string]bool{}, units: map[string]bool{}}
 	for _, x := range cs {
-		if x.Unit != "" && x.Seek != "" && x.SeekID > x.SeekDoneID {
+		if x.PendingSeek() {
 			if n.seeks == nil {
 				n.seeks = map[string]persistence.Control{}
 			}
@@ -107,20 +109,28 @@ func (c *controlView) set(cs []persistence.Control) bool {
 	}
 	c.gen.Add(1)
 	old := c.v.Swap(n)
-	return old == nil || old.unknown || !maps.Equal(old.sources, n.sources) || !maps.Equal(old.units, n.units) ||
-		len(n.seeks) > 0 || len(old.seeks) > 0
+	m := &controlsChanged{all: old == nil || old.unknown || !maps.Equal(old.sources, n.sources) || !maps.Equal(old.units, n.units)}
+	m.seeks = c.tell(n.seeks)
+	if !m.all && len(m.seeks) == 0 {
+		return nil
+	}
+	return m
 }
 
 // controlsChanged tells the node actor, its supervisors and their units
-// that the control view changed.
-type controlsChanged struct{}
+// that the control view changed: all of them (all), or the units of seeks
+// (their ids, sorted) only.
+type controlsChanged struct {
+	all   bool
+	seeks []string
+}
 
 // SetControls applies cs, the whole controls table as just read, at once
 // (the node that writes a control calls it; the others read the table at
 // their next renewal round). Safe from any goroutine.
 func (n *Node) SetControls(cs []persistence.Control) {
-	if n.node.controls.set(cs) {
-		n.node.system.Root.Send(n.root, &controlsChanged{})
+	if m := n.node.controls.set(cs); m != nil {
+		n.node.system.Root.Send(n.root, m)
 	}
 }
 
@@ -132,33 +142,45 @@ type controlsRead struct {
 }
 
 // readControls returns the read of the controls table for a job that
-// begins now (nil for a node with no view: the unit scripts').
+// begins now (nil for a node with no view: the unit scripts'). The read
+// also marks done, expired, the seeks pending past the expiry and its
+// grace (expireSeeks).
 func readControls(e *nodeEnv) func(context.Context) *controlsRead {
 	if e.controls == nil {
 		return nil
 	}
-	gen, store := e.controls.gen.Load(), e.env.Store
+	gen, store, now := e.controls.gen.Load(), e.env.Store, e.env.Clock.Now()
+	expiry, node := e.tuning.SeekExpiry, e.env.Node
 	return func(c context.Context) *controlsRead {
 		rows, err := store.ListControls(c)
+		if err == nil {
+			expireSeeks(c, store, rows, now, expiry, node)
+		}
 		return &controlsRead{gen: gen, rows: rows, err: err}
 	}
 }
 
 // applyRead sets what a round or the start-up sweep read, unless a newer
-// view was set since it began; it reports whether the view changed.
-func (c *controlView) applyRead(r *controlsRead) bool {
+// view was set since it began; it returns what to tell (nil: nothing).
+func (c *controlView) applyRead(r *controlsRead) *controlsChanged {
 	if c == nil || r == nil || r.err != nil || c.gen.Load() != r.gen {
-		return false
+		return nil
 	}
 	return c.set(r.rows)
 }
 
-// onControls tells the supervisor's units of a change of the view; a
-// passive unit now paused is activated, so that its actor shows it paused.
-func (s *supervisor) onControls(ctx actor.Context) {
-	for _, u := range slices.Sorted(maps.Keys(s.children)) {
+// onControls tells the supervisor's units of a change of the view (those
+// m is for); a passive unit now paused is activated, so that its actor
+// shows it paused.
+func (s *supervisor) onControls(ctx actor.Context, m *controlsChanged) {
+	units := m.seeks
+	if m.all {
+		units = slices.Sorted(maps.Keys(s.children))
+	}
+	for _, u := range units {
 		c := s.children[u]
 		switch {
+		case c == nil:
 		case c.passive != nil:
 			if row, ok := s.node.controls.pendingSeek(c.unit); ok && c.passive.seek == nil && !s.spec.isQueue() {
 				c.passive.seek = rowSeek(row)
@@ -167,7 +189,7 @@ func (s *supervisor) onControls(ctx actor.Context) {
 				s.activate(ctx, c, resumeFetch)
 			}
 		case c.pid != nil:
-			ctx.Send(c.pid, &controlsChanged{})
+			ctx.Send(c.pid, m)
 		}
 	}
 }
@@ -187,6 +209,7 @@ func (u *unitActor) pauseBeforeFetch() bool {
 // idle on its Waker that is now paused pauses at once (others pause at
 // their next fetch, once what they fetched is applied).
 func (u *unitActor) onControls(ctx actor.Context) {
+	u.node.env.trace("controls-told", u.id, "")
 	defer u.pickUpSeek(ctx) // a control-row seek (unit_seekrow.go)
 	paused := u.node.controls.paused(u.spec.Name, u.id)
 	switch {

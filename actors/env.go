@@ -151,6 +151,13 @@ type Tuning struct {
 	PassivateAfter time.Duration
 	// NoPassivate keeps idle units' actors (no passivation).
 	NoPassivate bool
+	// SeekExpiry bounds how long a seek asked through the controls table
+	// may wait for its unit's owner (node.seek_expiry, default 5 min,
+	// counted from the row's seek_requested_at on the node's clock): an
+	// owner never carries out an older one (it marks it done, expired,
+	// under its lease), and any node marks one still pending
+	// SeekExpiryGrace later done, expired (unit_seekrow.go).
+	SeekExpiry time.Duration
 	// MaxStarting bounds the units of the node starting at once: spawned
 	// and not yet at their first fetch (startgate.go). The others
 	// wait for a slot in their supervisor; while some wait, idle units
@@ -165,6 +172,14 @@ type Tuning struct {
 
 // DefaultMaxStarting is Tuning.MaxStarting's default.
 const DefaultMaxStarting = 256
+
+// DefaultSeekExpiry is Tuning.SeekExpiry's default.
+const DefaultSeekExpiry = 5 * time.Minute
+
+// SeekExpiryGrace is how long past Tuning.SeekExpiry a pending seek waits
+// for its unit's owner to mark it expired under its lease before any node
+// marks it (Controls.ExpireSeek): the owner's mark shows in its tree.
+const SeekExpiryGrace = 30 * time.Second
 
 // DefaultPassivateAfter is Tuning.PassivateAfter's default.
 const DefaultPassivateAfter = 5 * time.Second
@@ -192,6 +207,7 @@ func (t Tuning) withDefaults() Tuning {
 	def(&t.WakeSafety, 30*time.Second)
 	def(&t.PassivateAfter, DefaultPassivateAfter)
 	def(&t.StartSlotFor, 10*time.Second)
+	def(&t.SeekExpiry, DefaultSeekExpiry)
 	if t.MaxStarting == 0 {
 		t.MaxStarting = DefaultMaxStarting
 	}

@@ -384,9 +384,9 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		}
 		return
 	}
-	if l.node.controls.applyRead(d.controls) {
+	if m := l.node.controls.applyRead(d.controls); m != nil {
 		if node := l.node.nodePID.Load(); node != nil {
-			ctx.Send(node, &controlsChanged{})
+			ctx.Send(node, m)
 		}
 	}
 	if l.failing > 0 {

@@ -200,7 +200,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *storeBack:
 		s.restartWaiting(ctx)
 	case *controlsChanged:
-		s.onControls(ctx)
+		s.onControls(ctx, m)
 	case *drain:
 		s.draining = true
 		s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.State = StateStopping })

@@ -428,6 +428,9 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 		u.becomeRunning()
 	}
 	u.fetch(ctx)
+	// a seek of the controls table told before the unit could seek (it
+	// is told once: unit_seekrow.go)
+	u.pickUpSeek(ctx)
 }
 
 // setCheckpoint records the stored checkpoint and the last applied

@@ -67,6 +67,10 @@ var (
 	// ErrSeekConflict: the unit cannot seek in its state now (no lease
 	// yet, stopping, restarting, another seek in progress); ask again.
 	ErrSeekConflict = errors.New("unit cannot seek now")
+	// ErrSeekExpired: a seek of the controls table waited longer than
+	// the seek expiry (Tuning.SeekExpiry) for its unit's owner: it is
+	// marked done and never carried out.
+	ErrSeekExpired = errors.New("seek expired")
 )
 
 // seekUnit carries a Seek to its unit.
@@ -221,7 +225,8 @@ func (u *unitActor) startSeek(ctx actor.Context) {
 	u.held = nil             // a stream batch that failed: the new checkpoint says what is read
 	u.closeConn()
 	j := seekJob{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease, target: m.target,
-		id: m.ID, bad: m.bad, from: u.checkpoint, to: m.To, by: m.By, reason: m.Reason}
+		id: m.ID, bad: m.bad, from: u.checkpoint, to: m.To, by: m.By, reason: m.Reason,
+		now: u.now(), expiry: u.node.tuning.SeekExpiry}
 	u.runMainJob(ctx, "seek", j.run)
 }
 
@@ -240,6 +245,10 @@ type seekJob struct {
 	id                   int64
 	bad                  error
 	from, to, by, reason string
+	// now is when the seek began, on the node's clock; a seek with an id
+	// older than expiry then is not carried out (checkRow).
+	now    time.Time
+	expiry time.Duration
 }
 
 type seekResult struct {
@@ -253,11 +262,11 @@ type seekResult struct {
 
 func (j seekJob) run(c context.Context) any {
 	if j.bad != nil {
-		return j.markRefused(c, seekResult{err: fmt.Errorf("%w: %w", brokers.ErrBadSeek, j.bad)})
+		return j.markDone(c, seekResult{err: fmt.Errorf("%w: %w", brokers.ErrBadSeek, j.bad)}, "refused")
 	}
 	if j.id != 0 {
-		if done, err := j.alreadyDone(c); err != nil || done {
-			return seekResult{err: err, already: done}
+		if r, ok := j.checkRow(c); !ok {
+			return r
 		}
 	}
 	// The stream's incarnation first, as a start is recorded (record):
@@ -272,7 +281,7 @@ func (j seekJob) run(c context.Context) any {
 	if err != nil {
 		r := seekResult{err: fmt.Errorf("resolve %s on partition %s: %w", j.target, j.part, err)}
 		if errors.Is(err, brokers.ErrBadSeek) {
-			r = j.markRefused(c, r)
+			r = j.markDone(c, r, "refused")
 		}
 		return r
 	}
@@ -282,7 +291,7 @@ func (j seekJob) run(c context.Context) any {
 	if err != nil {
 		if positionInvalid(err) {
 			err = fmt.Errorf("%w: %w", brokers.ErrBadSeek, err)
-			return j.markRefused(c, seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)})
+			return j.markDone(c, seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)}, "refused")
 		}
 		return seekResult{err: fmt.Errorf("open partition %s at %s: %w", j.part, pos, err)}
 	}
@@ -292,6 +301,9 @@ func (j seekJob) run(c context.Context) any {
 	}
 	if _, err := j.store.Apply(c, b); err != nil {
 		_ = rd.Close()
+		if errors.Is(err, persistence.ErrSeekDone) {
+			return seekResult{already: true} // expired (or done) since checkRow
+		}
 		return seekResult{err: fmt.Errorf("write checkpoint %s: %w", pos, err)}
 	}
 	if j.id != 0 {
@@ -303,6 +315,9 @@ func (j seekJob) run(c context.Context) any {
 func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 	m := u.seek
 	u.seek = nil
+	if m.ID != 0 {
+		defer u.afterRowSeek(ctx, r)
+	}
 	if r.already {
 		u.node.controls.seekMarked(u.id, m.ID)
 		u.node.env.trace("seek-already-done", u.id, m.To)
@@ -355,6 +370,20 @@ func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 		u.becomeRunning()
 	}
 	u.next(ctx) // reads from the new reader (phase stopping: ends the stop)
+}
+
+// afterRowSeek follows a seek with an id: one that failed and was not
+// marked done is told again at the next read of the table; otherwise a
+// newer seek of the row the view shows is picked up now (tell-once told
+// it while this one ran).
+func (u *unitActor) afterRowSeek(ctx actor.Context, r seekResult) {
+	if r.err != nil && !r.marked {
+		u.node.controls.retell(u.id)
+		return
+	}
+	if u.seek == nil && !u.phase.stopping() {
+		u.pickUpSeek(ctx)
+	}
 }
 
 // endSeek answers a seek the unit will not finish (its actor ends).

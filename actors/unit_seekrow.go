@@ -2,7 +2,10 @@ package actors
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
+	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
 
@@ -17,7 +20,14 @@ import (
 // unit's control row (persistence.ControlChange.Seek: seek_id one up, the
 // target). Every node reads the table at its renewal rounds (controls.go);
 // the view keeps the unit rows with a seek pending (seek_id >
-// seek_done_id), and while one is, every read tells the units again. The
+// seek_done_id). A read tells a unit of a pending seek once per seek id
+// (controlView.tell): the node remembers the ids it told of, and forgets
+// one when its row is no longer pending, so that 10,000 units get no
+// message per round while some seek waits. A unit that cannot seek when
+// told looks again itself when it can: once it holds its lease and has
+// opened its reader, and when a seek it was carrying out ends; a seek
+// that failed for a reason that may pass (the store) asks to be told
+// again at the next read (retell). The
 // unit's owner, holding its lease, picks it up (pickUpSeek): requestSeek
 // with the row's id and target, no one waiting for the answer. The seek's
 // Reset checkpoint carries Batch.SeekDone, so the row is marked done in
@@ -27,8 +37,18 @@ import (
 // broker refuses (a position it does not hold) is marked done by a fenced
 // batch of only SeekDone, its error in last_seek and the audit table, so
 // that it is not tried again at every round. A seek with an id first
-// reads the table under the lease (seekJob.alreadyDone): a view read
-// before another owner's commit may show a seek done since.
+// reads its row under the lease (seekJob.checkRow): a view read before
+// another owner's commit may show a seek done since.
+//
+// Seeks expire (Tuning.SeekExpiry, node.seek_expiry): checkRow refuses a
+// seek asked longer ago than the expiry (the row's seek_requested_at
+// against the node's clock when the seek began) and marks it done,
+// expired, under the lease; a seek no owner carries out (its unit does
+// not exist, its source is gone) is marked done, expired, by any node's
+// renewal round SeekExpiryGrace after that (expireSeeks,
+// Controls.ExpireSeek). A seek's fenced mark fails on a row that marks it
+// done already (persistence.ErrSeekDone), so an expired seek never
+// commits, however the marks race.
 
 // pendingSeek is unit's control row when it has a seek this node has not
 // carried out yet.
@@ -72,8 +92,79 @@ func rowSeek(row persistence.Control) *seekUnit {
 	return m
 }
 
+// tell returns the units of seeks (a view's pending rows) to tell now:
+// those whose seek id is newer than the last this node told of and than
+// the last it carried out, sorted; it remembers them and forgets the
+// units with no seek pending any more.
+func (c *controlView) tell(seeks map[string]persistence.Control) []string {
+	c.doneMu.Lock()
+	defer c.doneMu.Unlock()
+	var out []string
+	for u, row := range seeks {
+		if row.SeekID > c.told[u] && row.SeekID > c.done[u] {
+			out = append(out, u)
+		}
+	}
+	for u := range c.told {
+		if _, ok := seeks[u]; !ok {
+			delete(c.told, u)
+		}
+	}
+	if len(out) > 0 && c.told == nil {
+		c.told = map[string]int64{}
+	}
+	for _, u := range out {
+		c.told[u] = seeks[u].SeekID
+	}
+	slices.Sort(out)
+	return out
+}
+
+// retell has the next read of the table tell unit of its pending seek
+// again (its try failed, and may succeed later).
+func (c *controlView) retell(unit string) {
+	if c == nil {
+		return
+	}
+	c.doneMu.Lock()
+	defer c.doneMu.Unlock()
+	delete(c.told, unit)
+}
+
+// expireSeeks marks done, expired, the pending seeks of rows older than
+// expiry plus SeekExpiryGrace at now (a seek no owner carried out: its
+// unit does not exist, or its source is gone, or nobody held it), and
+// marks them done in rows, so that this read's view does not show them
+// (one done since, or overtaken by a newer seek, too: the next read
+// shows the newer one). The owner of a unit refuses an expired seek
+// itself, under its lease (seekJob.expired); the grace leaves it that
+// mark. A failure leaves the row for the next read.
+func expireSeeks(c context.Context, store persistence.Store, rows []persistence.Control, now time.Time, expiry time.Duration, node string) {
+	for i, r := range rows {
+		if !r.PendingSeek() || r.SeekRequestedAt.IsZero() || now.Sub(r.SeekRequestedAt) <= expiry+SeekExpiryGrace {
+			continue
+		}
+		_, err := store.ExpireSeek(c, persistence.SeekExpiry{Source: r.Source, Unit: r.Unit, ID: r.SeekID, Node: node,
+			Why: expiredWhy(r, now, expiry) + "; no owner carried it out", By: r.By, Reason: r.Reason})
+		if err == nil {
+			rows[i].SeekDoneID = r.SeekID
+		}
+	}
+}
+
+// expired reports whether row's seek is older than expiry at now.
+func seekExpired(row persistence.Control, now time.Time, expiry time.Duration) bool {
+	return !row.SeekRequestedAt.IsZero() && now.Sub(row.SeekRequestedAt) > expiry
+}
+
+// expiredWhy says why row's seek expired.
+func expiredWhy(row persistence.Control, now time.Time, expiry time.Duration) string {
+	return fmt.Sprintf("seek %d (to %s) asked at %s was not carried out within the seek expiry %s (%s ago)",
+		row.SeekID, row.Seek, row.SeekRequestedAt.UTC().Format(time.RFC3339), expiry, now.Sub(row.SeekRequestedAt).Round(time.Millisecond))
+}
+
 // pickUpSeek starts the unit's pending control-row seek when it can seek
-// now; else the next read of the table tells it again.
+// now; else it looks again when it can (see the section comment).
 func (u *unitActor) pickUpSeek(ctx actor.Context) {
 	row, ok := u.node.controls.pendingSeek(u.id)
 	if !ok || u.seek != nil || u.spec.isQueue() || u.phase.stopping() || !u.holdsLease ||
@@ -107,33 +198,48 @@ type seekOutcome struct {
 	err error
 }
 
-// alreadyDone reads the unit's control row under the lease: its seek id
-// j.id is done (by a previous owner, or this node before a restart).
-func (j seekJob) alreadyDone(c context.Context) (bool, error) {
+// checkRow reads the unit's control row under the lease before a seek
+// with an id runs: done (by a previous owner, or this node before a
+// restart) or overtaken by a newer seek of the row (only the newest is
+// carried out) reports already; a seek older than the expiry is marked
+// done, expired, by a fenced batch of only SeekDone, and never carried
+// out. ok: the seek may run.
+func (j seekJob) checkRow(c context.Context) (r seekResult, ok bool) {
 	rows, err := j.store.ListControls(c)
 	if err != nil {
-		return false, fmt.Errorf("read the control row: %w", err)
+		return seekResult{err: fmt.Errorf("read the control row: %w", err)}, false
 	}
-	for _, r := range rows {
-		if r.Source == j.spec.Name && r.Unit == j.unit {
-			return r.SeekDoneID >= j.id, nil
+	for _, row := range rows {
+		if row.Source != j.spec.Name || row.Unit != j.unit {
+			continue
 		}
+		switch {
+		case row.SeekDoneID >= j.id || row.SeekID != j.id:
+			return seekResult{already: true}, false
+		case seekExpired(row, j.now, j.expiry) && !mutate.On(mutate.ExpiredSeekApplied):
+			return j.markDone(c, seekResult{err: fmt.Errorf("%w: %s", ErrSeekExpired, expiredWhy(row, j.now, j.expiry))}, "expired"), false
+		}
+		return seekResult{}, true
 	}
-	return false, nil
+	return seekResult{}, true
 }
 
-// markRefused marks a refused seek with an id done, by a fenced batch of
-// only SeekDone; it returns r with marked set, or the store's error.
-func (j seekJob) markRefused(c context.Context, r seekResult) seekResult {
+// markDone marks a seek with an id that will not be carried out (refused,
+// expired) done, by a fenced batch of only SeekDone, with an audit entry
+// saying what (refused, expired) and why; it returns r with marked set,
+// already when the row marks it done already, or the store's error.
+func (j seekJob) markDone(c context.Context, r seekResult, what string) seekResult {
 	if j.id == 0 || mutate.On(mutate.SeekNeverDone) {
 		return r
 	}
 	b := &persistence.Batch{Source: j.spec.Name, Unit: j.unit, Lease: j.lease, SeekDone: j.id}
-	if _, err := j.store.Apply(c, b); err != nil {
+	if _, err := j.store.Apply(c, b); errors.Is(err, persistence.ErrSeekDone) {
+		return seekResult{already: true}
+	} else if err != nil {
 		return seekResult{err: fmt.Errorf("%w; marking it done: %w", r.err, err)}
 	}
 	r.marked = true
-	j.audit(c, fmt.Sprintf("id=%d refused: %v", j.id, r.err))
+	j.audit(c, fmt.Sprintf("id=%d %s: %v", j.id, what, r.err))
 	return r
 }
 

@@ -23,6 +23,10 @@ type Control struct {
 	Seek       string
 	SeekID     int64
 	SeekDoneID int64
+	// SeekRequestedAt is when the newest seek was asked for (the store's
+	// clock; zero when none was): a seek pending longer than the node's
+	// seek expiry is never carried out (it is marked done, expired).
+	SeekRequestedAt time.Time
 	// By and Reason are those of the last change; UpdatedAt its time by
 	// the store's clock.
 	By        string
@@ -125,7 +129,31 @@ type Controls interface {
 	WriteAudit(ctx context.Context, e AuditEntry) (AuditEntry, error)
 	// ListAudit returns the entries f selects, oldest first.
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
+	// ExpireSeek marks the seek e.ID of e.Unit's row done without a
+	// lease, with an audit entry (action seek, args "id=N expired: …"),
+	// in one transaction: only while it is the row's newest seek and not
+	// done. It reports whether it marked it (false: done already,
+	// overtaken by a newer seek, or no row). A seek's own fenced mark
+	// (Batch.SeekDone) after it fails with ErrSeekDone, so an expired
+	// seek is never carried out.
+	ExpireSeek(ctx context.Context, e SeekExpiry) (bool, error)
 }
+
+// SeekExpiry is what ExpireSeek writes: the seek ID of Unit (of Source)
+// expired; Node marks it, Why says why (the audit args), By and Reason
+// are the seek's (the audit entry's).
+type SeekExpiry struct {
+	Source, Unit string
+	ID           int64
+	Node, Why    string
+	By, Reason   string
+}
+
+// AuditArgs is the audit entry's args of the expiry.
+func (e SeekExpiry) AuditArgs() string { return fmt.Sprintf("id=%d expired: %s", e.ID, e.Why) }
+
+// PendingSeek reports whether c is a unit's row with a seek not done.
+func (c Control) PendingSeek() bool { return c.Unit != "" && c.Seek != "" && c.SeekID > c.SeekDoneID }
 
 // Paused reports whether cs pause unit of source: its own row or its
 // source's says paused.

@@ -10,6 +10,10 @@ var (
 	// ErrLeaseLost: the caller's token is no longer the unit's token (a
 	// newer owner took the unit). Nothing was written.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrSeekDone: a batch's SeekDone names a seek its control row marks
+	// done already (carried out, refused, expired or overtaken). Nothing
+	// of the batch was written.
+	ErrSeekDone = errors.New("seek done already")
 	// ErrLeaseHeld: Acquire found the lease held by a live owner.
 	ErrLeaseHeld = errors.New("lease held by another owner")
 	// ErrNotFound: no such checkpoint or dead letter.

@@ -189,8 +189,12 @@ type Batch struct {
 	StreamID string
 	// SeekDone, when not 0, marks the seek of that id (the controls
 	// table's seek_id) of the unit's control row done, in the batch's
-	// fenced transaction: seek_done_id becomes the larger of the stored
-	// one and SeekDone (a unit with no row writes nothing). A seek writes
+	// fenced transaction: seek_done_id becomes SeekDone (a unit with no
+	// row writes nothing). A row that marks SeekDone done already
+	// (seek_done_id >= SeekDone: carried out, refused, expired by
+	// Controls.ExpireSeek) fails the batch with ErrSeekDone and nothing
+	// is written, so a seek is carried out at most once and never after
+	// it expired. A seek writes
 	// it with its Reset checkpoint; a seek the broker refuses writes it
 	// alone (a batch with no ops and no checkpoint), so that it is not
 	// carried out again.

@@ -407,6 +407,9 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 func (c *Cluster) onReset(b *persistence.Batch) {
 	l := c.led
 	l.resets[b.Unit]++
+	if b.SeekDone > 0 {
+		c.checkSeekExpiry(b)
+	}
 	switch {
 	case b.SeekDone > 0 && l.takeSeek(b.Unit):
 		l.sought(b) // an operator's seek (its control row's): a cause

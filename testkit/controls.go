@@ -115,14 +115,23 @@ func drawPause(c *Cluster, seed uint64, step func(time.Duration, string, ...any)
 // down fails it, and FailNext("controls", n); "any" does not (the runs
 // drawn before the controls existed stay as they were).
 func (a *auditStore) ListControls(ctx context.Context) ([]persistence.Control, error) {
+	if err := a.controlsFault(); err != nil {
+		return nil, err
+	}
+	return a.Store.ListControls(ctx)
+}
+
+// controlsFault is the fault a call of the controls table meets: the
+// store down, or FailNext("controls", n).
+func (a *auditStore) controlsFault() error {
 	if a.down != nil {
-		return nil, a.down
+		return a.down
 	}
 	if a.failNext["controls"] > 0 {
 		a.failNext["controls"]--
-		return nil, fmt.Errorf("controls: %w", persistence.ErrInjected)
+		return fmt.Errorf("controls: %w", persistence.ErrInjected)
 	}
-	return a.Store.ListControls(ctx)
+	return nil
 }
 
 // ListControls fails while the node is cut off from the store.
@@ -131,4 +140,20 @@ func (n nodeStore) ListControls(ctx context.Context) ([]persistence.Control, err
 		return nil, err
 	}
 	return n.auditStore.ListControls(ctx)
+}
+
+// ExpireSeek meets the store's faults as ListControls does.
+func (a *auditStore) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	if err := a.controlsFault(); err != nil {
+		return false, err
+	}
+	return a.Store.ExpireSeek(ctx, e)
+}
+
+// ExpireSeek fails while the node is cut off from the store.
+func (n nodeStore) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	if err := n.cutErr(); err != nil {
+		return false, err
+	}
+	return n.auditStore.ExpireSeek(ctx, e)
 }

@@ -67,6 +67,10 @@ var edges = []edge{
 	{"SeekBackReappliesExactly", "13.2", mutate.SeekKeepsAhead, edgeSeekBack},
 	{"SeekAfterSkipsPoison", "13.2", "", edgeSeekPastPoison},
 	{"SeekViaAnotherNodeOnce", "13.2", mutate.SeekNeverDone, edgeSeekViaRow},
+	// the seek expiry (edges_seekexpiry_test.go)
+	{"SeekExpiredWhileUnownedNeverApplied", "13.2", mutate.ExpiredSeekApplied, edgeSeekExpiresUnowned},
+	{"SeekOfNoUnitExpires", "13.2", "", edgeSeekOfNoUnitExpires},
+	{"PendingSeekToldOnce", "13.2", "", edgeSeekToldOnce},
 	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
 }
 

@@ -66,6 +66,10 @@ type ledger struct {
 	seeks   []*seekMark
 	reapply map[string]int
 	skipped map[string]bool
+	// seekAsked is when each seek asked through a control row was asked
+	// (the row's seek_requested_at), by "unit#id": its reset must commit
+	// within the seek expiry (seek.go, checkSeekExpiry).
+	seekAsked map[string]time.Time
 }
 
 type produced struct {
@@ -115,6 +119,7 @@ func newLedger() *ledger {
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
 		resets: map[string]int{}, allowReset: map[string]int{}, resetsAt: map[string]int{}, aborted: map[string]bool{},
 		leaseChanges: map[string]int{}, reapply: map[string]int{}, skipped: map[string]bool{},
+		seekAsked: map[string]time.Time{},
 	}
 }
 

@@ -21,6 +21,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/brokers"
@@ -84,6 +85,7 @@ func (c *Cluster) SeekVia(via string, s actors.Seek) (persistence.Control, error
 		return row, err
 	}
 	c.led.seeks = append(c.led.seeks, &seekMark{unit: s.Unit})
+	c.led.seekAsked[fmt.Sprintf("%s#%d", s.Unit, row.SeekID)] = row.SeekRequestedAt
 	c.event("seek", via, s.Unit, fmt.Sprintf("%s via the control row (id %d)", s.To, row.SeekID))
 	if n, err := c.node(via); err == nil && n.node != nil && n.state == "running" {
 		if rows, err := c.inner.ListControls(ctx); err == nil {
@@ -105,6 +107,30 @@ func (c *Cluster) ApplyControls(node string, rows []persistence.Control) error {
 	}
 	n.node.SetControls(rows)
 	return nil
+}
+
+// SeekExpirySlack is how long past the seek expiry a seek's reset may
+// still commit: the owner checks the expiry when the seek begins, and
+// the seek's store calls take virtual time after that.
+const SeekExpirySlack = 10 * time.Second
+
+// checkSeekExpiry is the seek-expiry invariant, for a seek's reset just
+// committed: a seek asked through a control row is carried out within the
+// seek expiry (Tuning.SeekExpiry) or never; one that waited longer (its
+// unit unowned, or not there yet) must have been marked done, expired.
+func (c *Cluster) checkSeekExpiry(b *persistence.Batch) {
+	at, ok := c.led.seekAsked[fmt.Sprintf("%s#%d", b.Unit, b.SeekDone)]
+	if !ok || at.IsZero() {
+		return
+	}
+	expiry := c.cfg.Tuning.SeekExpiry
+	if expiry <= 0 {
+		expiry = actors.DefaultSeekExpiry
+	}
+	if age := c.s.now.Sub(at); age > expiry+SeekExpirySlack {
+		c.check("seek-expiry", fmt.Sprintf("%s: seek %d asked at %s carried out %s later (to %s, token %d by %s); the seek expiry is %s",
+			b.Unit, b.SeekDone, at.Format(time.TimeOnly), age, b.Checkpoint, b.Lease.Token, b.Lease.Owner, expiry))
+	}
 }
 
 // dropSeek forgets an answered seek.

@@ -96,7 +96,10 @@ func (r SimResult) OK() bool {
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units;
-//   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go);
+//   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go),
+//     and a seek of a partition not there yet that may expire before the
+//     partition appears (drawExpiringSeek: an expired seek is never
+//     carried out);
 //   - (drawn apart too) at most 1 to 3 (or 8 to 32) units of a node
 //     starting at once (Tuning.MaxStarting), on 4 seeds of 10.
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
@@ -116,6 +119,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	// woken, swept, stopped, handed over and lose leases while passive.
 	rngPassive := rand.New(rand.NewPCG(seed^0x5a5, seed+0x5a6))
 	tuning.PassivateAfter = 50*time.Millisecond + time.Duration(rngPassive.IntN(2950))*time.Millisecond
+	tuning.SeekExpiry = simSeekExpiry
 	// And the bound on units starting at once (Tuning.MaxStarting): on 4
 	// seeds of 10, 1 to 3 slots a node, so that starts queue behind each
 	// other through every fault above, or (one seed in 4 of those) 8 to
@@ -553,6 +557,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 
 	drawPause(c, seed, step) // issue 13: an operator's pause and resume
 	drawSeeks(c, seed, stream.BatchSize, 4096, step)
+	drawExpiringSeek(c, seed, 4096, step) // a seek of a unit not there yet, that may expire
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)

@@ -81,3 +81,52 @@ func (c *Cluster) seekBack(unit string, n int, earliest bool, via string) {
 	}
 	_ = c.Seek(actors.Seek{Unit: unit, To: to, By: "sim"}, nil)
 }
+
+// simSeekExpiry is the seek expiry of the random runs (Tuning.SeekExpiry):
+// short, so that drawExpiringSeek's seeks expire within a run.
+const simSeekExpiry = 10 * time.Second
+
+// drawExpiringSeek puts a seek that may expire into a random run (issue
+// 13 item 2, review), from a source of its own (the other draws stay as
+// they were): on a quarter of the seeds, at 3 to 20 s, a seek to earliest
+// asked through a random node's control row of the orders partition that
+// is not there yet (the next one the stream adds), and that partition
+// added, with a burst, 6 s to 45 s later (the expiry is 10 s, its grace
+// 30 s more). Added in time, its first owner carries the seek out (a
+// reset the ledger accepts); added later, the owner must find the seek
+// expired under its lease and mark it done (before the grace ends), or
+// the nodes' renewal rounds have marked it (after): carried out past the
+// expiry, the seek-expiry invariant fires (seek.go).
+func drawExpiringSeek(c *Cluster, seed uint64, maxBytes int, step func(time.Duration, string, ...any)) {
+	rng := rand.New(rand.NewPCG(seed^0xe5e, seed+0xe5f))
+	if rng.IntN(4) != 0 {
+		return
+	}
+	at := 3*time.Second + time.Duration(rng.Int64N(int64(17*time.Second)))
+	later := 6*time.Second + time.Duration(rng.Int64N(int64(39*time.Second)))
+	node, burst := rng.IntN(1<<20), 1+rng.IntN(60)
+	wl := NewWorkload(seed ^ 0xe5e)
+	wl.MaxBytes = maxBytes
+	step(at, "seek the orders partition not there yet to earliest through a control row; the partition added %s later with %d messages (seek expiry %s)",
+		later, burst, simSeekExpiry)
+	c.At(at, func() {
+		st := c.Stream("orders")
+		if st == nil || c.led.gen["orders"] > 0 {
+			return
+		}
+		names := c.Nodes()
+		unit := "orders/" + st.NextID()
+		if _, err := c.SeekVia(names[node%len(names)], actors.Seek{Unit: unit, To: "earliest", By: "sim"}); err != nil {
+			return
+		}
+		c.At(later, func() {
+			if c.led.gen["orders"] > 0 {
+				return
+			}
+			ids, err := c.AddPartitions("orders", 1)
+			if err == nil {
+				_, _ = c.Publish("orders", ids[0], wl.Batch(burst)...)
+			}
+		})
+	})
+}

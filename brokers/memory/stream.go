@@ -208,6 +208,13 @@ func (s *Stream) addLocked(n int, parents []string) []string {
 	return ids
 }
 
+// NextID is the id the next partition added (AddPartitions, Split) gets.
+func (s *Stream) NextID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return strconv.Itoa(len(s.parts))
+}
+
 // AddPartitions adds n empty partitions (as a Kafka topic grows) and
 // returns their ids.
 func (s *Stream) AddPartitions(n int) ([]string, error) {

@@ -38,6 +38,7 @@ const (
 	DefaultDeadLetterMaxBytes     = 256 << 10 // decode.DefaultMaxDeadLetterBytes
 	DefaultLeaseTTL               = 10 * time.Second
 	DefaultDiscoveryInterval      = 30 * time.Second
+	DefaultSeekExpiry             = 5 * time.Minute // actors.DefaultSeekExpiry
 	DefaultSQSWait                = sqs.DefaultWaitTime
 	DefaultSQSVisibilityTimeout   = sqs.DefaultVisibilityTimeout
 	DefaultMaxCapacity            = placement.DefaultMaxCapacity
@@ -91,6 +92,11 @@ type Node struct {
 	// one pipeline on PostgreSQL, one transaction on SQLite); false
 	// applies every batch alone. Default true.
 	GroupCommit bool `yaml:"group_commit" json:"group_commit"`
+	// SeekExpiry bounds how long a seek asked through the controls table
+	// (drover seek of a unit another node, or nobody, holds) waits for
+	// its unit's owner: an older one is never carried out, it is marked
+	// done with an error saying it expired (default 5m, 10s to 24h).
+	SeekExpiry time.Duration `yaml:"seek_expiry" json:"seek_expiry"`
 }
 
 // DebugTLS is node.debug_tls: paths of PEM files, never their content (so

@@ -179,6 +179,7 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 		v.fail("node.capacity", "must be a number above 0 and at most %s, not %v%s", capWhat, c.Node.Capacity, hint)
 	}
 	v.debugTLS("node.debug_tls", c.Node.DebugTLS)
+	v.durBetween("node.seek_expiry", c.Node.SeekExpiry, 10*time.Second, 24*time.Hour)
 
 	// cluster
 	bindHost, bindOK := v.addr("cluster.bind", c.Cluster.Bind, false)

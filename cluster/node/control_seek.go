@@ -117,9 +117,12 @@ func (n *Node) seekAsked(ctx context.Context, unit, owner string, row persistenc
 		who = "the owner " + owner
 	}
 	return debug.ControlReply{Action: debug.ActionSeek, Node: owner, Result: controlRow(row),
-		Detail: fmt.Sprintf("%s: seek %d to %s asked; %s carries it out within a renewal round, under its lease; see last_seek in the tree",
-			unit, row.SeekID, row.Seek, who)}
+		Detail: fmt.Sprintf("%s: seek %d to %s asked; %s carries it out within a renewal round, under its lease; see last_seek in the tree (not carried out within %s, node.seek_expiry, it expires and never runs)",
+			unit, row.SeekID, row.Seek, who, n.actorsTuning().SeekExpiry)}
 }
+
+// actorsTuning is the tuning this node's actors run with.
+func (n *Node) actorsTuning() actors.Tuning { return tuning(n.opt.Tuning, n.cfg) }
 
 // seekUnit checks a seek's target names a unit of a stream source of this
 // node's configuration, and returns its id.

@@ -170,7 +170,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Logger:     log,
 		Metrics:    n.metrics,
 		Events:     n.events,
-		Tuning:     opt.Tuning,
+		Tuning:     tuning(opt.Tuning, cfg),
 		ApplyAlone: !cfg.Node.GroupCommit,
 		// the clamp of every member's gossiped capacity, unless a member
 		// gossips a lower max_capacity
@@ -482,4 +482,16 @@ func closeSource(s Source) {
 	if s.Queue != nil {
 		_ = s.Queue.Close()
 	}
+}
+
+// tuning is t with what the configuration sets: node.seek_expiry, unless
+// the caller set it (tests).
+func tuning(t actors.Tuning, cfg *config.Config) actors.Tuning {
+	if t.SeekExpiry == 0 {
+		t.SeekExpiry = cfg.Node.SeekExpiry
+	}
+	if t.SeekExpiry <= 0 {
+		t.SeekExpiry = actors.DefaultSeekExpiry
+	}
+	return t
 }

@@ -110,6 +110,12 @@ const (
 	// at every read of the table (issue 13 item 2).
 	SeekNeverDone = "seek-never-done"
 
+	// ExpiredSeekApplied: the owner of a unit carries out a seek of the
+	// controls table however long it waited (no expiry check under the
+	// lease), so a seek asked of a unit nobody held is applied when one
+	// appears, long after (issue 13 item 2, review).
+	ExpiredSeekApplied = "expired-seek-applied"
+
 	// AnonymousTakeover: a unit that took its lease over from another
 	// holder logs a plain acquisition that names no previous holder, as
 	// before Acquire reported it (issue 13 item 7).
@@ -129,5 +135,5 @@ var All = []string{
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
-	SeekNeverDone,
+	SeekNeverDone, ExpiredSeekApplied,
 }

@@ -52,6 +52,9 @@ func (s *Store) applyLocked(ctx context.Context, b *persistence.Batch) (persiste
 			return persistence.Applied{}, fmt.Errorf("apply %s: token %d: %w", b.Unit, b.Lease.Token, persistence.ErrLeaseLost)
 		}
 	}
+	if row, ok := s.controls[controlKey{b.Source, b.Unit}]; ok && b.SeekDone != 0 && row.SeekDoneID >= b.SeekDone {
+		return persistence.Applied{}, fmt.Errorf("apply %s: seek %d (done: %d): %w", b.Unit, b.SeekDone, row.SeekDoneID, persistence.ErrSeekDone)
+	}
 	t, applied, err := s.prepare(ctx, b)
 	if err != nil {
 		return persistence.Applied{}, err // Handle's error as is; ours wrapped
@@ -261,7 +264,7 @@ func (s *Store) commit(t *tx) {
 	}
 	if k := (controlKey{t.source, t.unit}); t.seekDone != 0 {
 		if row, ok := s.controls[k]; ok {
-			row.SeekDoneID = max(row.SeekDoneID, t.seekDone)
+			row.SeekDoneID = t.seekDone // above the stored one (applyLocked)
 			s.controls[k] = row
 		}
 	}

@@ -24,6 +24,9 @@ func (s *Store) SetControl(ctx context.Context, c persistence.ControlChange) (pe
 	k := controlKey{c.Source, c.Unit}
 	row := c.Apply(s.controls[k])
 	row.UpdatedAt = s.now()
+	if c.Seek != "" {
+		row.SeekRequestedAt = row.UpdatedAt
+	}
 	if s.controls == nil {
 		s.controls = map[controlKey]persistence.Control{}
 	}
@@ -85,4 +88,23 @@ func (s *Store) ListAudit(ctx context.Context, f persistence.AuditFilter) ([]per
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// ExpireSeek implements persistence.Controls.
+func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.enter(ctx, OpControls); err != nil {
+		return false, fmt.Errorf("expire seek %d of %s: %w", e.ID, e.Unit, err)
+	}
+	k := controlKey{e.Source, e.Unit}
+	row, ok := s.controls[k]
+	if !ok || row.SeekID != e.ID || row.SeekDoneID >= e.ID {
+		return false, nil
+	}
+	row.SeekDoneID = e.ID
+	s.controls[k] = row
+	s.audit = append(s.audit, persistence.AuditEntry{ID: int64(len(s.audit)) + 1, At: s.now(), Node: e.Node,
+		By: e.By, Action: "seek", Source: e.Source, Unit: e.Unit, Args: e.AuditArgs(), Reason: e.Reason})
+	return true, nil
 }

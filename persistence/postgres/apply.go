@@ -491,7 +491,11 @@ func (a *applyPlan) readWrites(br resultExecer) error {
 		}
 	}
 	if a.b.SeekDone != 0 {
-		if _, err := br.Exec(); err != nil {
+		_, err := br.Exec()
+		if isCode(err, codeSeekDone) {
+			return fmt.Errorf("seek %d: %w", a.b.SeekDone, persistence.ErrSeekDone)
+		}
+		if err != nil {
 			return wrapf(err, "seek done")
 		}
 	}

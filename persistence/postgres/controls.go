@@ -4,18 +4,23 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/drover-dev/drover/persistence"
 )
 
-const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at`
+const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at, seek_requested_at`
 
 func scanControl(r pgx.Row) (persistence.Control, error) {
 	var c persistence.Control
-	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &c.UpdatedAt)
+	var asked *time.Time
+	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &c.UpdatedAt, &asked)
 	c.UpdatedAt = c.UpdatedAt.UTC()
+	if asked != nil {
+		c.SeekRequestedAt = asked.UTC()
+	}
 	return c, err
 }
 
@@ -57,8 +62,9 @@ func (s *Store) setControl(ctx context.Context, c persistence.ControlChange) (ro
 		return row, err
 	}
 	row = c.Apply(cur)
-	row, err = scanControl(tx.QueryRow(ctx, `UPDATE `+controls+` SET paused = $3, seek = $4, seek_id = $5, "by" = $6, reason = $7, updated_at = now()
-		WHERE source = $1 AND unit = $2 RETURNING `+controlCols, row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.By, row.Reason))
+	row, err = scanControl(tx.QueryRow(ctx, `UPDATE `+controls+` SET paused = $3, seek = $4, seek_id = $5, "by" = $6, reason = $7, updated_at = now(),
+			seek_requested_at = CASE WHEN $8 THEN now() ELSE seek_requested_at END
+		WHERE source = $1 AND unit = $2 RETURNING `+controlCols, row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.By, row.Reason, c.Seek != ""))
 	if err != nil {
 		return row, err
 	}
@@ -120,4 +126,23 @@ func (s *Store) ListAudit(ctx context.Context, f persistence.AuditFilter) ([]per
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+// ExpireSeek implements persistence.Controls: the mark and its audit entry
+// in one statement (the audit insert runs only when the mark did).
+func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	controls, audit := s.name("drover_controls"), s.name("drover_control_audit")
+	tag, err := s.pool.Exec(ctx, `WITH marked AS (
+			UPDATE `+controls+` SET seek_done_id = $3
+			WHERE source = $1 AND unit = $2 AND seek_id = $3 AND seek_done_id < $3
+			RETURNING source, unit)
+		INSERT INTO `+audit+` (at, node, "by", action, source, unit, args, reason)
+		SELECT now(), $4, $5, 'seek', source, unit, $6, $7 FROM marked`,
+		e.Source, e.Unit, e.ID, e.Node, e.By, e.AuditArgs(), e.Reason)
+	if err != nil {
+		return false, wrapf(err, "expire seek %d of %s", e.ID, e.Unit)
+	}
+	return tag.RowsAffected() == 1, nil
 }

@@ -115,6 +115,7 @@ const (
 	codeInsufficientPrivilege = "42501"
 	codeLockNotAvailable      = "55P03" // lock_timeout
 	codeLeaseLost             = "DR001" // raised by drover_fence
+	codeSeekDone              = "DR002" // raised by drover_seek_done
 )
 
 // driverError is any other driver failure (connection refused, broken

@@ -28,7 +28,6 @@ func newStatements(name func(string) string) statements {
 	quality := name("drover_quality")
 	sources := name("drover_sources")
 	nodes := name("drover_nodes")
-	controls := name("drover_controls")
 	// seen is the renewed_at of lease row l as reported: the later of its
 	// own and its owner's heartbeat (persistence.Lease.RenewedAt).
 	seen := `CASE WHEN l.owner = '' THEN l.renewed_at ELSE greatest(l.renewed_at,
@@ -170,8 +169,7 @@ func newStatements(name func(string) string) statements {
 				updated_at = excluded.updated_at`,
 
 		// Batch.SeekDone: the unit's control row's seek is done.
-		seekDone: `UPDATE ` + controls + ` SET seek_done_id = greatest(seek_done_id, $3)
-			WHERE source = $1 AND unit = $2`,
+		seekDone: `SELECT ` + name("drover_seek_done") + `($1, $2, $3)`,
 
 		getCheckpoint:   `SELECT unit, source, position, finished, token, updated_at, stream_id FROM ` + checkpoints + ` WHERE unit = $1`,
 		listCheckpoints: `SELECT unit, source, position, finished, token, updated_at, stream_id FROM ` + checkpoints + ` WHERE source = $1 ORDER BY unit`,

@@ -104,7 +104,29 @@ func (s *Store) applyIn(ctx context.Context, tx *sql.Tx, b *persistence.Batch, t
 	if err := s.fence(ctx, tx, b); err != nil {
 		return applied, err
 	}
+	if err := seekNotDone(ctx, tx, b); err != nil {
+		return applied, err
+	}
 	return s.applyFenced(ctx, tx, b, table, now)
+}
+
+// seekNotDone refuses a batch whose SeekDone its control row marks done
+// already (persistence.ErrSeekDone), before anything of it is written.
+func seekNotDone(ctx context.Context, tx *sql.Tx, b *persistence.Batch) error {
+	if b.SeekDone == 0 {
+		return nil
+	}
+	var done int64
+	err := tx.QueryRowContext(ctx, `SELECT seek_done_id FROM drover_controls WHERE source = ? AND unit = ?`, b.Source, b.Unit).Scan(&done)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return fmt.Errorf("seek done: %w", dbErr(err))
+	case done >= b.SeekDone:
+		return fmt.Errorf("seek %d (done: %d): %w", b.SeekDone, done, persistence.ErrSeekDone)
+	}
+	return nil
 }
 
 // fence checks b's lease token inside tx, before anything of b is
@@ -171,7 +193,7 @@ func (s *Store) applyFenced(ctx context.Context, tx *sql.Tx, b *persistence.Batc
 		}
 	}
 	if b.SeekDone != 0 {
-		if _, err = tx.ExecContext(ctx, `UPDATE drover_controls SET seek_done_id = max(seek_done_id, ?) WHERE source = ? AND unit = ?`,
+		if _, err = tx.ExecContext(ctx, `UPDATE drover_controls SET seek_done_id = ? WHERE source = ? AND unit = ?`,
 			b.SeekDone, b.Source, b.Unit); err != nil {
 			return applied, fmt.Errorf("seek done: %w", dbErr(err))
 		}

@@ -10,13 +10,16 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at`
+const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at, seek_requested_at`
 
 func scanControl(r interface{ Scan(...any) error }) (persistence.Control, error) {
 	var c persistence.Control
-	var updated int64
-	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &updated)
+	var updated, asked int64
+	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &updated, &asked)
 	c.UpdatedAt = fromNanos(updated)
+	if asked != 0 {
+		c.SeekRequestedAt = fromNanos(asked)
+	}
 	return c, err
 }
 
@@ -51,10 +54,17 @@ func (s *Store) setControl(ctx context.Context, c persistence.ControlChange) (ro
 	now := s.now()
 	row = c.Apply(cur)
 	row.UpdatedAt = fromNanos(now)
-	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_controls (`+controlCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
+	var asked int64
+	if !row.SeekRequestedAt.IsZero() {
+		asked = row.SeekRequestedAt.UnixNano()
+	}
+	if c.Seek != "" {
+		asked, row.SeekRequestedAt = now, row.UpdatedAt
+	}
+	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_controls (`+controlCols+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (source, unit) DO UPDATE SET paused = excluded.paused, seek = excluded.seek, seek_id = excluded.seek_id,
-	"by" = excluded."by", reason = excluded.reason, updated_at = excluded.updated_at`,
-		row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.SeekDoneID, row.By, row.Reason, now); err != nil {
+	"by" = excluded."by", reason = excluded.reason, updated_at = excluded.updated_at, seek_requested_at = excluded.seek_requested_at`,
+		row.Source, row.Unit, row.Paused, row.Seek, row.SeekID, row.SeekDoneID, row.By, row.Reason, now, asked); err != nil {
 		return row, err
 	}
 	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_control_audit (at, node, "by", action, source, unit, args, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
@@ -127,4 +137,37 @@ WHERE (?1 = '' OR source = ?1) AND (?2 = '' OR unit = ?2) AND at >= ?3 ORDER BY 
 		out[i], out[j] = out[j], out[i]
 	}
 	return out, nil
+}
+
+// ExpireSeek implements persistence.Controls: the mark and its audit entry
+// in one immediate transaction.
+func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool, error) {
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
+	ok, err := s.expireSeek(ctx, e)
+	if err != nil {
+		return false, fmt.Errorf("expire seek %d of %s: %w", e.ID, e.Unit, dbErr(err))
+	}
+	return ok, nil
+}
+
+func (s *Store) expireSeek(ctx context.Context, e persistence.SeekExpiry) (ok bool, err error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer rollbackOnError(tx, &err)
+	res, err := tx.ExecContext(ctx, `UPDATE drover_controls SET seek_done_id = ?1
+WHERE source = ?2 AND unit = ?3 AND seek_id = ?1 AND seek_done_id < ?1`, e.ID, e.Source, e.Unit)
+	if err != nil {
+		return false, err
+	}
+	if n, err := res.RowsAffected(); err != nil || n == 0 {
+		return false, errors.Join(err, tx.Rollback())
+	}
+	if _, err = tx.ExecContext(ctx, `INSERT INTO drover_control_audit (at, node, "by", action, source, unit, args, reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+		s.now(), e.Node, e.By, "seek", e.Source, e.Unit, e.AuditArgs(), e.Reason); err != nil {
+		return false, err
+	}
+	return true, tx.Commit()
 }

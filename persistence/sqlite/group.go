@@ -109,6 +109,12 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 		} else if err != nil {
 			return g.abort(tx, todo, i, err)
 		}
+		if err := seekNotDone(ctx, tx, b); errors.Is(err, persistence.ErrSeekDone) {
+			g.out[i].Err = applyErr(b, err)
+			continue
+		} else if err != nil {
+			return g.abort(tx, todo, i, err)
+		}
 		a, err := g.s.applyFenced(ctx, tx, b, g.tables[i], g.now)
 		if err != nil && !persistence.Permanent(err) {
 			// Not this batch's own fault (a full disk, an I/O error, the

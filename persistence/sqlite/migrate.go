@@ -168,6 +168,18 @@ CREATE INDEX drover_control_audit_unit ON drover_control_audit (unit, id);
 		sql: `
 ALTER TABLE drover_checkpoints ADD COLUMN stream_id TEXT NOT NULL DEFAULT '';
 `,
+	}, {
+		version: 7,
+		name:    "seek requested at",
+		// When a control row's newest seek was asked for (unix
+		// nanoseconds, UTC; 0: none): a seek pending longer than the
+		// node's seek expiry is marked done, expired, never carried out.
+		// A seek pending from before counts as asked at its row's last
+		// change.
+		sql: `
+ALTER TABLE drover_controls ADD COLUMN seek_requested_at INTEGER NOT NULL DEFAULT 0;
+UPDATE drover_controls SET seek_requested_at = updated_at WHERE seek <> '';
+`,
 	}}
 }
 

@@ -91,6 +91,7 @@ func definitions() []definition {
 		{"Controls/SeekIDCountsRequests", always, testControlsSeekCounts},
 		{"Controls/SeekDoneIsFenced", always, testSeekDone},
 		{"Controls/SeekDoneInGroup", always, testSeekDoneGroup},
+		{"Controls/ExpireSeekOnceNeverApplied", always, testExpireSeek},
 		{"Controls/InvalidChangesWriteNothing", always, testControlsInvalid},
 		{"Controls/AuditFilters", always, testAuditFilter},
 		{"Controls/ConcurrentChangesSerialise", always, testControlsConcurrent},

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"errors"
+	"time"
 
 	"github.com/drover-dev/drover/persistence"
 )
@@ -47,8 +48,15 @@ func testSeekDone(e *env) {
 	if got := e.seekDoneID("orders/0"); got != 2 {
 		e.t.Errorf("seek_done_id after a refused seek = %d, want 2", got)
 	}
-	// an older id does not move it back
-	e.apply(&persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, SeekDone: 1})
+	// a seek done already (an older id, or the same again) writes
+	// nothing: ErrSeekDone, the checkpoint as it was
+	for _, id := range []int64{1, 2} {
+		_, err := e.s.Apply(e.ctx, &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Checkpoint: "50", Reset: true, SeekDone: id})
+		if !errors.Is(err, persistence.ErrSeekDone) {
+			e.t.Errorf("a seek of id %d with 2 done: %v, want ErrSeekDone", id, err)
+		}
+	}
+	e.wantCheckpoint("orders/0", "5", false)
 	if got := e.seekDoneID("orders/0"); got != 2 {
 		e.t.Errorf("seek_done_id after an older mark = %d, want 2 kept", got)
 	}
@@ -105,4 +113,87 @@ func testSeekDoneGroup(e *env) {
 	if d0, d1 := e.seekDoneID("orders/0"), e.seekDoneID("orders/1"); d0 != 1 || d1 != 0 {
 		e.t.Errorf("seek_done_id = %d, %d; want 1 (fenced batch) and 0 (stale token)", d0, d1)
 	}
+}
+
+// A row's seek_requested_at is the time of its newest seek, by the
+// store's clock; a pause leaves it. ExpireSeek marks only the row's
+// newest pending seek done, once, with one audit entry; a seek's own
+// fenced mark after it fails with ErrSeekDone and writes nothing.
+func testExpireSeek(e *env) {
+	l := e.acquire("orders/0", "node-1")
+	e.cp(l, "100", false)
+	before := e.now()
+	r1 := e.askSeek("orders/0", "5")
+	e.wantTime("seek_requested_at", r1.SeekRequestedAt, before)
+	e.advance(time.Second)
+	e.setControl(pause("orders", "orders/0", true, "hold"))
+	var row persistence.Control
+	for _, c := range e.listControls() {
+		if c.Unit == "orders/0" {
+			row = c
+		}
+	}
+	if !row.SeekRequestedAt.Equal(r1.SeekRequestedAt) || !row.PendingSeek() {
+		e.t.Errorf("after a pause: seek_requested_at %s (want %s kept), pending %v", row.SeekRequestedAt, r1.SeekRequestedAt, row.PendingSeek())
+	}
+	e.advance(time.Second)
+	r2 := e.askSeek("orders/0", "7") // overtakes seek 1
+	if !r2.SeekRequestedAt.After(r1.SeekRequestedAt) && e.clk != nil {
+		e.t.Errorf("a second seek's seek_requested_at %s, want after %s", r2.SeekRequestedAt, r1.SeekRequestedAt)
+	}
+	exp := persistence.SeekExpiry{Source: "orders", Unit: "orders/0", Node: "node-3", Why: "not carried out within 5m0s", By: "ops", Reason: "rewind"}
+	for _, tt := range []struct {
+		id   int64
+		unit string
+		want bool
+	}{
+		{1, "orders/0", false}, // overtaken: not the row's newest
+		{2, "orders/9", false}, // no row
+		{2, "orders/0", true},
+		{2, "orders/0", false}, // done already
+	} {
+		x := exp
+		x.ID, x.Unit = tt.id, tt.unit
+		got, err := e.s.ExpireSeek(e.ctx, x)
+		if err != nil || got != tt.want {
+			e.t.Errorf("ExpireSeek(%d of %s) = %v, %v; want %v", tt.id, tt.unit, got, err, tt.want)
+		}
+	}
+	if got := e.seekDoneID("orders/0"); got != 2 {
+		e.t.Errorf("seek_done_id after the expiry = %d, want 2", got)
+	}
+	as := e.audit(persistence.AuditFilter{Unit: "orders/0"})
+	n := 0
+	for _, a := range as {
+		if a.Args == "id=2 expired: not carried out within 5m0s" {
+			n++
+			if a.Action != "seek" || a.Node != "node-3" || a.By != "ops" || a.Reason != "rewind" || a.Source != "orders" {
+				e.t.Errorf("the expiry's audit entry: %+v", a)
+			}
+		}
+	}
+	if n != 1 {
+		e.t.Errorf("%d audit entries of the expiry, want 1: %+v", n, as)
+	}
+	// the owner's seek after the expiry: refused, nothing written
+	_, err := e.s.Apply(e.ctx, &persistence.Batch{Source: "orders", Unit: "orders/0", Lease: l, Checkpoint: "7", Reset: true, SeekDone: 2})
+	if !errors.Is(err, persistence.ErrSeekDone) {
+		e.t.Fatalf("a seek after its expiry: %v, want ErrSeekDone", err)
+	}
+	e.wantCheckpoint("orders/0", "100", false)
+	// in a group too: the expired seek's batch alone is refused
+	g, ok := e.s.(persistence.GroupApplier)
+	if !ok {
+		return
+	}
+	l1 := e.acquire("orders/1", "node-1")
+	res := g.ApplyGroup(e.ctx, []*persistence.Batch{
+		{Source: "orders", Unit: "orders/0", Lease: l, Checkpoint: "7", Reset: true, SeekDone: 2},
+		{Source: "orders", Unit: "orders/1", Lease: l1, Checkpoint: "3"},
+	})
+	if !errors.Is(res[0].Err, persistence.ErrSeekDone) || res[1].Err != nil {
+		e.t.Fatalf("group: %v, %v; want ErrSeekDone and the other written", res[0].Err, res[1].Err)
+	}
+	e.wantCheckpoint("orders/0", "100", false)
+	e.wantCheckpoint("orders/1", "3", false)
 }
