@@ -38,8 +38,8 @@ type Tree struct {
 }
 
 // ReloadStatus is the outcome of a configuration reload (SIGHUP, drover
-// reload): when, whether it was applied, and why not; the sources it
-// added, removed and changed (restarted with their new settings).
+// reload): when, whether it was applied in full, and why not; the sources
+// it added, removed and changed (restarted with their new settings).
 type ReloadStatus struct {
 	At      time.Time `json:"at"`
 	OK      bool      `json:"ok"`
@@ -47,6 +47,17 @@ type ReloadStatus struct {
 	Added   []string  `json:"added,omitempty"`
 	Removed []string  `json:"removed,omitempty"`
 	Changed []string  `json:"changed,omitempty"`
+	// NotApplied are the sources whose change the file asks for and the
+	// reload did not make (Error says why); the others' changes stand (a
+	// reload is not rolled back).
+	NotApplied []string `json:"not_applied,omitempty"`
+	// Stopping are the sources whose removal (a removed source, or the
+	// old settings of a changed one) began and had not ended when the
+	// reload answered: their units still hand over, their source shows
+	// stopping. The node no longer places them; the removal ends by
+	// itself (a removed source then moves to Removed) and the next reload
+	// waits for it (a changed source's new settings start then).
+	Stopping []string `json:"stopping,omitempty"`
 }
 
 // MemberStatus is one member as this node sees it.
