@@ -3,6 +3,7 @@ package actors
 import (
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -58,6 +59,29 @@ type ReloadStatus struct {
 	// itself (a removed source then moves to Removed) and the next reload
 	// waits for it (a changed source's new settings start then).
 	Stopping []string `json:"stopping,omitempty"`
+}
+
+// Summary says what a reload did, for a person (drover reload's answer,
+// the audit row, drover tree): "reloaded: added a; removed b",
+// "reloaded: no source changed", or, when it did not apply in full,
+// "reload incomplete: added a; not applied c; still stopping c; error: …".
+func (r ReloadStatus) Summary() string {
+	var parts []string
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"added", r.Added}, {"removed", r.Removed}, {"changed", r.Changed}, {"not applied", r.NotApplied}, {"still stopping", r.Stopping}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
+		}
+	}
+	if r.Error != "" {
+		return "reload incomplete: " + strings.Join(append(parts, "error: "+r.Error), "; ")
+	}
+	if len(parts) == 0 {
+		return "reloaded: no source changed"
+	}
+	return "reloaded: " + strings.Join(parts, "; ")
 }
 
 // MemberStatus is one member as this node sees it.

@@ -67,28 +67,9 @@ func began(st actors.ReloadStatus) bool {
 	return len(st.Added)+len(st.Removed)+len(st.Changed)+len(st.NotApplied)+len(st.Stopping) > 0
 }
 
-// reloadDetail says what a reload did for a person (the reply's detail and
-// the audit's args): "reloaded: added a; removed b", or, when it did not
-// apply in full, "reload incomplete: added a; not applied: c; still
-// stopping: c; error: …".
-func reloadDetail(st actors.ReloadStatus) string {
-	var parts []string
-	for _, p := range []struct {
-		what  string
-		names []string
-	}{{"added", st.Added}, {"removed", st.Removed}, {"changed", st.Changed}, {"not applied", st.NotApplied}, {"still stopping", st.Stopping}} {
-		if len(p.names) > 0 {
-			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
-		}
-	}
-	if st.Error != "" {
-		return "reload incomplete: " + strings.Join(append(parts, "error: "+st.Error), "; ")
-	}
-	if len(parts) == 0 {
-		return "reloaded: no source changed"
-	}
-	return "reloaded: " + strings.Join(parts, "; ")
-}
+// reloadDetail says what a reload did for a person (the reply's detail
+// and the audit's args): actors.ReloadStatus.Summary.
+func reloadDetail(st actors.ReloadStatus) string { return st.Summary() }
 
 // Reload reads the node's config file again (Options.ConfigPath), checks
 // it as drover check does (config.Load), and applies the difference to the
