@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -93,22 +92,8 @@ func TestReloadRemovalThatDoesNotEndInTime(t *testing.T) {
 	streams := newStuckStreams()
 	dir, bind := t.TempDir(), freeGossipAddr(t)
 	yaml := func(sources ...string) string { return controlYAML("n1", bind, bind, dir, sources...) }
-	path := filepath.Join(t.TempDir(), "drover.yaml")
-	writeFile(t, path, yaml(keep, stuck))
-	cfg, err := config.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, err := Start(t.Context(), cfg, Options{
-		ConfigPath: path, OpenSource: streams.open,
-		Handlers: map[string]actors.Handler{"audit": AuditHandler},
-		// a unit's stop is not cut short while the test looks
-		Tuning: actors.Tuning{StopTimeout: 10 * time.Minute},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(n.Close)
+	// a unit's stop is not cut short while the test looks
+	n, path := startFromFileWith(t, yaml(keep, stuck), Options{OpenSource: streams.open, Tuning: actors.Tuning{StopTimeout: 10 * time.Minute}})
 	t.Cleanup(streams.free) // before Close: the blocked fetch returns
 	n.ctl.reloadTimeout = 300 * time.Millisecond
 	eventually(t, "keep and stuck running", func() bool { return runningAll(n, "keep", 1) && runningAll(n, "stuck", 1) })
