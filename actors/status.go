@@ -3,6 +3,7 @@ package actors
 import (
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -38,8 +39,8 @@ type Tree struct {
 }
 
 // ReloadStatus is the outcome of a configuration reload (SIGHUP, drover
-// reload): when, whether it was applied, and why not; the sources it
-// added, removed and changed (restarted with their new settings).
+// reload): when, whether it was applied in full, and why not; the sources
+// it added, removed and changed (restarted with their new settings).
 type ReloadStatus struct {
 	At      time.Time `json:"at"`
 	OK      bool      `json:"ok"`
@@ -47,6 +48,40 @@ type ReloadStatus struct {
 	Added   []string  `json:"added,omitempty"`
 	Removed []string  `json:"removed,omitempty"`
 	Changed []string  `json:"changed,omitempty"`
+	// NotApplied are the sources whose change the file asks for and the
+	// reload did not make (Error says why); the others' changes stand (a
+	// reload is not rolled back).
+	NotApplied []string `json:"not_applied,omitempty"`
+	// Stopping are the sources whose removal (a removed source, or the
+	// old settings of a changed one) began and had not ended when the
+	// reload answered: their units still hand over, their source shows
+	// stopping. The node no longer places them; the removal ends by
+	// itself (a removed source then moves to Removed) and the next reload
+	// waits for it (a changed source's new settings start then).
+	Stopping []string `json:"stopping,omitempty"`
+}
+
+// Summary says what a reload did, for a person (drover reload's answer,
+// the audit row, drover tree): "reloaded: added a; removed b",
+// "reloaded: no source changed", or, when it did not apply in full,
+// "reload incomplete: added a; not applied c; still stopping c; error: …".
+func (r ReloadStatus) Summary() string {
+	var parts []string
+	for _, p := range []struct {
+		what  string
+		names []string
+	}{{"added", r.Added}, {"removed", r.Removed}, {"changed", r.Changed}, {"not applied", r.NotApplied}, {"still stopping", r.Stopping}} {
+		if len(p.names) > 0 {
+			parts = append(parts, p.what+" "+strings.Join(p.names, ", "))
+		}
+	}
+	if r.Error != "" {
+		return "reload incomplete: " + strings.Join(append(parts, "error: "+r.Error), "; ")
+	}
+	if len(parts) == 0 {
+		return "reloaded: no source changed"
+	}
+	return "reloaded: " + strings.Join(parts, "; ")
 }
 
 // MemberStatus is one member as this node sees it.

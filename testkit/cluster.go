@@ -134,13 +134,17 @@ type simNode struct {
 	sid     int
 	node    *actors.Node
 	member  *simMembership
-	state   string        // new, running, stopping, stopped, killed
-	sources []string      // the sources its next start runs; nil: all
-	running []string      // the sources its current process runs; nil: all
-	stopAt  time.Time     // when its graceful stop began
-	drained *actors.Node  // the process Drain took out of placement; nil when none (drain.go)
-	metrics *stateMetrics // the current process's unit states, as its metrics report them
-	events  *events.Log   // the current process's event log
+	state   string       // new, running, stopping, stopped, killed
+	sources []string     // the sources its next start runs; nil: all
+	running []string     // the sources its current process runs; nil: all
+	stopAt  time.Time    // when its graceful stop began
+	drained *actors.Node // the process Drain took out of placement; nil when none (drain.go)
+	// removing are the answers of the source removals Reload asked of
+	// the process removingOf, by source, until they came (drain.go)
+	removing   map[string]<-chan error
+	removingOf *actors.Node
+	metrics    *stateMetrics // the current process's unit states, as its metrics report them
+	events     *events.Log   // the current process's event log
 	// clean is what the tree invariant last found clean: the process, its
 	// tree's and its metrics' versions of the states (checkTrees).
 	clean treeVersion

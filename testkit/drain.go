@@ -116,14 +116,47 @@ func (c *Cluster) Reload(name string) error {
 	c.event("reload", name, "", fmt.Sprintf("add=%d remove=%d", len(add), len(remove)))
 	proc := n.node
 	c.s.after(n.sid, 0, "reload", func() {
-		for _, sp := range add {
-			proc.AddSource(sp)
+		if n.removingOf != proc {
+			n.removing, n.removingOf = map[string]<-chan error{}, proc
 		}
 		for _, s := range remove {
-			proc.RemoveSource(s)
+			n.removing[s] = proc.RemoveSource(s)
+		}
+		for _, sp := range add {
+			c.addWhenRemoved(n, proc, sp)
 		}
 	})
 	return nil
+}
+
+// addWhenRemoved adds sp to proc once a removal of the same source that an
+// earlier Reload began has ended, as drover reload waits for it (the node
+// refuses a source still being removed); it gives up when proc no longer
+// runs. A removal that has not ended after StopBound is a violation.
+func (c *Cluster) addWhenRemoved(n *simNode, proc *actors.Node, sp actors.SourceSpec) {
+	at := c.s.now
+	var try func()
+	try = func() {
+		if n.node != proc || n.state != "running" || n.removingOf != proc {
+			return // stopped or killed meanwhile: its next start runs what it lists
+		}
+		if ch := n.removing[sp.Name]; ch != nil {
+			select {
+			case <-ch:
+				delete(n.removing, sp.Name)
+			default:
+				if c.s.now.Sub(at) > StopBound {
+					c.check("reload", fmt.Sprintf("%s: the removal of %s has not ended %s after a reload brought it back (bound %s)", n.name, sp.Name, c.s.now.Sub(at), StopBound))
+					return
+				}
+				c.s.after(n.sid, 10*time.Millisecond, "reload-wait", try)
+				return
+			}
+		}
+		c.event("reload-add", n.name, sp.Name, "")
+		proc.AddSource(sp)
+	}
+	try()
 }
 
 // drawDrain draws, apart from the rest of seed's scenario (which stays as
@@ -142,6 +175,31 @@ func drawDrain(c *Cluster, seed uint64, names []string, step func(time.Duration,
 		c.At(at+back, func() { _ = c.Undrain(name) })
 	}
 	return live
+}
+
+// drawReloadBack draws, apart from the rest of seed's scenario, in 1 run
+// in 2 of a live rolling change ended at at, a node that drops extra by a
+// reload and gets it back by another one within 300 ms, mostly while its
+// units still hand over (drover reload twice: the second waits for the
+// first's removal before it starts the source again).
+func drawReloadBack(c *Cluster, seed uint64, names, all []string, at time.Duration, step func(time.Duration, string, ...any)) {
+	drng := rand.New(rand.NewPCG(seed^0x6261636b, seed))
+	if drng.IntN(2) != 0 {
+		return
+	}
+	name := names[drng.IntN(len(names))]
+	at += time.Duration(1000+drng.IntN(2000)) * time.Millisecond
+	back := time.Duration(drng.IntN(300)) * time.Millisecond
+	without := slices.DeleteFunc(slices.Clone(all), func(s string) bool { return s == "extra" })
+	step(at, "reload %s without extra, and with it again after %s", name, back)
+	c.At(at, func() {
+		_ = c.SetSources(name, without)
+		_ = c.Reload(name) // not running: its next start runs what it lists
+	})
+	c.At(at+back, func() {
+		_ = c.SetSources(name, all)
+		_ = c.Reload(name)
+	})
 }
 
 // rollOut gives a running node the sources SetSources set: by Reload when

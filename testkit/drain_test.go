@@ -119,3 +119,35 @@ func TestReloadAddsAndRemovesSourcesLive(t *testing.T) {
 	mustSettle(t, c, time.Minute)
 	checkReport(t, c)
 }
+
+// A source removed by Reload and brought back by the next Reload before
+// its units have handed over (drover reload twice, the second while the
+// first's removal still stops) runs again once the removal ended: the
+// node's return of it is not lost to "still being removed".
+func TestReloadBringsBackASourceStillStopping(t *testing.T) {
+	c := newCluster(t, testkit.Config{Seed: 11, Nodes: 2})
+	must(c.AddStream(actors.SourceSpec{Name: "orders", KeyField: "id", BatchSize: 50}, 4))
+	mustStart(t, c)
+	wl := testkit.NewWorkload(17)
+	publishKeyed(c, wl, "orders", 4, 1000, 20, 8*time.Second, map[string][]brokers.Message{})
+	unitsOn := func(node string) int {
+		for _, s := range must(c.Tree(node)).Sources {
+			if s.Name == "orders" {
+				return len(s.Units)
+			}
+		}
+		return -1 // not run
+	}
+	if !c.RunUntil(func() bool { return unitsOn("node-1") > 0 && unitsOn("node-2") > 0 }, 5*time.Second) {
+		t.Fatalf("orders not shared: node-1 %d, node-2 %d units", unitsOn("node-1"), unitsOn("node-2"))
+	}
+	must(0, c.SetSources("node-1", []string{}))
+	must(0, c.Reload("node-1"))
+	must(0, c.SetSources("node-1", []string{"orders"}))
+	must(0, c.Reload("node-1"))
+	if !c.RunUntil(func() bool { return unitsOn("node-1") > 0 }, 10*time.Second) {
+		t.Fatalf("node-1 runs %d units of orders 10 s after it was brought back", unitsOn("node-1"))
+	}
+	mustSettle(t, c, time.Minute)
+	checkReport(t, c)
+}

@@ -92,7 +92,9 @@ func (r SimResult) OK() bool {
 //     safety timer of 1 to 5 s instead of 30 s, so that idle units on
 //     the memory stream (a brokers.Waker) also fetch unwoken;
 //   - (drawn apart too) a drain, and the rolling change by live reloads
-//     instead of restarts (drawDrain);
+//     instead of restarts (drawDrain); after a live one, a node that
+//     drops extra by a reload and gets it back by the next before its
+//     units have handed over (drawReloadBack);
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units;
@@ -552,6 +554,9 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				c.rollOut(name, live)
 			})
 			at += time.Duration(9000+rng.IntN(3000)) * time.Millisecond
+		}
+		if live {
+			drawReloadBack(c, seed, names, all, at, step)
 		}
 	}
 

@@ -32,6 +32,11 @@ const (
 	// WriteTimeout: a cluster answer may wait FetchTimeout for the other
 	// members before it writes.
 	DefaultWriteMargin = 10 * time.Second
+	// DefaultControlTimeout is how long a control (POST /debug/control/…)
+	// may take before its answer is written: a reload hands the units of
+	// the sources it removes over, for up to two minutes. The control
+	// route extends its write deadline past WriteTimeout to it.
+	DefaultControlTimeout = 3 * time.Minute
 )
 
 // Node is what the endpoint shows. Implementations are safe for concurrent
@@ -102,6 +107,10 @@ type Config struct {
 	// (at most ReadTimeout), FetchTimeout + DefaultWriteMargin,
 	// DefaultIdleTimeout.
 	ReadTimeout, ReadHeaderTimeout, WriteTimeout, IdleTimeout time.Duration
+	// ControlTimeout is the write deadline of a control's answer, from
+	// when its request was read (default DefaultControlTimeout; never
+	// below WriteTimeout).
+	ControlTimeout time.Duration
 	// Logger receives the server's errors; nil discards them.
 	Logger *slog.Logger
 
@@ -149,7 +158,7 @@ func (c Config) withDefaults() (Config, error) {
 	for _, d := range []struct {
 		name string
 		v    time.Duration
-	}{{"ReadTimeout", c.ReadTimeout}, {"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}} {
+	}{{"ReadTimeout", c.ReadTimeout}, {"ReadHeaderTimeout", c.ReadHeaderTimeout}, {"WriteTimeout", c.WriteTimeout}, {"IdleTimeout", c.IdleTimeout}, {"ControlTimeout", c.ControlTimeout}} {
 		if d.v < 0 {
 			return c, fmt.Errorf("debug: %s %v is negative", d.name, d.v)
 		}
@@ -166,6 +175,10 @@ func (c Config) withDefaults() (Config, error) {
 	if c.IdleTimeout == 0 {
 		c.IdleTimeout = DefaultIdleTimeout
 	}
+	if c.ControlTimeout == 0 {
+		c.ControlTimeout = DefaultControlTimeout
+	}
+	c.ControlTimeout = max(c.ControlTimeout, c.WriteTimeout)
 	if c.ReadHeaderTimeout > c.ReadTimeout {
 		c.ReadHeaderTimeout = c.ReadTimeout
 	}

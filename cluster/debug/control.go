@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Control actions (POST /debug/control/{action}).
@@ -68,6 +69,11 @@ var (
 	ErrBadControl = errors.New("bad control request")
 	// ErrControlConflict marks a control the node cannot carry out now.
 	ErrControlConflict = errors.New("control conflicts with the node's state")
+	// ErrControlIncomplete marks a control that was carried out in part
+	// (a reload that failed half-way): the reply returned with it says
+	// what was done and what not. It is answered 500 with that reply as
+	// JSON.
+	ErrControlIncomplete = errors.New("control carried out in part")
 )
 
 // maxControlBody bounds a control request's body; maxControlBy and
@@ -135,8 +141,18 @@ func (s *Server) control(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Action = r.PathValue("action")
+	// A control may outlast WriteTimeout (a reload hands units over):
+	// its answer gets ControlTimeout from now instead of being lost.
+	if err := http.NewResponseController(w).SetWriteDeadline(time.Now().Add(s.cfg.ControlTimeout)); err != nil {
+		s.cfg.Logger.Warn("debug endpoint: extend a control's write deadline", "action", req.Action, "err", err)
+	}
 	rep, err := s.cfg.Controller.Control(r.Context(), req)
 	switch {
+	case errors.Is(err, ErrControlIncomplete):
+		s.cfg.Logger.Warn("debug endpoint: control carried out in part", "action", req.Action, "err", err)
+		b, jerr := json.Marshal(rep)
+		s.writeJSONStatus(w, http.StatusInternalServerError, "control reply", b, jerr)
+		return
 	case errors.Is(err, ErrBadControl):
 		text(w, http.StatusBadRequest, err.Error())
 		return

@@ -40,6 +40,9 @@ type Server struct {
 	// connState, when set before Start, hears net/http's connection
 	// states (tests).
 	connState func(net.Conn, http.ConnState)
+	// listen, when set before Start, replaces net.Listen (tests: an
+	// in-memory listener in a synctest bubble).
+	listen func(network, addr string) (net.Listener, error)
 
 	// gone remembers the members that left the view; hist is the ring
 	// of cluster samples behind GET /debug/history.
@@ -148,7 +151,11 @@ func (s *Server) Start() error {
 	if s.started {
 		return ErrStarted
 	}
-	ln, err := net.Listen("tcp", s.cfg.Addr)
+	listen := net.Listen
+	if s.listen != nil {
+		listen = s.listen
+	}
+	ln, err := listen("tcp", s.cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("debug endpoint: listen on %s: %w", s.cfg.Addr, err)
 	}
@@ -339,6 +346,11 @@ func (s *Server) tree(w http.ResponseWriter, r *http.Request) {
 // that encoding what failed, 500 with the error. b may be shared with
 // other requests: it is never appended to.
 func (s *Server) writeJSON(w http.ResponseWriter, what string, b []byte, err error) {
+	s.writeJSONStatus(w, http.StatusOK, what, b, err)
+}
+
+// writeJSONStatus is writeJSON answering code.
+func (s *Server) writeJSONStatus(w http.ResponseWriter, code int, what string, b []byte, err error) {
 	if err != nil {
 		s.cfg.Logger.Error("debug endpoint: encode "+what, "err", err)
 		text(w, http.StatusInternalServerError, "encode "+what+": "+err.Error())
@@ -347,6 +359,7 @@ func (s *Server) writeJSON(w http.ResponseWriter, what string, b []byte, err err
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("Cache-Control", "no-store")
+	w.WriteHeader(code)
 	_, _ = w.Write(b)
 	_, _ = io.WriteString(w, "\n")
 }

@@ -28,6 +28,14 @@ type controls struct {
 	// with, then each reload's); written under op and mu, read under
 	// either. Its Sources slice is never changed in place.
 	applied *config.Config
+	// removing are the source removals a reload began that have not
+	// ended (control_reload.go): their units still hand over. Under mu.
+	removing map[string]*removal
+	// reloadTimeout bounds a reload (defaultReloadTimeout; tests shorten it).
+	reloadTimeout time.Duration
+	// finishers are the goroutines that end the removals; the node's
+	// close waits for them.
+	finishers sync.WaitGroup
 
 	exit     chan struct{} // closed when told to exit
 	exitOnce sync.Once
@@ -37,6 +45,8 @@ type controls struct {
 
 func (c *controls) init(cfg *config.Config) {
 	c.applied = cfg
+	c.removing = map[string]*removal{}
+	c.reloadTimeout = defaultReloadTimeout
 	c.exit = make(chan struct{})
 	c.stop = make(chan struct{})
 }

@@ -142,16 +142,21 @@ func auditSource(name string, parts int, extra string) string {
 // closes it when the test ends (unless it was shut down).
 func startFromFile(t *testing.T, yaml string, streams *sharedStreams) (*Node, string) {
 	t.Helper()
+	return startFromFileWith(t, yaml, Options{OpenSource: streams.open})
+}
+
+// startFromFileWith is startFromFile with opt (ConfigPath and the audit
+// handler set).
+func startFromFileWith(t *testing.T, yaml string, opt Options) (*Node, string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "drover.yaml")
 	writeFile(t, path, yaml)
 	cfg, err := config.Load(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := Start(t.Context(), cfg, Options{
-		ConfigPath: path, OpenSource: streams.open,
-		Handlers: map[string]actors.Handler{"audit": AuditHandler},
-	})
+	opt.ConfigPath, opt.Handlers = path, map[string]actors.Handler{"audit": AuditHandler}
+	n, err := Start(t.Context(), cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -461,7 +461,8 @@ func (n *Node) closeAll() {
 	}
 	n.exec.Wait()
 	n.wg.Wait()
-	if n.tracing != nil { // after the actors: their last spans are queued
+	n.ctl.finishers.Wait() // they end on the node's stop (ctl.stop)
+	if n.tracing != nil {  // after the actors: their last spans are queued
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if err := n.tracing.Shutdown(ctx); err != nil {
 			n.log.Warn("flush traces", "error", err)

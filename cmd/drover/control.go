@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -31,13 +32,13 @@ type controlFlags struct {
 	asJSON  bool
 }
 
-func (c *controlFlags) register(cmd *cobra.Command) {
+func (c *controlFlags) register(cmd *cobra.Command, timeout time.Duration) {
 	f := cmd.Flags()
 	f.StringVar(&c.addr, "addr", "http://"+debug.DefaultAddr, "debug endpoint of a node: URL or host:port")
 	f.StringVar(&c.token, "token", "", "admin token (default $"+adminTokenEnv+", then $"+treeTokenEnv+")")
 	f.StringVar(&c.by, "by", "", "who asks, for the audit table (default $USER)")
 	f.StringVar(&c.reason, "reason", "", "why, for the audit table")
-	f.DurationVar(&c.timeout, "timeout", 30*time.Second, "give up on the endpoint after this long")
+	f.DurationVar(&c.timeout, "timeout", timeout, "give up on the endpoint after this long")
 	f.BoolVar(&c.asJSON, "json", false, "print the endpoint's JSON reply")
 }
 
@@ -66,6 +67,15 @@ func (c *controlFlags) run(cmd *cobra.Command, req debug.ControlRequest) error {
 		return &exitError{1, err}
 	}
 	out := cmd.OutOrStdout()
+	var rep debug.ControlReply
+	if code == http.StatusInternalServerError && json.Unmarshal(body, &rep) == nil && rep.Detail != "" {
+		// carried out in part (a reload that failed half-way): what was
+		// done and what not, as for a success, then exit 1
+		if err := c.print(out, body, rep); err != nil {
+			return err
+		}
+		return &exitError{1, fmt.Errorf("%s: the %s was not carried out in full (see above, the tree's reload and drover events)", u, req.Action)}
+	}
 	if code != http.StatusOK {
 		msg := treeOneLine(string(escapeJSON(body)), 500)
 		// A request the node found wrong (a bad target, a broken config
@@ -78,14 +88,20 @@ func (c *controlFlags) run(cmd *cobra.Command, req debug.ControlRequest) error {
 		}
 		return &exitError{1, fmt.Errorf("%s answered %d: %s", u, code, msg)}
 	}
+	if !c.asJSON {
+		if err := json.Unmarshal(body, &rep); err != nil {
+			return &exitError{1, fmt.Errorf("%s did not answer with a control reply: %w", u, err)}
+		}
+	}
+	return c.print(out, body, rep)
+}
+
+// print writes a control's reply: its JSON (--json) or "node: detail".
+func (c *controlFlags) print(out io.Writer, body []byte, rep debug.ControlReply) error {
 	if c.asJSON {
 		_, err := out.Write(escapeJSON(body))
 		fmt.Fprintln(out)
 		return err
-	}
-	var rep debug.ControlReply
-	if err := json.Unmarshal(body, &rep); err != nil {
-		return &exitError{1, fmt.Errorf("%s did not answer with a control reply: %w", u, err)}
 	}
 	fmt.Fprintf(terminalWriter{out}, "%s: %s\n", rep.Node, rep.Detail)
 	return nil
@@ -136,7 +152,13 @@ func newControl(action, use, short, long string, nargs cobra.PositionalArgs, arg
 			return c.run(cmd, r)
 		},
 	}
-	c.register(cmd)
+	timeout := 30 * time.Second
+	if action == debug.ActionReload {
+		// a reload may hand units over for minutes: wait as long as the
+		// endpoint may take to answer a control
+		timeout = debug.DefaultControlTimeout + 10*time.Second
+	}
+	c.register(cmd, timeout)
 	if extra != nil {
 		extra(cmd, &req)
 	}
@@ -212,7 +234,13 @@ cluster and exit with status 0 (a drained node too).`,
 		newControl(debug.ActionReload, "reload [flags]", "have the node at --addr re-read its config",
 			`reload has the node re-read its config file (as SIGHUP does), validate it as
 drover check does and apply the difference without a restart. An invalid
-file changes nothing: the node says why and this command exits 2.`,
+file changes nothing: the node says why and this command exits 2. A reload
+that failed once it began (a source that could not start, a removed
+source whose units had not handed over in the node's time) is not rolled
+back: this command prints what was applied, what not and what still
+stops, and exits 1. A source still stopping ends its removal by itself;
+run reload again to wait for it (or to start a changed source's new
+settings).`,
 			cobra.NoArgs, nil, nil),
 	}
 }

@@ -35,7 +35,8 @@ func newTree() *cobra.Command {
 		Use:   "tree [--addr URL] [--cluster] [--json] [--token T]",
 		Short: "print the actor tree of a node, or of the whole cluster",
 		Long: `tree asks a node's debug endpoint (node.debug_addr) for its actor tree and
-prints it as an indented tree: the node and its members, each source, and
+prints it as an indented tree: the node and its members (and "drained" while
+it is drained), the outcome of its last config reload, each source, and
 each unit with its state, lease token, position, lag (messages behind; in
 brackets, when over 0, the age of its oldest message not applied yet),
 counters, restarts, last error and next retry. --cluster asks for every
@@ -250,7 +251,8 @@ func writeClusterTree(w io.Writer, ct debug.ClusterTree, loc *time.Location) {
 
 // writeNodeTree prints one node:
 //
-//	node-1 (members: node-1 alive, node-2 alive, node-3 leaving)
+//	node-1 (members: node-1 alive, node-2 alive, node-3 leaving)  drained (out of placement until undrained)
+//	   last reload 11:58:00: reloaded: added orders
 //	└─ orders [kafka] running
 //	   ├─ orders/0  running   token 7  pos 1234  lag 0  recv 1300 applied 1290 dl 10 restarts 0
 //	   └─ orders/3  retrying  token 2  … last error: fetch: broker unreachable, retry at 12:00:03
@@ -267,7 +269,14 @@ func writeNodeTree(w io.Writer, n debug.NodeTree, loc *time.Location) {
 	if len(members) == 0 {
 		members = append(members, "none")
 	}
-	fmt.Fprintf(w, "%s (members: %s)\n", n.Node, strings.Join(members, ", "))
+	drained := ""
+	if n.Drained {
+		drained = "  drained (out of placement until undrained)"
+	}
+	fmt.Fprintf(w, "%s (members: %s)%s\n", n.Node, strings.Join(members, ", "), drained)
+	if r := n.Reload; r != nil {
+		fmt.Fprintf(w, "   last reload %s: %s\n", r.At.In(loc).Format(time.TimeOnly), treeOneLine(r.Summary(), 0))
+	}
 	if len(n.Sources) == 0 {
 		fmt.Fprintln(w, "└─ (no sources)")
 		return

@@ -265,3 +265,26 @@ func TestTreeURL(t *testing.T) {
 		}
 	}
 }
+
+// The text tree says that a node is drained and what its last reload did
+// (the JSON's drained and reload), on the node's header.
+func TestTreePrintsDrainedAndTheLastReload(t *testing.T) {
+	at := treeTime(t, "2026-01-02T11:58:00Z")
+	tr := actors.Tree{Node: "node-1", Members: []actors.MemberStatus{{Name: "node-1", State: "alive"}}, Drained: true,
+		Reload: &actors.ReloadStatus{At: *at, Error: "remove source stuck: still stopping after 2m0s", Added: []string{"new"}, Stopping: []string{"stuck"}}}
+	var b strings.Builder
+	writeNodeTree(&b, debug.NodeTree{Tree: tr}, time.UTC)
+	want := `node-1 (members: node-1 alive)  drained (out of placement until undrained)
+   last reload 11:58:00: reload incomplete: added new; still stopping stuck; error: remove source stuck: still stopping after 2m0s
+└─ (no sources)
+`
+	if b.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", b.String(), want)
+	}
+	tr.Drained, tr.Reload = false, &actors.ReloadStatus{At: *at, OK: true, Removed: []string{"gone"}}
+	b.Reset()
+	writeNodeTree(&b, debug.NodeTree{Tree: tr}, time.UTC)
+	if !strings.HasPrefix(b.String(), "node-1 (members: node-1 alive)\n   last reload 11:58:00: reloaded: removed gone\n") {
+		t.Errorf("got:\n%s", b.String())
+	}
+}
