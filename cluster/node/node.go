@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
@@ -81,6 +82,30 @@ type Node struct {
 	mu       sync.Mutex
 	storeErr error
 	closed   bool
+
+	// registries are the schema registry clients by their settings, one
+	// per registry however many sources (and reloads) use it: each caches
+	// the schemas it fetched (under regMu).
+	regMu      sync.Mutex
+	registries map[decode.RegistryConfig]*decode.Registry
+}
+
+// registry is the node's client of the registry rc.
+func (n *Node) registry(rc decode.RegistryConfig) (*decode.Registry, error) {
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	if r := n.registries[rc]; r != nil {
+		return r, nil
+	}
+	r, err := decode.NewRegistry(rc)
+	if err != nil {
+		return nil, err
+	}
+	if n.registries == nil {
+		n.registries = map[decode.RegistryConfig]*decode.Registry{}
+	}
+	n.registries[rc] = r
+	return r, nil
 }
 
 // Start opens everything the configuration names and starts the node. On
@@ -220,6 +245,13 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 		BatchSize: s.BatchSize, MaxWait: s.MaxWait, MaxConsecutiveFailures: s.MaxConsecutiveFailures,
 		LeaseTTL: s.LeaseTTL, Discovery: s.DiscoveryInterval,
 		BatchBytes: s.BatchBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes,
+		Format: decode.Format(s.Decoding.Format),
+	}
+	if rc := s.Decoding.RegistryConfig(); rc != nil {
+		if spec.Registry, err = n.registry(*rc); err != nil {
+			closeSource(src)
+			return actors.SourceSpec{}, Source{}, fmt.Errorf("%s.decode: %w", field, err)
+		}
 	}
 	if s.Mode == "handler" {
 		h, ok := opt.Handlers[s.HandlerName]
