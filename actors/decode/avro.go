@@ -136,7 +136,9 @@ func (w *avroWriter) value(s avro.Schema, depth int) error {
 			w.decimal(b, l.Scale())
 		default:
 			if logicalType(logical) == avro.Duration && len(b) == 12 {
-				le := func(p []byte) int64 { return int64(uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 | uint32(p[3])<<24) }
+				le := func(p []byte) int64 {
+					return int64(uint32(p[0]) | uint32(p[1])<<8 | uint32(p[2])<<16 | uint32(p[3])<<24)
+				}
 				w.out = fmt.Appendf(w.out, `{"months":%d,"days":%d,"milliseconds":%d}`, le(b[0:4]), le(b[4:8]), le(b[8:12]))
 				break
 			}

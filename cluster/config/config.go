@@ -191,10 +191,10 @@ type Source struct {
 	OnPositionReset string `yaml:"on_position_reset" json:"on_position_reset"`
 	Mode            string `yaml:"mode" json:"mode"` // records (default) | handler
 	// HandlerName names the registered Go handler of a mode: handler source.
-	HandlerName            string        `yaml:"handler_name" json:"handler_name,omitempty"`
-	Records                Records       `yaml:"records" json:"records"`
+	HandlerName string  `yaml:"handler_name" json:"handler_name,omitempty"`
+	Records     Records `yaml:"records" json:"records"`
 	// Decoding is the decode section: how message bodies are written.
-	Decoding Decoding `yaml:"decode" json:"decode"`
+	Decoding               Decoding      `yaml:"decode" json:"decode"`
 	BatchSize              int           `yaml:"batch_size" json:"batch_size"`                             // default 500, 1..10000
 	MaxWait                time.Duration `yaml:"max_wait" json:"max_wait"`                                 // default 1s
 	MaxConsecutiveFailures int           `yaml:"max_consecutive_failures" json:"max_consecutive_failures"` // default 5
