@@ -135,7 +135,9 @@ func (r *Registry) fetch(ctx context.Context, id int) error {
 	if s := r.cached(id); s != nil && !s.notFound {
 		return nil // fetched by the call before ours
 	}
-	c, cancel := context.WithTimeout(ctx, r.timeout)
+	// the request is shared by every caller waiting for the id: one
+	// caller's end (a unit stopping) must not fail the others' wait
+	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
 	r.requests.Add(1)
 	sch, err := r.cl.SchemaByID(c, id)

@@ -567,7 +567,9 @@ func (v *checker) storeLimits(p string, s *Source, url string) {
 func (v *checker) decoding(p string, s *Source) {
 	d := s.Decoding
 	v.oneOf(p+".format", d.Format, "json", "avro", "protobuf", "json_schema")
-	if d.Format == "json" {
+	switch d.Format {
+	case "avro", "protobuf", "json_schema":
+	default:
 		if d.Registry != nil {
 			v.fail(p+".registry", "only valid with format avro, protobuf or json_schema")
 		}
