@@ -49,8 +49,47 @@ const (
 	e2eSREnv   = "DROVER_E2E_SR_PASSWORD"
 )
 
-// avroProducer encodes like a producer: franz-go's sr.Serde with hamba/avro.
-type avroProducer struct {
+// srOrder and srCustomer are what the workload's messages carry; each
+// codec writes them in its format, as a producer does (franz-go's
+// sr.Serde frames them).
+type (
+	srOrder struct {
+		id, cents int64
+		name      string
+		at        time.Time
+		qty       int32 // v2 only
+		note      string
+	}
+	srCustomer struct {
+		id    int64
+		email string
+	}
+)
+
+// srCodec is one format's producer.
+type srCodec interface {
+	format() string
+	// setup registers the order (v1) and change-event schemas; v2 is
+	// the id of the order schema's next version, which the producer
+	// writes before the registry knows it (the test registers it once the
+	// registry is back from its outage).
+	setup(t *testing.T, reg *srtest.Registry) (v2 int, schema srtest.Schema)
+	order(o srOrder, v2 bool) []byte
+	change(op string, before, after *srCustomer, ts int64) []byte
+	corrupt() []byte // a known id, a body that does not match its schema
+}
+
+func serdeEncode(t testing.TB, s *sr.Serde, v any) []byte {
+	t.Helper()
+	b, err := s.Encode(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// avroCodec: hamba/avro through sr.Serde.
+type avroCodec struct {
 	t     testing.TB
 	serde sr.Serde
 }
@@ -61,30 +100,51 @@ type (
 	cdc     map[string]any
 )
 
-func newAvroProducer(t testing.TB, v1, v2, dbz int) *avroProducer {
-	p := &avroProducer{t: t}
-	reg := func(id int, v any, schema string) {
+func (c *avroCodec) format() string { return "avro" }
+
+func (c *avroCodec) setup(t *testing.T, reg *srtest.Registry) (int, srtest.Schema) {
+	c.t = t
+	v1 := reg.Add("orders-value", srtest.Schema{Schema: avroOrderV1})
+	dbz := reg.Add("cdc-value", srtest.Schema{Schema: avroDebezium})
+	v2 := v1 + 100
+	add := func(id int, v any, schema string) {
 		s := avro.MustParse(schema)
-		p.serde.Register(id, v, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(s, v) }))
+		c.serde.Register(id, v, sr.EncodeFn(func(v any) ([]byte, error) { return avro.Marshal(s, v) }))
 	}
-	reg(v1, orderV1{}, avroOrderV1)
-	reg(v2, orderV2{}, avroOrderV2)
-	reg(dbz, cdc{}, avroDebezium)
-	return p
+	add(v1, orderV1{}, avroOrderV1)
+	add(v2, orderV2{}, avroOrderV2)
+	add(dbz, cdc{}, avroDebezium)
+	return v2, srtest.Schema{Schema: avroOrderV2}
 }
 
-func (p *avroProducer) encode(v any) []byte {
-	b, err := p.serde.Encode(v)
-	if err != nil {
-		p.t.Fatal(err)
+func (c *avroCodec) order(o srOrder, v2 bool) []byte {
+	m := map[string]any{"id": o.id, "name": o.name, "price": big.NewRat(o.cents, 100), "at": o.at}
+	if !v2 {
+		return serdeEncode(c.t, &c.serde, orderV1(m))
 	}
-	return b
+	m["qty"], m["note"] = o.qty, map[string]any{"string": o.note}
+	return serdeEncode(c.t, &c.serde, orderV2(m))
 }
 
-// avroWorkload is n messages: orders (v2 ones when withV2), Debezium
-// creates, updates and deletes, tombstones, and bad ones (an unknown
-// schema id, a corrupt body, a JSON body without the magic byte).
-func avroWorkload(p *avroProducer, rng *rand.Rand, n int, withV2 bool) []brokers.Message {
+func (c *avroCodec) change(op string, before, after *srCustomer, ts int64) []byte {
+	row := func(r *srCustomer) any {
+		if r == nil {
+			return nil
+		}
+		return map[string]any{"pg.public.customers.Value": map[string]any{"id": r.id, "email": r.email}}
+	}
+	return serdeEncode(c.t, &c.serde, cdc{"op": op, "before": row(before), "after": row(after), "ts_ms": map[string]any{"long": ts}})
+}
+
+func (c *avroCodec) corrupt() []byte {
+	good := c.order(srOrder{id: 2, name: "a longer name", cents: 100, at: time.Unix(0, 0)}, false)
+	return good[:len(good)-6] // cut inside the name
+}
+
+// srWorkload is n messages: orders (half of them v2 when withV2),
+// Debezium creates, updates and deletes, tombstones, and bad ones (an
+// unknown schema id, a corrupt body, a JSON body without the magic byte).
+func srWorkload(c srCodec, rng *rand.Rand, n int, withV2 bool) []brokers.Message {
 	var out []brokers.Message
 	at := time.Date(2026, 12, 2, 6, 0, 0, 0, time.UTC)
 	for i := range n {
@@ -92,26 +152,22 @@ func avroWorkload(p *avroProducer, rng *rand.Rand, n int, withV2 bool) []brokers
 		switch r := rng.IntN(100); {
 		case r < 45:
 			id := rng.Int64N(300)
-			o := map[string]any{"id": id, "name": fmt.Sprintf("order %d/%d", id, i), "price": big.NewRat(rng.Int64N(1e6)-5e5, 100),
-				"at": at.Add(time.Duration(i) * time.Millisecond)}
-			v := any(orderV1(o))
-			if withV2 && rng.IntN(2) == 0 {
-				o["qty"] = int32(rng.IntN(9))
-				o["note"] = map[string]any{"string": "n" + strconv.Itoa(i)}
-				v = orderV2(o)
-			}
-			m = brokers.Message{Key: []byte(strconv.FormatInt(id, 10)), Value: p.encode(v)}
+			o := srOrder{id: id, name: fmt.Sprintf("order %d/%d", id, i), cents: rng.Int64N(1e6) - 5e5,
+				at: at.Add(time.Duration(i) * time.Millisecond), qty: int32(rng.IntN(9)), note: "n" + strconv.Itoa(i)}
+			m = brokers.Message{Key: []byte(strconv.FormatInt(id, 10)), Value: c.order(o, withV2 && rng.IntN(2) == 0)}
 		case r < 75:
 			id := 10000 + rng.Int64N(60)
-			row := map[string]any{"pg.public.customers.Value": map[string]any{"id": id, "email": fmt.Sprintf("c%d-%d@x", id, i)}}
-			ev := cdc{"op": "c", "before": nil, "after": row, "ts_ms": map[string]any{"long": int64(i)}}
+			row := &srCustomer{id: id, email: fmt.Sprintf("c%d-%d@x", id, i)}
+			var v []byte
 			switch rng.IntN(3) {
+			case 0:
+				v = c.change("c", nil, row, int64(i))
 			case 1:
-				ev["op"], ev["before"] = "u", row
-			case 2:
-				ev["op"], ev["before"], ev["after"] = "d", row, nil
+				v = c.change("u", row, row, int64(i))
+			default:
+				v = c.change("d", row, nil, int64(i))
 			}
-			m = brokers.Message{Key: []byte(strconv.FormatInt(id, 10)), Value: p.encode(ev)}
+			m = brokers.Message{Key: []byte(strconv.FormatInt(id, 10)), Value: v}
 		case r < 85:
 			id := rng.Int64N(300)
 			if rng.IntN(2) == 0 {
@@ -119,11 +175,10 @@ func avroWorkload(p *avroProducer, rng *rand.Rand, n int, withV2 bool) []brokers
 			}
 			m = brokers.Message{Key: []byte(strconv.FormatInt(id, 10)), Tombstone: true}
 		case r < 90:
-			good := p.encode(orderV1{"id": int64(1), "name": "x", "price": big.NewRat(1, 1), "at": at})
+			good := c.order(srOrder{id: 1, name: "x", at: at}, false)
 			m = brokers.Message{Key: []byte("1"), Value: append([]byte{0, 0, 0, 0, 99}, good[5:]...)}
 		case r < 95:
-			good := p.encode(orderV1{"id": int64(2), "name": "a longer name", "price": big.NewRat(1, 1), "at": at})
-			m = brokers.Message{Key: []byte("2"), Value: good[:len(good)-6]}
+			m = brokers.Message{Key: []byte("2"), Value: c.corrupt()}
 		default:
 			m = brokers.Message{Key: []byte("3"), Value: []byte(`{"id":3}`)}
 		}
@@ -153,14 +208,20 @@ func produceSR(t *testing.T, cl *kgo.Client, msgs []brokers.Message) []e2eMsg {
 	return out
 }
 
-// Avro end to end: a kafka source with decode.format avro through YAML
+// Each wire format end to end: a kafka source with decode.format through YAML
 // and node.Start, its schemas in the in-process registry (basic auth, the
 // password from ${env:}). Orders, Debezium change events, tombstones and
 // bad messages; then the registry goes down while messages of a new
 // schema id arrive: the units show retrying with the registry's error,
 // nothing is dead-lettered for it, and everything applies once it is back.
 // The table and the dead letters are what decoding the messages gives.
-func TestE2EAvroRegistry(t *testing.T) {
+func TestE2ESchemaRegistry(t *testing.T) {
+	for _, c := range []srCodec{&avroCodec{}, &protoCodec{}, &jsonSchemaCodec{}} {
+		t.Run(c.format(), func(t *testing.T) { e2eSchemaRegistry(t, c) })
+	}
+}
+
+func e2eSchemaRegistry(t *testing.T, codec srCodec) {
 	c, err := kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(e2eSRParts, e2eSRTopic))
 	if err != nil {
 		testserver.SkipOrFail(t, "kfake did not start: "+err.Error())
@@ -170,10 +231,7 @@ func TestE2EAvroRegistry(t *testing.T) {
 	const password = "sr-pw-0d1e2f3a4b5c"
 	t.Setenv(e2eSREnv, password)
 	reg := srtest.New(t, "drover", password)
-	v1 := reg.Add("orders-avro-value", srtest.Schema{Schema: avroOrderV1})
-	dbz := reg.Add("cdc-value", srtest.Schema{Schema: avroDebezium})
-	v2 := v1 + 100 // registered only after phase 1: unknown to the node's cache
-	prod := newAvroProducer(t, v1, v2, dbz)
+	v2, v2Schema := codec.setup(t, reg)
 	rng := rand.New(rand.NewPCG(14, 1))
 
 	cl, err := kgo.NewClient(kgo.SeedBrokers(addr), kgo.DefaultProduceTopic(e2eSRTopic), kgo.RecordPartitioner(kgo.ManualPartitioner()))
@@ -194,10 +252,10 @@ sources:
     max_wait: 100ms
     max_consecutive_failures: 1000
     decode:
-      format: avro
+      format: %s
       registry: {url: %q, username: drover, password: "${env:%s}"}
     kafka: {brokers: [%q], topic: %s}
-`, storeURL, reg.URL(), e2eSREnv, addr, e2eSRTopic)
+`, storeURL, codec.format(), reg.URL(), e2eSREnv, addr, e2eSRTopic)
 	cfg, err := config.Parse([]byte(yaml), config.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -230,7 +288,7 @@ sources:
 	}
 
 	// Phase 1: the registry is up.
-	src.Sent = produceSR(t, cl, avroWorkload(prod, rng, 2500, false))
+	src.Sent = produceSR(t, cl, srWorkload(codec, rng, 2500, false))
 	if err := allApplied(); err != nil {
 		t.Fatalf("phase 1: %v", err)
 	}
@@ -241,7 +299,7 @@ sources:
 
 	// Phase 2: the registry is down while a new schema id arrives.
 	reg.SetDown(true)
-	src.Sent = append(src.Sent, produceSR(t, cl, avroWorkload(prod, rng, 2500, true))...)
+	src.Sent = append(src.Sent, produceSR(t, cl, srWorkload(codec, rng, 2500, true))...)
 	var tree []byte
 	if err := e2eWaitFor(ctx, 20*time.Millisecond, 60*time.Second, func() (bool, string) {
 		for _, s := range n.Tree().Sources {
@@ -265,12 +323,14 @@ sources:
 	}
 	reg.SetDown(false)
 	// the new schema, registered under the id the producer used
-	reg.AddID("orders-avro-value", v2, srtest.Schema{Schema: avroOrderV2})
+	reg.AddID("orders-value", v2, v2Schema)
 	if err := allApplied(); err != nil {
 		t.Fatalf("after the registry came back: %v", err)
 	}
-	if reg.Requests(v2) < 1 || reg.Requests(v1) != 1 || reg.Requests(dbz) != 1 {
-		t.Errorf("requests per schema id: v1 %d, debezium %d, v2 %d; want v1 and debezium fetched once", reg.Requests(v1), reg.Requests(dbz), reg.Requests(v2))
+	for id := 1; id <= 2; id++ { // the schemas of phase 1: fetched once, before the outage
+		if n := reg.Requests(id); n != 1 {
+			t.Errorf("schema id %d was asked for %d times, want once", id, n)
+		}
 	}
 	// Only the messages read before the registry went down (and decoded)
 	// can be dead letters by then: none of phase 2 was dead-lettered for
@@ -291,13 +351,33 @@ sources:
 	if err != nil {
 		t.Fatal(err)
 	}
-	dc := decode.Config{KeyField: "id", MaxBytes: config.DefaultMaxMessageBytes, Format: decode.FormatAvro, Registry: r}
+	dc := decode.Config{KeyField: "id", MaxBytes: config.DefaultMaxMessageBytes, Format: decode.Format(codec.format()), Registry: r}
 	var msgs []brokers.Message
 	for _, m := range src.Sent {
 		msgs = append(msgs, m.Msg)
 	}
 	if err := dc.Resolve(ctx, msgs); err != nil {
 		t.Fatal(err)
+	}
+	// the expectation is no degenerate one: orders and Debezium rows in
+	// the table, every kind of bad message among the dead letters
+	want, wantDead := e2eExpectWith(t, src, dc)
+	cdcRows := 0
+	for k := range want {
+		if len(k) == 5 && k[0] == '1' {
+			cdcRows++
+		}
+	}
+	kinds := map[string]int{}
+	for _, r := range wantDead {
+		for _, k := range []string{"schema id 99: not found in the registry", "the body does not match the schema", "wire format: magic byte 0x7b"} {
+			if strings.Contains(r, k) {
+				kinds[k]++
+			}
+		}
+	}
+	if cdcRows == 0 || len(want)-cdcRows == 0 || len(kinds) != 3 {
+		t.Fatalf("degenerate expectation: %d Debezium rows, %d orders, dead letters by kind %v", cdcRows, len(want)-cdcRows, kinds)
 	}
 	e2eCheckRecordsWith(ctx, t, st, src, dc)
 	for what, text := range map[string]string{"logs": logs.String(), "tree": string(tree)} {
