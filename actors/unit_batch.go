@@ -64,7 +64,7 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		u.fail(ctx, err, stepFetch)
 		return
 	}
-	if r.schemaErr != nil {
+	if r.schemaErr != nil && !mutate.On(mutate.RegistryDeadLetters) {
 		u.schemaRetry(ctx, r)
 		return
 	}

@@ -68,6 +68,8 @@ var edges = []edge{
 	{"SeekAfterSkipsPoison", "13.2", "", edgeSeekPastPoison},
 	{"SeekViaAnotherNodeOnce", "13.2", mutate.SeekNeverDone, edgeSeekViaRow},
 	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
+	// issue 14 (edges_registry_test.go)
+	{"RegistryDownRetriesNeverDeadLetters", "14.2", mutate.RegistryDeadLetters, edgeRegistryDown},
 }
 
 func TestEdges(t *testing.T) {

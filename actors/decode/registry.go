@@ -48,14 +48,14 @@ func (c RegistryConfig) Validate() error {
 	return nil
 }
 
-// Registry fetches schemas by id from a schema registry through franz-go's
-// pkg/sr client and keeps them: each id is fetched once per Registry
-// (concurrent asks for one id share one request), and a schema, once
-// fetched and compiled, is kept for the Registry's life (a registry never
-// changes the schema of an id). An id the registry does not know is asked
-// again at the next Resolve that meets it. Safe for concurrent use.
+// Registry keeps the schemas of wire-format messages by id, fetched from
+// a schema registry: each id is fetched once per Registry (concurrent asks
+// for one id share one request), and a schema, once fetched and compiled,
+// is kept for the Registry's life (a registry never changes the schema of
+// an id). An id the registry does not know is asked again at the next
+// Resolve that meets it. Safe for concurrent use.
 type Registry struct {
-	cl      *sr.Client
+	src     SchemaFetcher
 	url     string
 	timeout time.Duration
 
@@ -64,6 +64,31 @@ type Registry struct {
 	group singleflight.Group
 
 	requests atomic.Int64
+}
+
+// SchemaFetcher is where a Registry gets its schemas: a registry's HTTP
+// API (NewRegistry, through franz-go's pkg/sr) or, in the simulator,
+// memory. Its methods may block (they run in jobs) and must be safe for
+// concurrent use; found is false when the registry answers that it has no
+// such schema, err is set when it could not be asked.
+type SchemaFetcher interface {
+	SchemaByID(ctx context.Context, id int) (s RegistrySchema, found bool, err error)
+	SchemaByVersion(ctx context.Context, subject string, version int) (s RegistrySchema, found bool, err error)
+}
+
+// RegistrySchema is a registry's schema: its text, its type (AVRO, ""
+// meaning AVRO too, PROTOBUF or JSON) and the schemas it refers to.
+type RegistrySchema struct {
+	Text       string
+	Type       string
+	References []RegistryReference
+}
+
+// RegistryReference is a schema's reference to a subject's version, by
+// the name the schema uses for it.
+type RegistryReference struct {
+	Name, Subject string
+	Version       int
 }
 
 // NewRegistry makes the client of one registry; it does not connect.
@@ -82,7 +107,44 @@ func NewRegistry(c RegistryConfig) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("registry: %w", err)
 	}
-	return &Registry{cl: cl, url: c.URL, timeout: c.Timeout, byID: map[int]*schema{}}, nil
+	return NewRegistryFrom(c.URL, srFetcher{cl}, c.Timeout), nil
+}
+
+// NewRegistryFrom is a Registry on src, named name in errors; timeout
+// bounds each fetch (0: 10 s).
+func NewRegistryFrom(name string, src SchemaFetcher, timeout time.Duration) *Registry {
+	if timeout <= 0 {
+		timeout = 10 * time.Second
+	}
+	return &Registry{src: src, url: name, timeout: timeout, byID: map[int]*schema{}}
+}
+
+// srFetcher is a SchemaFetcher on franz-go's registry client.
+type srFetcher struct{ cl *sr.Client }
+
+func (f srFetcher) SchemaByID(ctx context.Context, id int) (RegistrySchema, bool, error) {
+	s, err := f.cl.SchemaByID(ctx, id)
+	return srSchema(s, err)
+}
+
+func (f srFetcher) SchemaByVersion(ctx context.Context, subject string, version int) (RegistrySchema, bool, error) {
+	s, err := f.cl.SchemaByVersion(ctx, subject, version)
+	return srSchema(s.Schema, err)
+}
+
+func srSchema(s sr.Schema, err error) (RegistrySchema, bool, error) {
+	var re *sr.ResponseError
+	switch {
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return RegistrySchema{}, false, nil
+	case err != nil:
+		return RegistrySchema{}, false, err
+	}
+	out := RegistrySchema{Text: s.Schema, Type: s.Type.String()}
+	for _, r := range s.References {
+		out.References = append(out.References, RegistryReference{Name: r.Name, Subject: r.Subject, Version: r.Version})
+	}
+	return out, true, nil
 }
 
 // Requests is how many schema requests the registry was sent (tests).
@@ -92,7 +154,7 @@ func (r *Registry) Requests() int64 { return r.requests.Load() }
 // fetched for, or why it cannot be used (not found; not parsable).
 type schema struct {
 	id       int
-	typ      sr.SchemaType
+	typ      string // normalised: AVRO, PROTOBUF, JSON
 	notFound bool
 	bad      string // the schema cannot be used: parse or compile error
 	compiled any    // avro.Schema, protoreflect.FileDescriptor, *jsonschema.Schema
@@ -140,16 +202,15 @@ func (r *Registry) fetch(ctx context.Context, id int) error {
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
 	r.requests.Add(1)
-	sch, err := r.cl.SchemaByID(c, id)
+	sch, found, err := r.src.SchemaByID(c, id)
 	s := &schema{id: id}
-	var re *sr.ResponseError
 	switch {
-	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
-		s.notFound = true
 	case err != nil:
 		return fmt.Errorf("%w %s: schema id %d: %v", ErrRegistry, r.url, id, err)
+	case !found:
+		s.notFound = true
 	default:
-		s.typ = sch.Type
+		s.typ = normType(sch.Type)
 		refs, err := r.references(c, sch.References, 0, map[string]bool{})
 		if err != nil {
 			return err
@@ -174,7 +235,7 @@ type reference struct {
 // list of them can be parsed in order). A reference that is not found
 // makes the schema unusable, not the registry: it is reported through the
 // compile error.
-func (r *Registry) references(ctx context.Context, refs []sr.SchemaReference, depth int, seen map[string]bool) ([]reference, error) {
+func (r *Registry) references(ctx context.Context, refs []RegistryReference, depth int, seen map[string]bool) ([]reference, error) {
 	var out []reference
 	for _, ref := range refs {
 		key := ref.Subject + "/" + strconv.Itoa(ref.Version)
@@ -186,9 +247,8 @@ func (r *Registry) references(ctx context.Context, refs []sr.SchemaReference, de
 			return nil, fmt.Errorf("%w %s: references nested more than 16 deep", ErrRegistry, r.url)
 		}
 		r.requests.Add(1)
-		ss, err := r.cl.SchemaByVersion(ctx, ref.Subject, ref.Version)
-		var re *sr.ResponseError
-		if errors.As(err, &re) && re.StatusCode == http.StatusNotFound {
+		ss, found, err := r.src.SchemaByVersion(ctx, ref.Subject, ref.Version)
+		if err == nil && !found {
 			continue // compile names what is missing
 		}
 		if err != nil {
@@ -199,7 +259,7 @@ func (r *Registry) references(ctx context.Context, refs []sr.SchemaReference, de
 			return nil, err
 		}
 		out = append(out, sub...)
-		out = append(out, reference{name: ref.Name, text: ss.Schema.Schema})
+		out = append(out, reference{name: ref.Name, text: ss.Text})
 	}
 	return out, nil
 }

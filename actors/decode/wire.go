@@ -10,7 +10,6 @@ import (
 	"github.com/bufbuild/protocompile"
 	"github.com/hamba/avro/v2"
 	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/twmb/franz-go/pkg/sr"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -46,15 +45,22 @@ func (f Format) valid() bool {
 	return false
 }
 
+// The registry's schema types.
+const (
+	typeAvro     = "AVRO"
+	typeProtobuf = "PROTOBUF"
+	typeJSON     = "JSON"
+)
+
 // schemaType is the registry's name of f's schemas.
-func (f Format) schemaType() sr.SchemaType {
+func (f Format) schemaType() string {
 	switch f {
 	case FormatProtobuf:
-		return sr.TypeProtobuf
+		return typeProtobuf
 	case FormatJSONSchema:
-		return sr.TypeJSON
+		return typeJSON
 	}
-	return sr.TypeAvro
+	return typeAvro
 }
 
 // Reasons of wire-format dead letters (see Record).
@@ -103,8 +109,8 @@ func (c Config) wireJSON(body []byte) ([]byte, string) {
 		return nil, name + ": not resolved (no registry asked)"
 	case s.notFound:
 		return nil, name + ": not found in the registry"
-	case normType(s.typ) != c.Format.schemaType():
-		return nil, fmt.Sprintf("%s: a %s schema, but the source's decode.format is %s", name, normType(s.typ), c.Format)
+	case s.typ != c.Format.schemaType():
+		return nil, fmt.Sprintf("%s: a %s schema, but the source's decode.format is %s", name, s.typ, c.Format)
 	case s.bad != "":
 		return nil, name + ": unusable schema: " + s.bad
 	}
@@ -123,28 +129,29 @@ func (c Config) wireJSON(body []byte) ([]byte, string) {
 	return out, ""
 }
 
-// normType is the registry's schema type, AVRO when it gives none.
-func normType(t sr.SchemaType) sr.SchemaType {
-	if t.String() == "" || strings.EqualFold(t.String(), "AVRO") {
-		return sr.TypeAvro
+// normType is the registry's schema type in capitals, AVRO when it gives
+// none.
+func normType(t string) string {
+	if t == "" {
+		return typeAvro
 	}
-	return t
+	return strings.ToUpper(t)
 }
 
 // compile parses a registry schema (with the schemas it refers to) into
 // the form its decoder uses.
-func compile(sch sr.Schema, refs []reference) (any, error) {
+func compile(sch RegistrySchema, refs []reference) (any, error) {
 	switch normType(sch.Type) {
-	case sr.TypeAvro:
+	case typeAvro:
 		cache := &avro.SchemaCache{}
 		for _, r := range refs {
 			if _, err := avro.ParseWithCache(r.text, "", cache); err != nil {
 				return nil, fmt.Errorf("reference %s: %v", r.name, err)
 			}
 		}
-		return avro.ParseWithCache(sch.Schema, "", cache)
-	case sr.TypeProtobuf:
-		files := map[string]string{"drover-schema.proto": sch.Schema}
+		return avro.ParseWithCache(sch.Text, "", cache)
+	case typeProtobuf:
+		files := map[string]string{"drover-schema.proto": sch.Text}
 		for _, r := range refs {
 			files[r.name] = r.text
 		}
@@ -155,7 +162,7 @@ func compile(sch sr.Schema, refs []reference) (any, error) {
 			return nil, err
 		}
 		return protoreflect.FileDescriptor(fds[0]), nil
-	case sr.TypeJSON:
+	case typeJSON:
 		comp := jsonschema.NewCompiler()
 		for _, r := range refs {
 			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(r.text))
@@ -166,7 +173,7 @@ func compile(sch sr.Schema, refs []reference) (any, error) {
 				return nil, fmt.Errorf("reference %s: %v", r.name, err)
 			}
 		}
-		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(sch.Schema))
+		doc, err := jsonschema.UnmarshalJSON(strings.NewReader(sch.Text))
 		if err != nil {
 			return nil, err
 		}
@@ -176,7 +183,7 @@ func compile(sch sr.Schema, refs []reference) (any, error) {
 		}
 		return comp.Compile(loc)
 	}
-	return nil, fmt.Errorf("schema type %q is not supported", sch.Type.String())
+	return nil, fmt.Errorf("schema type %q is not supported", sch.Type)
 }
 
 // protoJSON decodes a Protobuf body (its message-index list first) of a
