@@ -22,23 +22,23 @@ import (
 type memRegistry struct {
 	mu      sync.Mutex
 	down    bool
-	schemas map[int]decode.RegistrySchema
+	schemas map[int]brokers.RegisteredSchema
 	asked   map[int]int
 }
 
-func (r *memRegistry) SchemaByID(_ context.Context, id int) (decode.RegistrySchema, bool, error) {
+func (r *memRegistry) SchemaByID(_ context.Context, id int) (brokers.RegisteredSchema, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked[id]++
 	if r.down {
-		return decode.RegistrySchema{}, false, errors.New("connection refused (simulated)")
+		return brokers.RegisteredSchema{}, false, errors.New("connection refused (simulated)")
 	}
 	s, ok := r.schemas[id]
 	return s, ok, nil
 }
 
-func (r *memRegistry) SchemaByVersion(context.Context, string, int) (decode.RegistrySchema, bool, error) {
-	return decode.RegistrySchema{}, false, nil
+func (r *memRegistry) SchemaByVersion(context.Context, string, int) (brokers.RegisteredSchema, bool, error) {
+	return brokers.RegisteredSchema{}, false, nil
 }
 
 func (r *memRegistry) setDown(down bool) {
@@ -58,7 +58,7 @@ func wireJSON(id int, body string) []byte {
 // only the messages of an unknown schema id are dead letters.
 func edgeRegistryDown(t *testing.T) error {
 	c := edgeCluster(t, testkit.Config{Seed: 61, Nodes: 1})
-	reg := &memRegistry{schemas: map[int]decode.RegistrySchema{1: {Type: "JSON", Text: `{"type":"object","required":["id"]}`}}, asked: map[int]int{}}
+	reg := &memRegistry{schemas: map[int]brokers.RegisteredSchema{1: {Type: "JSON", Text: `{"type":"object","required":["id"]}`}}, asked: map[int]int{}}
 	reg.setDown(true)
 	must(c.AddStream(actors.SourceSpec{Name: "w", KeyField: "id", BatchSize: 20, Format: decode.FormatJSONSchema,
 		Registry: decode.NewRegistryFrom("mem", reg, 0)}, 1))

@@ -28,12 +28,12 @@ import (
 type MemRegistry struct {
 	mu      sync.Mutex
 	down    bool
-	schemas map[int]decode.RegistrySchema
+	schemas map[int]brokers.RegisteredSchema
 	asked   map[int]int
 }
 
 // NewMemRegistry is a registry holding schemas by id.
-func NewMemRegistry(schemas map[int]decode.RegistrySchema) *MemRegistry {
+func NewMemRegistry(schemas map[int]brokers.RegisteredSchema) *MemRegistry {
 	return &MemRegistry{schemas: schemas, asked: map[int]int{}}
 }
 
@@ -41,12 +41,12 @@ func NewMemRegistry(schemas map[int]decode.RegistrySchema) *MemRegistry {
 var errRegistryDown = errors.New("connection refused (simulated registry outage)")
 
 // SchemaByID implements decode.SchemaFetcher.
-func (r *MemRegistry) SchemaByID(_ context.Context, id int) (decode.RegistrySchema, bool, error) {
+func (r *MemRegistry) SchemaByID(_ context.Context, id int) (brokers.RegisteredSchema, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.asked[id]++
 	if r.down {
-		return decode.RegistrySchema{}, false, errRegistryDown
+		return brokers.RegisteredSchema{}, false, errRegistryDown
 	}
 	s, ok := r.schemas[id]
 	return s, ok, nil
@@ -54,13 +54,13 @@ func (r *MemRegistry) SchemaByID(_ context.Context, id int) (decode.RegistrySche
 
 // SchemaByVersion implements decode.SchemaFetcher; references are not
 // kept.
-func (r *MemRegistry) SchemaByVersion(context.Context, string, int) (decode.RegistrySchema, bool, error) {
+func (r *MemRegistry) SchemaByVersion(context.Context, string, int) (brokers.RegisteredSchema, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.down {
-		return decode.RegistrySchema{}, false, errRegistryDown
+		return brokers.RegisteredSchema{}, false, errRegistryDown
 	}
-	return decode.RegistrySchema{}, false, nil
+	return brokers.RegisteredSchema{}, false, nil
 }
 
 // SetDown takes the registry down or brings it back.
@@ -106,9 +106,9 @@ func drawWire(c *Cluster, seed uint64, limited bool, step func(time.Duration, st
 	if rng.IntN(10) >= 3 || limited {
 		return nil, nil
 	}
-	schemas := map[int]decode.RegistrySchema{}
+	schemas := map[int]brokers.RegisteredSchema{}
 	for id := 1; id <= simWireIDs; id++ {
-		schemas[id] = decode.RegistrySchema{Type: "JSON", Text: `{"type":"object"}`}
+		schemas[id] = brokers.RegisteredSchema{Type: "JSON", Text: `{"type":"object"}`}
 	}
 	w := &simWire{reg: NewMemRegistry(schemas), wl: NewWorkload(seed + 14), next: 1, parts: 1 + rng.IntN(3)}
 	w.wl.MaxBytes = 4096

@@ -4,49 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/sr"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/drover-dev/drover/brokers"
 )
-
-// RegistryConfig says where a source's schemas are: a Confluent-compatible
-// schema registry.
-type RegistryConfig struct {
-	// URL is the registry's base URL (http or https), without credentials.
-	URL string
-	// Username and Password, when Username is set, are sent as HTTP basic
-	// authentication (Confluent Cloud: the API key and secret).
-	Username string
-	Password brokers.Secret
-	// Timeout bounds one registry request; 0 means 10 s.
-	Timeout time.Duration
-}
-
-// Validate reports a URL that is not http(s) or that carries credentials.
-func (c RegistryConfig) Validate() error {
-	u, err := url.Parse(c.URL)
-	switch {
-	case c.URL == "":
-		return errors.New("registry url: must be set")
-	case err != nil:
-		return errors.New("registry url: not a URL")
-	case u.Scheme != "http" && u.Scheme != "https":
-		return fmt.Errorf("registry url: the scheme must be http or https, not %q", u.Scheme)
-	case u.User != nil:
-		return errors.New("registry url: must not carry credentials: set username and password instead")
-	case u.Host == "":
-		return errors.New("registry url: needs a host")
-	}
-	return nil
-}
 
 // Registry keeps the schemas of wire-format messages by id, fetched from
 // a schema registry: each id is fetched once per Registry (concurrent asks
@@ -55,7 +21,7 @@ func (c RegistryConfig) Validate() error {
 // an id). An id the registry does not know is asked again at the next
 // Resolve that meets it. Safe for concurrent use.
 type Registry struct {
-	src     SchemaFetcher
+	src     brokers.SchemaRegistry
 	url     string
 	timeout time.Duration
 
@@ -66,85 +32,14 @@ type Registry struct {
 	requests atomic.Int64
 }
 
-// SchemaFetcher is where a Registry gets its schemas: a registry's HTTP
-// API (NewRegistry, through franz-go's pkg/sr) or, in the simulator,
-// memory. Its methods may block (they run in jobs) and must be safe for
-// concurrent use; found is false when the registry answers that it has no
-// such schema, err is set when it could not be asked.
-type SchemaFetcher interface {
-	SchemaByID(ctx context.Context, id int) (s RegistrySchema, found bool, err error)
-	SchemaByVersion(ctx context.Context, subject string, version int) (s RegistrySchema, found bool, err error)
-}
-
-// RegistrySchema is a registry's schema: its text, its type (AVRO, ""
-// meaning AVRO too, PROTOBUF or JSON) and the schemas it refers to.
-type RegistrySchema struct {
-	Text       string
-	Type       string
-	References []RegistryReference
-}
-
-// RegistryReference is a schema's reference to a subject's version, by
-// the name the schema uses for it.
-type RegistryReference struct {
-	Name, Subject string
-	Version       int
-}
-
-// NewRegistry makes the client of one registry; it does not connect.
-func NewRegistry(c RegistryConfig) (*Registry, error) {
-	if err := c.Validate(); err != nil {
-		return nil, err
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = 10 * time.Second
-	}
-	opts := []sr.ClientOpt{sr.URLs(c.URL), sr.HTTPClient(&http.Client{Timeout: c.Timeout}), sr.UserAgent("drover")}
-	if c.Username != "" {
-		opts = append(opts, sr.BasicAuth(c.Username, c.Password.Reveal()))
-	}
-	cl, err := sr.NewClient(opts...)
-	if err != nil {
-		return nil, fmt.Errorf("registry: %w", err)
-	}
-	return NewRegistryFrom(c.URL, srFetcher{cl}, c.Timeout), nil
-}
-
-// NewRegistryFrom is a Registry on src, named name in errors; timeout
+// NewRegistryFrom is a Registry on src (brokers/kafka.NewSchemaRegistry,
+// or one in memory), named name in errors (its URL); timeout
 // bounds each fetch (0: 10 s).
-func NewRegistryFrom(name string, src SchemaFetcher, timeout time.Duration) *Registry {
+func NewRegistryFrom(name string, src brokers.SchemaRegistry, timeout time.Duration) *Registry {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
 	return &Registry{src: src, url: name, timeout: timeout, byID: map[int]*schema{}}
-}
-
-// srFetcher is a SchemaFetcher on franz-go's registry client.
-type srFetcher struct{ cl *sr.Client }
-
-func (f srFetcher) SchemaByID(ctx context.Context, id int) (RegistrySchema, bool, error) {
-	s, err := f.cl.SchemaByID(ctx, id)
-	return srSchema(s, err)
-}
-
-func (f srFetcher) SchemaByVersion(ctx context.Context, subject string, version int) (RegistrySchema, bool, error) {
-	s, err := f.cl.SchemaByVersion(ctx, subject, version)
-	return srSchema(s.Schema, err)
-}
-
-func srSchema(s sr.Schema, err error) (RegistrySchema, bool, error) {
-	var re *sr.ResponseError
-	switch {
-	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
-		return RegistrySchema{}, false, nil
-	case err != nil:
-		return RegistrySchema{}, false, err
-	}
-	out := RegistrySchema{Text: s.Schema, Type: s.Type.String()}
-	for _, r := range s.References {
-		out.References = append(out.References, RegistryReference{Name: r.Name, Subject: r.Subject, Version: r.Version})
-	}
-	return out, true, nil
 }
 
 // Requests is how many schema requests the registry was sent (tests).
@@ -235,7 +130,7 @@ type reference struct {
 // list of them can be parsed in order). A reference that is not found
 // makes the schema unusable, not the registry: it is reported through the
 // compile error.
-func (r *Registry) references(ctx context.Context, refs []RegistryReference, depth int, seen map[string]bool) ([]reference, error) {
+func (r *Registry) references(ctx context.Context, refs []brokers.SchemaReference, depth int, seen map[string]bool) ([]reference, error) {
 	var out []reference
 	for _, ref := range refs {
 		key := ref.Subject + "/" + strconv.Itoa(ref.Version)

@@ -140,7 +140,7 @@ func normType(t string) string {
 
 // compile parses a registry schema (with the schemas it refers to) into
 // the form its decoder uses.
-func compile(sch RegistrySchema, refs []reference) (any, error) {
+func compile(sch brokers.RegisteredSchema, refs []reference) (any, error) {
 	switch normType(sch.Type) {
 	case typeAvro:
 		cache := &avro.SchemaCache{}

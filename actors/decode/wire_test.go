@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/sr"
 
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/internal/srtest"
 	"github.com/drover-dev/drover/persistence"
 )
@@ -56,11 +57,17 @@ func serdeEncode(t testing.TB, id int, schema string, v any) []byte {
 
 func newRegistry(t testing.TB, url string) *Registry {
 	t.Helper()
-	r, err := NewRegistry(RegistryConfig{URL: url, Timeout: 2 * time.Second})
+	return newRegistryAuth(t, kafka.RegistryConfig{URL: url, Timeout: 2 * time.Second})
+}
+
+// newRegistryAuth is a Registry on franz-go's client of rc.
+func newRegistryAuth(t testing.TB, rc kafka.RegistryConfig) *Registry {
+	t.Helper()
+	src, err := kafka.NewSchemaRegistry(rc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r
+	return NewRegistryFrom(rc.URL, src, rc.Timeout)
 }
 
 func TestAvroRecords(t *testing.T) {
@@ -121,14 +128,10 @@ func TestAvroRecords(t *testing.T) {
 func TestRegistryDownAndOncePerID(t *testing.T) {
 	reg := srtest.New(t, "u", "p4ss-secret")
 	id := reg.Add("rows-value", srtest.Schema{Schema: avroRow})
-	r, err := NewRegistry(RegistryConfig{URL: reg.URL(), Username: "u", Password: "p4ss-secret", Timeout: 2 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := Config{Format: FormatAvro, Registry: r}
+	cfg := Config{Format: FormatAvro, Registry: newRegistryAuth(t, kafka.RegistryConfig{URL: reg.URL(), Username: "u", Password: "p4ss-secret", Timeout: 2 * time.Second})}
 	msgs := []brokers.Message{{Key: []byte("k"), Value: []byte{0, 0, 0, 0, byte(id), 0}}}
 	reg.SetDown(true)
-	err = cfg.Resolve(context.Background(), msgs)
+	err := cfg.Resolve(context.Background(), msgs)
 	if !errors.Is(err, ErrRegistry) {
 		t.Fatalf("resolve with the registry down: %v, want ErrRegistry", err)
 	}

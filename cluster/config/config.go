@@ -280,11 +280,11 @@ func (r Registry) Format(f fmt.State, verb rune) {
 }
 
 // RegistryConfig is the registry client's configuration, nil for json.
-func (d Decoding) RegistryConfig() *decode.RegistryConfig {
+func (d Decoding) RegistryConfig() *kafka.RegistryConfig {
 	if d.Registry == nil {
 		return nil
 	}
-	return &decode.RegistryConfig{URL: d.Registry.URL, Username: d.Registry.Username, Password: d.Registry.Password}
+	return &kafka.RegistryConfig{URL: d.Registry.URL, Username: d.Registry.Username, Password: d.Registry.Password}
 }
 
 // Records is the records section of a mode: records source.

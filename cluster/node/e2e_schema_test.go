@@ -20,6 +20,7 @@ import (
 	"github.com/drover-dev/drover/actors"
 	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/node"
 	"github.com/drover-dev/drover/internal/srtest"
@@ -347,10 +348,11 @@ sources:
 	t.Logf("dead letters: %d after phase 1, %d during the outage", len(dead1), len(dead2))
 
 	// The expectation: decoding every message with the registry up.
-	r, err := decode.NewRegistry(decode.RegistryConfig{URL: reg.URL(), Username: "drover", Password: password})
+	rsrc, err := kafka.NewSchemaRegistry(kafka.RegistryConfig{URL: reg.URL(), Username: "drover", Password: password})
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := decode.NewRegistryFrom(reg.URL(), rsrc, 0)
 	dc := decode.Config{KeyField: "id", MaxBytes: config.DefaultMaxMessageBytes, Format: decode.Format(codec.format()), Registry: r}
 	var msgs []brokers.Message
 	for _, m := range src.Sent {

@@ -19,6 +19,7 @@ import (
 	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
@@ -87,22 +88,23 @@ type Node struct {
 	// per registry however many sources (and reloads) use it: each caches
 	// the schemas it fetched (under regMu).
 	regMu      sync.Mutex
-	registries map[decode.RegistryConfig]*decode.Registry
+	registries map[kafka.RegistryConfig]*decode.Registry
 }
 
 // registry is the node's client of the registry rc.
-func (n *Node) registry(rc decode.RegistryConfig) (*decode.Registry, error) {
+func (n *Node) registry(rc kafka.RegistryConfig) (*decode.Registry, error) {
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
 	if r := n.registries[rc]; r != nil {
 		return r, nil
 	}
-	r, err := decode.NewRegistry(rc)
+	src, err := kafka.NewSchemaRegistry(rc)
 	if err != nil {
 		return nil, err
 	}
+	r := decode.NewRegistryFrom(rc.URL, src, rc.Timeout)
 	if n.registries == nil {
-		n.registries = map[decode.RegistryConfig]*decode.Registry{}
+		n.registries = map[kafka.RegistryConfig]*decode.Registry{}
 	}
 	n.registries[rc] = r
 	return r, nil
