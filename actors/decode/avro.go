@@ -60,6 +60,11 @@ func avroJSON(s avro.Schema, data []byte, out []byte) ([]byte, error) {
 	if w.r.Error != nil {
 		return nil, w.r.Error
 	}
+	// a body longer than its value is no value of the schema (a wrong
+	// schema id, or two messages run together): Peek finds a byte left
+	if w.r.Peek(); w.r.Error == nil {
+		return nil, errors.New("bytes left after the value")
+	}
 	return w.out, nil
 }
 

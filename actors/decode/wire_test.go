@@ -101,6 +101,7 @@ func TestAvroRecords(t *testing.T) {
 		{name: "unknown id", value: unknown, kind: persistence.OpDeadLetter, reason: "schema id 99: not found in the registry"},
 		{name: "corrupt", value: corrupt, kind: persistence.OpDeadLetter, reason: "schema id 1 (avro): the body does not match the schema"},
 		{name: "protobuf schema", value: wrongType, kind: persistence.OpDeadLetter, reason: "schema id 3: a PROTOBUF schema, but the source's decode.format is avro"},
+		{name: "trailing bytes", value: append(append([]byte(nil), good...), 7), kind: persistence.OpDeadLetter, reason: "schema id 1 (avro): the body does not match the schema: bytes left after the value"},
 		{name: "magic", value: []byte(`{"id":1}`), kind: persistence.OpDeadLetter, reason: "wire format: magic byte 0x7b, want 0x00; no schema id"},
 		{name: "short", value: []byte{0, 1}, kind: persistence.OpDeadLetter, reason: "wire format: 2 bytes, want at least 5"},
 	}
