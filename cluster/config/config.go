@@ -279,6 +279,20 @@ func (r Registry) Format(f fmt.State, verb rune) {
 	fmt.Fprintf(f, fmt.FormatString(f, verb), view(r))
 }
 
+// NewRegistry is a client of the section's registry (brokers/kafka's, on
+// franz-go's pkg/sr) with its schema cache; nil for json.
+func (d Decoding) NewRegistry() (*decode.Registry, error) {
+	rc := d.RegistryConfig()
+	if rc == nil {
+		return nil, nil
+	}
+	src, err := kafka.NewSchemaRegistry(*rc)
+	if err != nil {
+		return nil, err
+	}
+	return decode.NewRegistryFrom(rc.URL, src, rc.Timeout), nil
+}
+
 // RegistryConfig is the registry client's configuration, nil for json.
 func (d Decoding) RegistryConfig() *kafka.RegistryConfig {
 	if d.Registry == nil {

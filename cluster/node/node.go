@@ -91,18 +91,18 @@ type Node struct {
 	registries map[kafka.RegistryConfig]*decode.Registry
 }
 
-// registry is the node's client of the registry rc.
-func (n *Node) registry(rc kafka.RegistryConfig) (*decode.Registry, error) {
+// registry is the node's client of the registry of d.
+func (n *Node) registry(d config.Decoding) (*decode.Registry, error) {
+	rc := *d.RegistryConfig()
 	n.regMu.Lock()
 	defer n.regMu.Unlock()
 	if r := n.registries[rc]; r != nil {
 		return r, nil
 	}
-	src, err := kafka.NewSchemaRegistry(rc)
+	r, err := d.NewRegistry()
 	if err != nil {
 		return nil, err
 	}
-	r := decode.NewRegistryFrom(rc.URL, src, rc.Timeout)
 	if n.registries == nil {
 		n.registries = map[kafka.RegistryConfig]*decode.Registry{}
 	}
@@ -249,8 +249,8 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 		BatchBytes: s.BatchBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes,
 		Format: decode.Format(s.Decoding.Format),
 	}
-	if rc := s.Decoding.RegistryConfig(); rc != nil {
-		if spec.Registry, err = n.registry(*rc); err != nil {
+	if s.Decoding.Registry != nil {
+		if spec.Registry, err = n.registry(s.Decoding); err != nil {
 			closeSource(src)
 			return actors.SourceSpec{}, Source{}, fmt.Errorf("%s.decode: %w", field, err)
 		}
