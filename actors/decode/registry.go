@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -28,8 +27,6 @@ type Registry struct {
 	mu    sync.RWMutex
 	byID  map[int]*schema
 	group singleflight.Group
-
-	requests atomic.Int64
 }
 
 // NewRegistryFrom is a Registry on src (brokers/kafka.NewSchemaRegistry,
@@ -41,9 +38,6 @@ func NewRegistryFrom(name string, src brokers.SchemaRegistry, timeout time.Durat
 	}
 	return &Registry{src: src, url: name, timeout: timeout, byID: map[int]*schema{}}
 }
-
-// Requests is how many schema requests the registry was sent (tests).
-func (r *Registry) Requests() int64 { return r.requests.Load() }
 
 // schema is one id's entry: its compiled form for the format it was
 // fetched for, or why it cannot be used (not found; not parsable).
@@ -70,16 +64,19 @@ var ErrRegistry = errors.New("schema registry")
 // compiled, or known to be missing. It fails only when the registry cannot
 // be asked; then nothing of msgs may be decoded yet.
 func (r *Registry) resolve(ctx context.Context, msgs []brokers.Message) error {
-	var last int = -1
+	var asked map[int]bool // this call's: an unknown id is asked once per fetch
 	for _, m := range msgs {
 		id, _, err := wireID(m.Value)
-		if err != nil || id == last {
+		if err != nil || asked[id] {
 			continue
 		}
-		last = id
 		if s := r.cached(id); s != nil && !s.notFound {
 			continue
 		}
+		if asked == nil {
+			asked = map[int]bool{}
+		}
+		asked[id] = true
 		if _, err, _ := r.group.Do(strconv.Itoa(id), func() (any, error) { return nil, r.fetch(ctx, id) }); err != nil {
 			return err
 		}
@@ -96,7 +93,6 @@ func (r *Registry) fetch(ctx context.Context, id int) error {
 	// caller's end (a unit stopping) must not fail the others' wait
 	c, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.timeout)
 	defer cancel()
-	r.requests.Add(1)
 	sch, found, err := r.src.SchemaByID(c, id)
 	s := &schema{id: id}
 	switch {
@@ -141,7 +137,6 @@ func (r *Registry) references(ctx context.Context, refs []brokers.SchemaReferenc
 		if depth > 16 {
 			return nil, fmt.Errorf("%w %s: references nested more than 16 deep", ErrRegistry, r.url)
 		}
-		r.requests.Add(1)
 		ss, found, err := r.src.SchemaByVersion(ctx, ref.Subject, ref.Version)
 		if err == nil && !found {
 			continue // compile names what is missing

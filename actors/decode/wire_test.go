@@ -154,6 +154,14 @@ func TestRegistryDownAndOncePerID(t *testing.T) {
 	if n := reg.Requests(id); n != 1 {
 		t.Fatalf("schema id %d asked %d times by 16 concurrent resolves, want 1", id, n)
 	}
+	// an unknown id met again and again in one fetch is asked once
+	unknown := brokers.Message{Value: []byte{0, 0, 0, 0, 99, 0}}
+	if err := cfg.Resolve(context.Background(), []brokers.Message{unknown, msgs[0], unknown, msgs[0], unknown}); err != nil {
+		t.Fatal(err)
+	}
+	if n := reg.Requests(99); n != 1 {
+		t.Fatalf("unknown schema id asked %d times in one fetch, want once", n)
+	}
 	reg.SetDown(true)
 	if err := cfg.Resolve(context.Background(), msgs); err != nil {
 		t.Fatalf("a cached id needs the registry: %v", err)
