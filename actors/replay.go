@@ -72,6 +72,9 @@ func Replay(ctx context.Context, store ReplayStore, spec SourceSpec, id int64) (
 	}
 	m := brokers.Message{Position: dl.Position, Key: key, Value: dl.Payload}
 	dc := spec.decodeConfig()
+	if err := dc.Resolve(ctx, []brokers.Message{m}); err != nil {
+		return ReplayResult{}, fmt.Errorf("dead letter %d: %w", id, err)
+	}
 	op := dc.Record(m)
 	if spec.Handler != nil {
 		op = dc.Raw(m)

@@ -57,6 +57,13 @@ type SourceSpec struct {
 	// body's whole size and cannot be replayed. It must not exceed
 	// BatchBytes.
 	MaxDeadLetterBytes int
+	// Format is how message bodies are written (decode.format): JSON (""),
+	// or a Confluent wire format whose schemas Registry fetches. A unit
+	// resolves the schemas of a fetch in the fetch's job; when the
+	// registry cannot be asked the unit retries (the fetch is read again),
+	// nothing is dead-lettered for it. Records mode only.
+	Format   decode.Format
+	Registry *decode.Registry
 	// Handler, when set, switches the source to handler mode: it receives
 	// each batch inside the fenced transaction instead of records mode.
 	Handler Handler
@@ -167,6 +174,9 @@ func (s SourceSpec) withDefaults() (SourceSpec, error) {
 	}
 	s.schema = sch
 	dc := s.decodeConfig()
+	if s.Handler != nil && dc.Format != "" && dc.Format != decode.FormatJSON {
+		return s, fmt.Errorf("source %s: decode format %s applies to records mode, not to a handler", s.Name, dc.Format)
+	}
 	if err := dc.Validate(); err != nil {
 		return s, fmt.Errorf("source %s: %w", s.Name, err)
 	}
@@ -180,7 +190,8 @@ const DefaultBatchBytes = 16 << 20
 
 // decodeConfig is how the source's messages are decoded.
 func (s *SourceSpec) decodeConfig() decode.Config {
-	return decode.Config{KeyField: s.KeyField, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.MaxDeadLetterBytes}
+	return decode.Config{KeyField: s.KeyField, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.MaxDeadLetterBytes,
+		Format: s.Format, Registry: s.Registry}
 }
 
 // ResetPolicy is what a stream unit does when its checkpoint is no longer a

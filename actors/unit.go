@@ -292,6 +292,9 @@ type (
 	fetchResult struct {
 		fetched brokers.Result
 		err     error
+		// schemaErr: the fetch is read but the schema registry could not
+		// be asked for its schemas (decode.ErrRegistry); it is not decoded
+		schemaErr error
 		// ahead: a fetch ahead, the seq-th of the incarnation
 		ahead bool
 		seq   uint64

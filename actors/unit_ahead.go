@@ -133,7 +133,7 @@ func (u *unitActor) next(ctx actor.Context) {
 // fetchJob is a fetch on the unit's connection: a Waker's does not wait
 // (it is woken when messages may be there), others wait up to max_wait.
 func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
-	conn, spec := u.conn, u.spec
+	conn, spec, dec := u.conn, u.spec, u.decoder
 	wait := spec.MaxWait
 	if conn.waker() != nil {
 		wait = 0
@@ -148,7 +148,11 @@ func (u *unitActor) fetchJob(ahead bool, seq uint64) func(context.Context) any {
 			}
 			return err
 		})
-		return fetchResult{fetched: r, err: err, ahead: ahead, seq: seq}
+		var schemaErr error
+		if err == nil && spec.Handler == nil {
+			schemaErr = dec.Resolve(c, r.Messages) // the schemas a wire format needs, before the actor decodes
+		}
+		return fetchResult{fetched: r, err: err, schemaErr: schemaErr, ahead: ahead, seq: seq}
 	})
 }
 

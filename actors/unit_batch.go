@@ -67,6 +67,10 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 		u.fail(ctx, err, stepFetch)
 		return
 	}
+	if r.schemaErr != nil && !mutate.On(mutate.RegistryDeadLetters) {
+		u.schemaRetry(ctx, r)
+		return
+	}
 	now := u.now()
 	n := int64(len(r.fetched.Messages))
 	lag := u.lag.fetched(r.fetched, !u.spec.isQueue())
@@ -100,6 +104,22 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	if behind(r.fetched, u.spec.BatchSize) {
 		u.startAhead(ctx)
 	}
+}
+
+// schemaRetry: the schema registry could not be asked for the schemas of
+// a fetch. Nothing of it is decoded (nothing is dead-lettered for an
+// unreachable registry); the unit retries as after any failed step: a
+// stream unit opens its reader again at the checkpoint and reads the same
+// messages, a queue unit gives them back (nack) and receives again.
+func (u *unitActor) schemaRetry(ctx actor.Context, r fetchResult) {
+	err := r.schemaErr
+	if u.spec.isQueue() {
+		u.held = &pendingBatch{msgs: r.fetched.Messages}
+		u.nack(ctx, func(ctx actor.Context) { u.fail(ctx, err, stepFetch) })
+		return
+	}
+	u.dropAhead()
+	u.fail(ctx, err, stepOpen)
 }
 
 // prepare decodes a fetch into batches (prepareFetch); nil when there is

@@ -72,6 +72,8 @@ var edges = []edge{
 	{"SeekOfNoUnitExpires", "13.2", "", edgeSeekOfNoUnitExpires},
 	{"PendingSeekToldOnce", "13.2", "", edgeSeekToldOnce},
 	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
+	// issue 14 (edges_registry_test.go)
+	{"RegistryDownRetriesNeverDeadLetters", "14.2", mutate.RegistryDeadLetters, edgeRegistryDown},
 }
 
 func TestEdges(t *testing.T) {

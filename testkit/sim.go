@@ -103,7 +103,10 @@ func (r SimResult) OK() bool {
 //     partition appears (drawExpiringSeek: an expired seek is never
 //     carried out);
 //   - (drawn apart too) at most 1 to 3 (or 8 to 32) units of a node
-//     starting at once (Tuning.MaxStarting), on 4 seeds of 10.
+//     starting at once (Tuning.MaxStarting), on 4 seeds of 10;
+//   - (drawn apart too) a stream "wire" in the Confluent wire format whose
+//     schema registry goes down for 1 to 10 s, once or twice (drawWire,
+//     simregistry.go).
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -234,6 +237,10 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 		step(0, "stream ledger: its handler fails some first attempts")
 	}
+	wire, err := drawWire(c, seed, limited, step)
+	if err != nil {
+		return res, err
+	}
 	rolling := rng.IntN(10) < 2
 	if rolling {
 		x := actors.SourceSpec{Name: "extra", Type: "memory", KeyField: "id", BatchSize: 50, MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
@@ -312,6 +319,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 					_, _ = c.Publish("ledger", strconv.Itoa(i%len(c.OpenPartitions("ledger"))), m)
 				}
 			}
+			wire.publish(c, n/4+1)
 			if rolling && extraOn {
 				xp := c.OpenPartitions("extra")
 				for i, m := range wl.Batch(n/4 + 1) {
@@ -569,6 +577,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	if res.Settled && !c.RunUntil(c.Converged, 30*time.Second) {
 		c.check("membership", fmt.Sprintf("the cluster's views did not converge within 30 s of settling: %v", c.Views()))
 	}
+	wire.check(c)
 	if opt.Inspect != nil {
 		opt.Inspect(c)
 	}

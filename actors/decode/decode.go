@@ -43,6 +43,13 @@ type Config struct {
 	// oversize message cannot make its batch too large for the store.
 	// 0 means DefaultMaxDeadLetterBytes.
 	MaxDeadLetterBytes int
+	// Format is how bodies are written (decode.format): "" or FormatJSON
+	// for JSON, or a Confluent wire format, whose schemas Registry holds.
+	Format Format
+	// Registry fetches and keeps the schemas of a wire format; it must be
+	// set for those, and Resolve must have seen a message before Record
+	// decodes it.
+	Registry *Registry
 }
 
 // Validate reports a KeyField with an empty segment or a negative MaxBytes
@@ -53,6 +60,12 @@ func (c Config) Validate() error {
 	}
 	if c.MaxDeadLetterBytes < 0 {
 		return fmt.Errorf("decode: max dead-letter bytes %d: must not be negative", c.MaxDeadLetterBytes)
+	}
+	if !c.Format.valid() {
+		return fmt.Errorf("decode: format %q: must be one of json, avro, protobuf, json_schema", c.Format)
+	}
+	if c.Format.wire() && c.Registry == nil {
+		return fmt.Errorf("decode: format %s needs a schema registry", c.Format)
 	}
 	if c.KeyField != "" {
 		for i, seg := range strings.Split(c.KeyField, ".") {
@@ -116,6 +129,16 @@ const (
 //	Debezium op "c": after is null, want an object   (also u, r)
 //	Debezium op "d": before is null, want an object  (only with a key field)
 //
+// and, for a wire format (Format avro, protobuf, json_schema), before the
+// JSON rules apply to the decoded document:
+//
+//	wire format: N bytes, want at least 5 (…); no schema id
+//	wire format: magic byte 0xNN, want 0x00; no schema id
+//	schema id N: not found in the registry
+//	schema id N: a PROTOBUF schema, but the source's decode.format is avro
+//	schema id N: unusable schema: <parse or compile error>
+//	schema id N (avro): the body does not match the schema: <what>
+//
 // The rules, in order:
 //
 //  1. A body longer than MaxBytes is dead-lettered.
@@ -146,9 +169,16 @@ func (c Config) Record(m brokers.Message) persistence.Op {
 	if len(m.Value) == 0 {
 		return c.dead(op, m, ReasonEmptyBody)
 	}
+	body := m.Value
+	if c.Format.wire() {
+		var reason string
+		if body, reason = c.wireJSON(m.Value); reason != "" {
+			return c.dead(op, m, reason)
+		}
+	}
 	p := getParser()
 	defer putParser(p)
-	if err := p.parse(m.Value); err != nil {
+	if err := p.parse(body); err != nil {
 		return c.dead(op, m, err.Error())
 	}
 	if k := p.nodes[0].kind; k != kindObject {

@@ -197,8 +197,10 @@ type Source struct {
 	OnPositionReset string `yaml:"on_position_reset" json:"on_position_reset"`
 	Mode            string `yaml:"mode" json:"mode"` // records (default) | handler
 	// HandlerName names the registered Go handler of a mode: handler source.
-	HandlerName            string        `yaml:"handler_name" json:"handler_name,omitempty"`
-	Records                Records       `yaml:"records" json:"records"`
+	HandlerName string  `yaml:"handler_name" json:"handler_name,omitempty"`
+	Records     Records `yaml:"records" json:"records"`
+	// Decoding is the decode section: how message bodies are written.
+	Decoding               Decoding      `yaml:"decode" json:"decode"`
 	BatchSize              int           `yaml:"batch_size" json:"batch_size"`                             // default 500, 1..10000
 	MaxWait                time.Duration `yaml:"max_wait" json:"max_wait"`                                 // default 1s
 	MaxConsecutiveFailures int           `yaml:"max_consecutive_failures" json:"max_consecutive_failures"` // default 5
@@ -250,9 +252,59 @@ func (s Source) StartMode() brokers.StartMode {
 	return brokers.Earliest
 }
 
-// Decode is the decode configuration of the source.
+// Decode is the decode configuration of the source, without its
+// registry client (the node makes one per registry: NewRegistry).
 func (s Source) Decode() decode.Config {
-	return decode.Config{KeyField: s.Records.Key, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes}
+	return decode.Config{KeyField: s.Records.Key, MaxBytes: s.MaxMessageBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes,
+		Format: decode.Format(s.Decoding.Format)}
+}
+
+// Decoding is a source's decode section (architecture §7).
+type Decoding struct {
+	// Format is json (the default), or avro, protobuf or json_schema: the
+	// Confluent wire format (magic byte 0, 4-byte schema id, for Protobuf
+	// the message-index list) with the schema from Registry.
+	Format string `yaml:"format" json:"format"`
+	// Registry is the schema registry of a wire format; required for
+	// those, refused for json.
+	Registry *Registry `yaml:"registry" json:"registry,omitempty"`
+}
+
+// Registry is decode.registry: a Confluent-compatible schema registry.
+type Registry struct {
+	URL      string `yaml:"url" json:"url"` // http(s)://host:port, no credentials in it
+	Username string `yaml:"username" json:"username,omitempty"`
+	// Password is sent with Username as HTTP basic authentication; give it
+	// with ${env:} or ${file:}.
+	Password Secret `yaml:"password" json:"password,omitempty"`
+}
+
+// Format: see Node.Format.
+func (r Registry) Format(f fmt.State, verb rune) {
+	type view Registry
+	fmt.Fprintf(f, fmt.FormatString(f, verb), view(r))
+}
+
+// NewRegistry is a client of the section's registry (brokers/kafka's, on
+// franz-go's pkg/sr) with its schema cache; nil for json.
+func (d Decoding) NewRegistry() (*decode.Registry, error) {
+	rc := d.RegistryConfig()
+	if rc == nil {
+		return nil, nil
+	}
+	src, err := kafka.NewSchemaRegistry(*rc)
+	if err != nil {
+		return nil, err
+	}
+	return decode.NewRegistryFrom(rc.URL, src, rc.Timeout), nil
+}
+
+// RegistryConfig is the registry client's configuration, nil for json.
+func (d Decoding) RegistryConfig() *kafka.RegistryConfig {
+	if d.Registry == nil {
+		return nil
+	}
+	return &kafka.RegistryConfig{URL: d.Registry.URL, Username: d.Registry.Username, Password: d.Registry.Password}
 }
 
 // Records is the records section of a mode: records source.
@@ -336,6 +388,11 @@ func (c *Config) Redacted() *Config {
 	r.Sources = make([]Source, len(c.Sources))
 	for i, s := range c.Sources {
 		s.Records.Declared = append(quality.Schema(nil), s.Records.Declared...)
+		if s.Decoding.Registry != nil {
+			g := *s.Decoding.Registry
+			g.Password = Secret(g.Password.String())
+			s.Decoding.Registry = &g
+		}
 		if s.Kafka != nil {
 			k := *s.Kafka
 			k.Brokers = append([]string(nil), k.Brokers...)

@@ -47,6 +47,7 @@ var testEnv = map[string]string{
 	"AWS_SECRET2": "aws-secret-7",
 	"NATS_PW":     "nats-secret-5",
 	"SASL_PW":     "sasl-secret-6",
+	"SR_PW":       "sr-secret-10",
 	"NATS_URL":    "nats://u:natsurl-secret-8@h:4222",
 	"NATS_BAD":    "nats://h:4222,http://u:natspw@h:1",
 	"PG_QP":       "postgres://drover:pg-secret-3@db:5432/d?password=qp-secret-9",
@@ -125,7 +126,8 @@ func TestExampleFile(t *testing.T) {
 			Records:   Records{Table: "orders", Key: "id", Schema: "id:int, name:text", Declared: quality.Schema{{Name: "id", Type: quality.TypeInt}, {Name: "name", Type: quality.TypeText}}},
 			BatchSize: 500, MaxWait: time.Second, MaxConsecutiveFailures: 5, Slots: 1, MaxMessageBytes: 1 << 20,
 			LeaseTTL: 10 * time.Second, DiscoveryInterval: 30 * time.Second, BatchBytes: 16 << 20, DeadLetterMaxBytes: 256 << 10,
-			Kafka: &kafka.Config{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders"},
+			Decoding: Decoding{Format: "json"},
+			Kafka:    &kafka.Config{Brokers: []string{"127.0.0.1:9092"}, Topic: "orders"},
 		}},
 	}
 	if !reflect.DeepEqual(c, want) {
@@ -137,7 +139,7 @@ func TestExampleFile(t *testing.T) {
 	if k := c.Cluster.Key(); string(k) != "0123456789abcdef0123456789abcdef" {
 		t.Errorf("Key() = %q", k)
 	}
-	if c.Sources[0].IsQueue() || c.Sources[0].StartMode() != brokers.Earliest || c.Sources[0].Decode() != (decode.Config{KeyField: "id", MaxBytes: 1 << 20, MaxDeadLetterBytes: 256 << 10}) {
+	if c.Sources[0].IsQueue() || c.Sources[0].StartMode() != brokers.Earliest || c.Sources[0].Decode() != (decode.Config{KeyField: "id", MaxBytes: 1 << 20, MaxDeadLetterBytes: 256 << 10, Format: decode.FormatJSON}) {
 		t.Errorf("source helpers: queue %v start %v decode %+v", c.Sources[0].IsQueue(), c.Sources[0].StartMode(), c.Sources[0].Decode())
 	}
 }
@@ -296,6 +298,13 @@ func TestErrors(t *testing.T) {
 		yaml string
 		want []string // every error, exactly
 	}{
+		{"decode format", src + "    decode: {format: xml}\n", []string{`sources[0].decode.format: must be one of json, avro, protobuf, json_schema, not "xml"`}},
+		{"decode registry needed", src + "    decode: {format: avro}\n", []string{"sources[0].decode.registry: required with format avro: the schema registry's url"}},
+		{"decode registry with json", src + "    decode: {registry: {url: 'http://sr:8081'}}\n", []string{"sources[0].decode.registry: only valid with format avro, protobuf or json_schema"}},
+		{"decode registry url credentials", src + "    decode: {format: protobuf, registry: {url: 'http://u:p@sr:8081'}}\n", []string{"sources[0].decode.registry.url: must not carry credentials: set username and password instead"}},
+		{"decode registry url scheme", src + "    decode: {format: json_schema, registry: {url: 'sr:8081'}}\n", []string{`sources[0].decode.registry.url: the scheme must be http or https, not "sr"`}},
+		{"decode password without user", src + "    decode: {format: avro, registry: {url: 'http://sr:8081', password: '${env:SR_PW}'}}\n", []string{"sources[0].decode.registry.username: required with a password"}},
+		{"decode ok", src + "    decode: {format: avro, registry: {url: 'http://sr:8081', username: u, password: '${env:SR_PW}'}}\n", nil},
 		{"two documents", src + "---\nnode: {}\n", []string{"(root): the file must hold one YAML document, not several"}},
 		{"no sources", "node: {name: a}\n", []string{"sources: required: at least one source"}},
 		{"yaml syntax", "a: [\n", nil}, // checked below: (root) prefix
@@ -533,7 +542,7 @@ func TestLoad(t *testing.T) {
 }
 
 // secrets are the literal secret values of secretYAML.
-var secrets = []string{"tok-secret-1", "gossip-not-printed", "pg-secret-3", "sasl-secret-6", "aws-secret-4", "aws-secret-7", "nats-secret-5", "natsurl-secret-8", "qp-secret-9"}
+var secrets = []string{"tok-secret-1", "gossip-not-printed", "pg-secret-3", "sasl-secret-6", "aws-secret-4", "aws-secret-7", "nats-secret-5", "natsurl-secret-8", "qp-secret-9", "sr-secret-10"}
 
 const secretYAML = `
 node: {name: n, debug_addr: '10.1.1.1:7070', debug_token: '${env:TOKEN}'}
@@ -544,6 +553,7 @@ sources:
   - {name: b, type: sqs, sqs: {queue_url: 'https://q/1', region: r, access_key_id: A, secret_access_key: '${env:AWS_SECRET}'}}
   - {name: c, type: kinesis, kinesis: {stream: s, region: r, access_key_id: A, secret_access_key: '${env:AWS_SECRET2}'}}
   - {name: d, type: nats, nats: {url: '${env:NATS_URL}', stream: S, user: u, password: '${env:NATS_PW}'}}
+  - {name: e, type: kafka, kafka: {brokers: ['h:1'], topic: t2}, decode: {format: avro, registry: {url: 'https://sr:8081', username: key, password: '${env:SR_PW}'}}}
 `
 
 func TestSecretsNeverPrinted(t *testing.T) {
@@ -556,6 +566,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	var outs []string
 	for _, f := range []string{"%v", "%+v", "%#v", "%s", "%q", "%x", "%X", "%10.3s"} {
 		outs = append(outs, fmt.Sprintf(f, c), fmt.Sprintf(f, *c), fmt.Sprintf(f, c.Sources), fmt.Sprintf(f, c.Sources[0].Kafka.SASL),
+			fmt.Sprintf(f, c.Sources[4].Decoding), fmt.Sprintf(f, *c.Sources[4].Decoding.Registry), fmt.Sprintf(f, c.Sources[4]),
 			fmt.Sprintf(f, *c.Sources[3].NATS), fmt.Sprintf(f, *c.Sources[0].Kafka), fmt.Sprintf(f, c.Sources[1]), fmt.Sprintf(f, c.Sources[2].Kinesis), fmt.Sprintf(f, *c.Sources[1].SQS), fmt.Sprintf(f, c.Node), fmt.Sprintf(f, c.Cluster), fmt.Sprintf(f, c.Store), fmt.Sprintf(f, c.Node.DebugToken))
 	}
 	j, err := json.Marshal(c)

@@ -31,6 +31,7 @@ func setDefaults(p any) {
 			MaxConsecutiveFailures: DefaultMaxConsecutiveFailures, Slots: DefaultSlots,
 			MaxMessageBytes: DefaultMaxMessageBytes, LeaseTTL: DefaultLeaseTTL, DiscoveryInterval: DefaultDiscoveryInterval,
 			BatchBytes: DefaultBatchBytes, DeadLetterMaxBytes: DefaultDeadLetterMaxBytes,
+			Decoding: Decoding{Format: "json"},
 		}
 	case *sqs.Config:
 		s.WaitTime, s.VisibilityTimeout = sqs.DefaultWaitTime, sqs.DefaultVisibilityTimeout

@@ -360,6 +360,7 @@ func (v *checker) source(p string, s *Source) {
 			s.Records.Declared = sc
 		}
 	}
+	v.decoding(p+".decode", s)
 	v.between(p+".batch_size", s.BatchSize, 1, 10000)
 	v.durBetween(p+".max_wait", s.MaxWait, time.Millisecond, time.Hour)
 	v.between(p+".max_consecutive_failures", s.MaxConsecutiveFailures, 1, 1000)
@@ -559,5 +560,33 @@ func (v *checker) storeLimits(p string, s *Source, url string) {
 			v.fail(p+".dead_letter_max_bytes", "must be at most %d with a SQLite store, not %d: SQLite refuses a longer value",
 				sqlite.MaxValueBytes, s.DeadLetterMaxBytes)
 		}
+	}
+}
+
+// decoding checks the decode section: a known format; a registry, valid,
+// for a wire format and none for json; records mode for a wire format.
+func (v *checker) decoding(p string, s *Source) {
+	d := s.Decoding
+	v.oneOf(p+".format", d.Format, "json", "avro", "protobuf", "json_schema")
+	switch d.Format {
+	case "avro", "protobuf", "json_schema":
+	default:
+		if d.Registry != nil {
+			v.fail(p+".registry", "only valid with format avro, protobuf or json_schema")
+		}
+		return
+	}
+	if s.Mode == "handler" {
+		v.fail(p+".format", "%s decodes records: only valid with mode: records", d.Format)
+	}
+	if d.Registry == nil {
+		v.fail(p+".registry", "required with format %s: the schema registry's url", d.Format)
+		return
+	}
+	if err := d.RegistryConfig().Validate(); err != nil {
+		v.fail(p+".registry.url", "%s", strings.TrimPrefix(err.Error(), "registry url: "))
+	}
+	if d.Registry.Password != "" && d.Registry.Username == "" {
+		v.fail(p+".registry.username", "required with a password")
 	}
 }

@@ -601,6 +601,12 @@ func e2eCheckAudit(t *testing.T, s *e2eSource, all []auditRow) {
 // (key → document) and the dead letters (store key → reason).
 func e2eExpect(t *testing.T, s *e2eSource) (table, dead map[string]string) {
 	t.Helper()
+	return e2eExpectWith(t, s, decode.Config{KeyField: "id", MaxBytes: e2eMaxBytes})
+}
+
+// e2eExpectWith is e2eExpect with the decode configuration dc.
+func e2eExpectWith(t *testing.T, s *e2eSource, dc decode.Config) (table, dead map[string]string) {
+	t.Helper()
 	msgs := slices.Clone(s.Sent)
 	e2eSortParts(msgs)
 	sent := make([]testkit.Sent, len(msgs))
@@ -612,7 +618,7 @@ func e2eExpect(t *testing.T, s *e2eSource) (table, dead map[string]string) {
 		}
 		sent[i] = testkit.Sent{Partition: part, Msg: m.Msg}
 	}
-	e, err := testkit.Expect(decode.Config{KeyField: "id", MaxBytes: e2eMaxBytes}, sent)
+	e, err := testkit.Expect(dc, sent)
 	if err != nil {
 		t.Fatalf("%s: %v (pick another seed)", s.Name, err)
 	}
@@ -627,7 +633,13 @@ func e2eExpect(t *testing.T, s *e2eSource) (table, dead map[string]string) {
 // with what decoding the produced messages gives.
 func e2eCheckRecords(ctx context.Context, t *testing.T, st persistence.Store, s *e2eSource) {
 	t.Helper()
-	want, wantDead := e2eExpect(t, s)
+	e2eCheckRecordsWith(ctx, t, st, s, decode.Config{KeyField: "id", MaxBytes: e2eMaxBytes})
+}
+
+// e2eCheckRecordsWith is e2eCheckRecords with the decode configuration dc.
+func e2eCheckRecordsWith(ctx context.Context, t *testing.T, st persistence.Store, s *e2eSource, dc decode.Config) {
+	t.Helper()
+	want, wantDead := e2eExpectWith(t, s, dc)
 	got := map[string]string{}
 	for after := ""; ; {
 		rs, err := st.Records(ctx, s.Table, after, 1000)

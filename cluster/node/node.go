@@ -15,9 +15,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/actors/events"
 	"github.com/drover-dev/drover/actors/placement"
 	"github.com/drover-dev/drover/brokers"
+	"github.com/drover-dev/drover/brokers/kafka"
 	"github.com/drover-dev/drover/brokers/sqs"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
@@ -81,6 +83,31 @@ type Node struct {
 	mu       sync.Mutex
 	storeErr error
 	closed   bool
+
+	// registries are the schema registry clients by their settings, one
+	// per registry however many sources (and reloads) use it: each caches
+	// the schemas it fetched (under regMu).
+	regMu      sync.Mutex
+	registries map[kafka.RegistryConfig]*decode.Registry
+}
+
+// registry is the node's client of the registry of d.
+func (n *Node) registry(d config.Decoding) (*decode.Registry, error) {
+	rc := *d.RegistryConfig()
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	if r := n.registries[rc]; r != nil {
+		return r, nil
+	}
+	r, err := d.NewRegistry()
+	if err != nil {
+		return nil, err
+	}
+	if n.registries == nil {
+		n.registries = map[kafka.RegistryConfig]*decode.Registry{}
+	}
+	n.registries[rc] = r
+	return r, nil
 }
 
 // Start opens everything the configuration names and starts the node. On
@@ -220,6 +247,13 @@ func (n *Node) openSource(ctx context.Context, i int, s config.Source, opt Optio
 		BatchSize: s.BatchSize, MaxWait: s.MaxWait, MaxConsecutiveFailures: s.MaxConsecutiveFailures,
 		LeaseTTL: s.LeaseTTL, Discovery: s.DiscoveryInterval,
 		BatchBytes: s.BatchBytes, MaxDeadLetterBytes: s.DeadLetterMaxBytes,
+		Format: decode.Format(s.Decoding.Format),
+	}
+	if s.Decoding.Registry != nil {
+		if spec.Registry, err = n.registry(s.Decoding); err != nil {
+			closeSource(src)
+			return actors.SourceSpec{}, Source{}, fmt.Errorf("%s.decode: %w", field, err)
+		}
 	}
 	if s.Mode == "handler" {
 		h, ok := opt.Handlers[s.HandlerName]

@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/drover-dev/drover/actors"
+	"github.com/drover-dev/drover/actors/decode"
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
@@ -286,7 +287,10 @@ func replayOne(ctx context.Context, s actors.ReplayStore, cfg *config.Config, id
 		return "", fmt.Errorf("source %q is not in the configuration", d.Source)
 	}
 	spec := actors.SourceSpec{Name: src.Name, Table: src.Records.Table, KeyField: src.Records.Key, MaxMessageBytes: src.MaxMessageBytes,
-		MaxDeadLetterBytes: src.DeadLetterMaxBytes}
+		MaxDeadLetterBytes: src.DeadLetterMaxBytes, Format: decode.Format(src.Decoding.Format)}
+	if spec.Registry, err = src.Decoding.NewRegistry(); err != nil { // a wire format's schemas
+		return "", fmt.Errorf("source %s: %w", src.Name, err)
+	}
 	if src.Mode == "handler" {
 		h, ok := builtinHandlers()[src.HandlerName]
 		if !ok {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/drover-dev/drover/internal/srtest"
 	"github.com/drover-dev/drover/persistence"
 	"github.com/drover-dev/drover/persistence/stores"
 	"github.com/drover-dev/drover/persistence/storetest"
@@ -110,3 +111,44 @@ func TestDLQBadUsage(t *testing.T) {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// A dead letter of a wire-format source is replayed with its schema from
+// the registry: one dead-lettered while its schema id was not registered
+// yet applies once it is.
+func TestDLQReplayWireFormat(t *testing.T) {
+	url := "sqlite:" + filepath.Join(t.TempDir(), "d.db")
+	reg := srtest.New(t, "", "")
+	id := reg.Add("people-value", srtest.Schema{Type: "JSON", Schema: `{"type":"object","required":["id"]}`})
+	body := append([]byte{0, 0, 0, 0, byte(id)}, `{"id":"w1","n":1}`...)
+	s, err := stores.Open(context.Background(), url, stores.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	storetest.ApplyPeople(t, s, "node-1", "2",
+		persistence.Op{Kind: persistence.OpDeadLetter, Position: "1", Payload: body, Reason: "schema id 1: not found in the registry"})
+	dls, err := s.DeadLetters(context.Background(), persistence.DeadLetterFilter{Source: "people"})
+	if err != nil || len(dls) != 1 {
+		t.Fatalf("dead letters: %v %v", dls, err)
+	}
+	cfg := filepath.Join(t.TempDir(), "drover.yaml")
+	if err := os.WriteFile(cfg, []byte(`node: {name: n1}
+store: {url: "`+url+`"}
+sources:
+  - name: people
+    type: memory
+    memory: {partitions: 1}
+    records: {table: people, key: id}
+    decode: {format: json_schema, registry: {url: "`+reg.URL()+`"}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errs := runCLI(t, "dlq", "replay", "--config", cfg, itoa(dls[0].ID))
+	if code != 0 || !strings.Contains(out, "replayed") {
+		t.Fatalf("replay: exit %d\n%s%s", code, out, errs)
+	}
+	recs, _ := s.Records(context.Background(), "people", "", 0)
+	if len(recs) != 1 || recs[0].Key != "w1" {
+		t.Fatalf("people table after replay: %+v", recs)
+	}
+}

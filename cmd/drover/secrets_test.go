@@ -53,6 +53,7 @@ func TestSecretsNeverPrintCLI(t *testing.T) {
 		{"literal ?password=", "", "store: {url: 'postgres://drover@h/d?password=pg-secret-12'}\n" + memSource, "pg-secret-12", 2, ""},
 		{"literal DSN", "", "store: {url: 'host=h password=pg-secret-13'}\n" + memSource, "pg-secret-13", 2, ""},
 		{"literal NATS token", "", natsSource("nats://nats-secret-14@h:1"), "nats-secret-14", 2, ""},
+		{"schema registry password", "sr-secret-17", "sources: [{name: k, type: kafka, kafka: {brokers: ['h:1'], topic: t}, decode: {format: avro, registry: {url: 'http://sr:8081', username: u, password: '${env:DROVER_T_VALUE}'}}}]\n", "sr-secret-17", 0, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Setenv("DROVER_T_VALUE", c.env)

@@ -125,6 +125,11 @@ const (
 	// deleted and created again, then refilled past the checkpoint, is
 	// read on from there: the messages up to it are skipped (review).
 	NoStreamID = "no-stream-id"
+
+	// RegistryDeadLetters: a fetch whose schemas the registry could not
+	// be asked for is decoded anyway, so its messages are dead-lettered
+	// as unresolved instead of the unit retrying (issue 14 item 2).
+	RegistryDeadLetters = "registry-dead-letters"
 )
 
 // All lists every switch.
@@ -135,5 +140,5 @@ var All = []string{
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
-	SeekNeverDone, ExpiredSeekApplied,
+	SeekNeverDone, ExpiredSeekApplied, RegistryDeadLetters,
 }
