@@ -167,6 +167,50 @@ func TestKPLRead(t *testing.T) {
 	}
 }
 
+// TestKPLSeek: seeks on a shard of aggregates (brokers.SeekStart, as
+// drover seek runs them): after a sub-position, to a user record inside
+// an aggregate (read first after the one before it), to a time (the
+// "@at:" marker, AT_TIMESTAMP: the aggregate arrived after it is read
+// whole); a seek to an aggregate's first user record itself is refused,
+// as one to a plain sequence number is.
+func TestKPLSeek(t *testing.T) {
+	f := newHarness(t).newFixture(t, 1)
+	s := f.open(t, f.config())
+	shard := singleShard(t, s)
+	k := putKPL(t, f, shard)
+	ctx := brokertest.Context(t, 30*time.Second)
+	all := fetchN(t, open(t, s, shard, brokers.Start{Mode: brokers.Earliest}), len(k.want))
+	for _, tt := range []struct {
+		to    string
+		first int
+	}{
+		{"after:" + k.want[3].Position, 4},
+		{k.want[3].Position, 3},
+		{"after:" + k.seqs[1], 8},
+		{all[0].Time.Add(-time.Hour).UTC().Format(time.RFC3339Nano), 0},
+	} {
+		target, err := brokers.ParseSeekTarget(tt.to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := brokers.SeekStart(ctx, s, shard, target)
+		if err != nil {
+			t.Fatalf("seek %s: %v", tt.to, err)
+		}
+		back, ok := brokers.ParseStart(brokers.StartPosition(st))
+		if !ok {
+			t.Fatalf("seek %s: checkpoint %q does not parse", tt.to, brokers.StartPosition(st))
+		}
+		got := fetchN(t, open(t, s, shard, back), len(k.want)-tt.first)
+		if got[0].Position != k.want[tt.first].Position {
+			t.Errorf("seek %s: first read %s, want %s", tt.to, got[0].Position, k.want[tt.first].Position)
+		}
+	}
+	if _, err := brokers.SeekStart(ctx, s, shard, brokers.SeekTarget{From: k.want[1].Position}); !errors.Is(err, brokers.ErrBadSeek) {
+		t.Fatalf("seek to an aggregate's first user record: %v, want ErrBadSeek", err)
+	}
+}
+
 func singleShard(t *testing.T, s *kinesis.Stream) string {
 	t.Helper()
 	ps, err := s.Partitions(brokertest.Context(t, 10*time.Second))
