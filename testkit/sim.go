@@ -96,7 +96,10 @@ func (r SimResult) OK() bool {
 //   - (drawn apart too, on every seed) idle units passivate after 50 ms
 //     to 3 s (Tuning.PassivateAfter): their actors stop, their
 //     supervisors keep them, and every fault above meets passive units;
-//   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go).
+//   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go);
+//   - (drawn apart too) a stream "kpl" of KPL-style aggregates mixed with
+//     plain and corrupt records, read in batches smaller than its
+//     aggregates (drawKPL, simkpl.go).
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -211,6 +214,10 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 		step(0, "stream ledger: its handler fails some first attempts")
 	}
+	kpl, err := drawKPL(c, seed, tune, step)
+	if err != nil {
+		return res, err
+	}
 	rolling := rng.IntN(10) < 2
 	if rolling {
 		x := actors.SourceSpec{Name: "extra", Type: "memory", KeyField: "id", BatchSize: 50, MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
@@ -289,6 +296,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 					_, _ = c.Publish("ledger", strconv.Itoa(i%len(c.OpenPartitions("ledger"))), m)
 				}
 			}
+			kpl.publish(c, n/4+1)
 			if rolling && extraOn {
 				xp := c.OpenPartitions("extra")
 				for i, m := range wl.Batch(n/4 + 1) {

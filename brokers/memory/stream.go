@@ -129,7 +129,11 @@ func (s *Stream) OpenedAt(partition string) time.Time {
 // record is one offset of a partition: a message, plain or written in a
 // transaction, or a transaction's control marker.
 type record struct {
-	msg    brokers.Message
+	msg brokers.Message
+	// subs, when not nil, are the user records of a KPL-style aggregate
+	// (ProduceAggregate), returned at sub-positions "<offset>/<index>";
+	// msg then carries only the aggregate's position and time.
+	subs   []brokers.Message
 	tx     *Tx  // the transaction that wrote it; nil for a plain message
 	marker bool // the commit or abort marker of tx: never returned
 }
@@ -394,6 +398,36 @@ func (s *Stream) Produce(partition string, msgs ...brokers.Message) ([]string, e
 	return positions, nil
 }
 
+// ProduceAggregate appends msgs to partition as ONE record, the way a KPL
+// producer aggregates user records into one Kinesis record: a reader
+// returns them in order at sub-positions "<offset>/<index>"
+// (brokers.SubPosition), at most max per Fetch, so that a batch and a
+// checkpoint may end inside the aggregate. It returns their positions.
+// Each keeps its own key and headers; their Time is the aggregate's.
+func (s *Stream) ProduceAggregate(partition string, msgs ...brokers.Message) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, err := s.openPartitionLocked("produce", partition)
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, fmt.Errorf("memory: an aggregate needs at least one message")
+	}
+	s.appendLocked(p, nil, []brokers.Message{{}})
+	rec := &p.recs[len(p.recs)-1]
+	positions := make([]string, len(msgs))
+	rec.subs = make([]brokers.Message, len(msgs))
+	for i, m := range msgs {
+		m = copyMessage(m)
+		m.Position, m.ID, m.Deliveries, m.Handle, m.Time = brokers.SubPosition(rec.msg.Position, i), "", 0, nil, rec.msg.Time
+		rec.subs[i] = m
+		positions[i] = m.Position
+	}
+	p.notify()
+	return positions, nil
+}
+
 // appendLocked appends msgs to p as records of tx (nil: plain) and returns
 // their positions.
 func (s *Stream) appendLocked(p *partition, tx *Tx, msgs []brokers.Message) []string {
@@ -509,9 +543,12 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 
 func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition string, start brokers.Start) (*Reader, error) {
 	var after int64 = -1
+	sub := -1 // After is a sub-position: the index of the aggregate's user record applied last
 	if start.After != "" {
 		var err error
-		if after, err = parseOffset(start.After); err != nil {
+		seq := start.After
+		seq, sub = brokers.SplitPosition(seq)
+		if after, err = parseOffset(seq); err != nil {
 			return nil, &brokers.Error{Op: OpOpen, Err: err}
 		}
 	}
@@ -533,10 +570,13 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	switch {
 	case start.After != "":
 		r.next = after + 1
+		if sub >= 0 { // inside an aggregate: its user records after sub are next
+			r.next, r.sub = after, sub+1
+		}
 		if r.next < p.base {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (oldest held is %d): %w", partition, start.After, p.base, brokers.ErrPositionGone)}
 		}
-		if r.next > p.end() {
+		if r.next > p.end() || sub >= 0 && r.next == p.end() {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (its end is %d): %w", partition, start.After, p.end(), brokers.ErrPositionUnknown)}
 		}
 	case !start.At.IsZero():
