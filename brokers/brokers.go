@@ -37,6 +37,11 @@ type Message struct {
 	// Deliveries counts deliveries of a queue message, 1 the first time; 0
 	// when the broker does not say.
 	Deliveries int
+	// Reject, when not empty, says that the adapter could not make a
+	// message of what the broker held (a Kinesis KPL aggregate whose
+	// checksum or protobuf is corrupt): drover dead-letters it as it is,
+	// with Reject as the reason, without decoding it.
+	Reject string
 	// Handle is the adapter's acknowledgement handle (receipt handle, ack
 	// id, JetStream message). Only the Receiver that returned it reads it.
 	Handle any

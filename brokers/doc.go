@@ -21,8 +21,11 @@
 //
 // A position is an opaque string that is totally ordered within its
 // partition. Every stream adapter uses unsigned decimal integers (Kafka
-// offsets, Kinesis sequence numbers, JetStream stream sequences), so
-// ComparePositions orders them without knowing the broker.
+// offsets, Kinesis sequence numbers, JetStream stream sequences), or
+// sub-positions "<decimal>/<decimal>" for the user records of a Kinesis KPL
+// aggregate (SubPosition), so ComparePositions orders them without knowing
+// the broker. A message an adapter could not read (a corrupt aggregate)
+// carries Message.Reject and is dead-lettered with it.
 //
 // A seek (drover seek) names a target: a position, earliest, latest, a
 // time or after:<position> (ParseSeekTarget). SeekStart turns it into the

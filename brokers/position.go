@@ -1,6 +1,7 @@
 package brokers
 
 import (
+	"strconv"
 	"strings"
 	"time"
 )
@@ -62,10 +63,15 @@ func Applied(pos string) string {
 
 // ComparePositions orders two positions of one partition: -1 when a is
 // before b, 0 when equal, +1 when after. Positions are unsigned decimal
-// integers of any length (Kinesis sequence numbers exceed 64 bits); they
-// compare by value. The empty position is before every other; start
-// markers ('@...') come next, ordered as text; then decimal positions;
-// strings that are neither compare as text after the decimal ones.
+// integers of any length (Kinesis sequence numbers exceed 64 bits), or
+// sub-positions "<decimal>/<decimal>" (a user record inside a KPL
+// aggregate: the aggregate's sequence number, then the record's index in
+// it). They compare by value: by the number before the slash, then a
+// sub-position before the plain number (the plain number is the whole
+// record, every sub-position of it included), then by the index. The empty
+// position is before every other; start markers ('@...') come next,
+// ordered as text; then decimal positions and sub-positions; strings that
+// are neither compare as text after them.
 func ComparePositions(a, b string) int {
 	if a == b {
 		return 0
@@ -77,16 +83,53 @@ func ComparePositions(a, b string) int {
 		}
 		return 1
 	}
-	if ra == rankDecimal {
-		a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
-		if len(a) != len(b) {
-			if len(a) < len(b) {
-				return -1
-			}
-			return 1
+	if ra != rankDecimal {
+		return strings.Compare(a, b)
+	}
+	sa, suba, hasa := strings.Cut(a, "/")
+	sb, subb, hasb := strings.Cut(b, "/")
+	if c := compareDecimal(sa, sb); c != 0 {
+		return c
+	}
+	switch {
+	case hasa && hasb:
+		return compareDecimal(suba, subb)
+	case hasa:
+		return -1 // the whole record is after each of its sub-positions
+	case hasb:
+		return 1
+	}
+	return 0
+}
+
+// compareDecimal orders two unsigned decimal strings by value.
+func compareDecimal(a, b string) int {
+	a, b = strings.TrimLeft(a, "0"), strings.TrimLeft(b, "0")
+	if len(a) != len(b) {
+		if len(a) < len(b) {
+			return -1
 		}
+		return 1
 	}
 	return strings.Compare(a, b)
+}
+
+// SubPosition is the position of the user record at index sub inside the
+// aggregated record at position pos: "<pos>/<sub>".
+func SubPosition(pos string, sub int) string { return pos + "/" + strconv.Itoa(sub) }
+
+// SplitPosition splits a sub-position "<pos>/<sub>" into pos and sub; for
+// any other position it returns pos itself and sub = -1.
+func SplitPosition(p string) (pos string, sub int) {
+	seq, s, ok := strings.Cut(p, "/")
+	if !ok || !isDecimal(seq) || !isDecimal(s) {
+		return p, -1
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return p, -1
+	}
+	return seq, n
 }
 
 const (
@@ -102,7 +145,7 @@ func positionRank(p string) int {
 		return rankEmpty
 	case IsMarker(p):
 		return rankMarker
-	case isDecimal(p):
+	case isPosition(p):
 		return rankDecimal
 	}
 	return rankText
@@ -115,4 +158,11 @@ func isDecimal(s string) bool {
 		}
 	}
 	return s != ""
+}
+
+// isPosition reports whether s is a decimal position or a sub-position
+// "<decimal>/<decimal>".
+func isPosition(s string) bool {
+	seq, sub, ok := strings.Cut(s, "/")
+	return isDecimal(seq) && (!ok || isDecimal(sub))
 }

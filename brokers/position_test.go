@@ -35,6 +35,21 @@ func TestComparePositions(t *testing.T) {
 		{"@at:2026-01-01T00:00:00Z", "0", -1},
 		{"@at:2026-01-01T00:00:00Z", "a", -1},
 		{MarkerBeginning, "@at:2026-01-01T00:00:00Z", 1}, // as text among markers
+		// sub-positions (a user record inside a KPL aggregate)
+		{"7/0", "7/1", -1},
+		{"7/9", "7/10", -1}, // the index by value
+		{"7/01", "7/1", 0},
+		{"7/3", "7", -1}, // the whole record is after each of its user records
+		{"7/99", "8", -1},
+		{"6", "7/0", -1},
+		{"10/0", "9/5", 1}, // the number before the slash by value first
+		{"49590338271490256608559692538361571095921575989136588898/4",
+			"49590338271490256608559692538361571095921575989136588899", -1},
+		{"@at:2026-01-01T00:00:00Z", "0/0", -1},
+		{"7/0", "a", -1}, // text after
+		{"7/", "7/0", 1}, // not a sub-position: text
+		{"/0", "0", 1},
+		{"7/0/1", "8", 1},
 	}
 	for _, tt := range tests {
 		if got := ComparePositions(tt.a, tt.b); got != tt.want {
@@ -66,5 +81,28 @@ func TestStartPositionRoundTrip(t *testing.T) {
 	}
 	if s, ok := ParseStart(""); !ok || s != (Start{Mode: Earliest}) {
 		t.Errorf(`ParseStart("") = %+v, %v`, s, ok)
+	}
+}
+
+func TestSplitPosition(t *testing.T) {
+	for _, tt := range []struct {
+		in  string
+		pos string
+		sub int
+	}{
+		{"7/3", "7", 3},
+		{"49590338271490256608559692538361571095921575989136588898/0", "49590338271490256608559692538361571095921575989136588898", 0},
+		{"7", "7", -1},
+		{"7/", "7/", -1},
+		{"7/x", "7/x", -1},
+		{"@at:x/1", "@at:x/1", -1},
+		{"", "", -1},
+	} {
+		if pos, sub := SplitPosition(tt.in); pos != tt.pos || sub != tt.sub {
+			t.Errorf("SplitPosition(%q) = %q, %d, want %q, %d", tt.in, pos, sub, tt.pos, tt.sub)
+		}
+	}
+	if got := SubPosition("12", 4); got != "12/4" {
+		t.Errorf("SubPosition = %q", got)
 	}
 }

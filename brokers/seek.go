@@ -52,7 +52,8 @@ type SeekTarget struct {
 // ParseSeekTarget reads a seek target: a position, "earliest", "latest",
 // an RFC 3339 time, or "after:<position>". Positions are decimal, as every
 // stream adapter's are (Kafka offsets, Kinesis sequence numbers, JetStream
-// stream sequences, the memory broker's offsets).
+// stream sequences, the memory broker's offsets), or sub-positions
+// "<decimal>/<decimal>" (a user record inside a Kinesis KPL aggregate).
 func ParseSeekTarget(to string) (SeekTarget, error) {
 	to = strings.TrimSpace(to)
 	switch {
@@ -64,11 +65,11 @@ func ParseSeekTarget(to string) (SeekTarget, error) {
 		return SeekTarget{Mode: Latest, Word: true}, nil
 	case strings.HasPrefix(to, "after:"):
 		p := strings.TrimSpace(to[len("after:"):])
-		if !isDecimal(p) {
-			return SeekTarget{}, fmt.Errorf("%w: after:%q is not a position (a decimal number)", ErrBadSeek, p)
+		if !isPosition(p) {
+			return SeekTarget{}, fmt.Errorf("%w: after:%q is not a position (a decimal number, or <number>/<index> inside an aggregate)", ErrBadSeek, p)
 		}
 		return SeekTarget{After: p}, nil
-	case isDecimal(to):
+	case isPosition(to):
 		return SeekTarget{From: to}, nil
 	}
 	t, err := time.Parse(time.RFC3339Nano, to)
@@ -125,8 +126,13 @@ func SeekStart(ctx context.Context, s Stream, partition string, t SeekTarget) (S
 
 // StartFrom is the Start that reads the decimal position pos first, for
 // streams whose positions are consecutive numbers: after pos - 1, or the
-// very beginning for 0.
+// very beginning for 0. A sub-position "<n>/<i>" is read first after
+// "<n>/<i-1>" (SubBefore), "<n>/0" after the whole record n - 1.
 func StartFrom(pos string) Start {
+	if p, ok := SubBefore(pos); ok {
+		return Start{After: p}
+	}
+	pos, _ = SplitPosition(pos)
 	if p, ok := decimalBefore(pos); ok {
 		return Start{After: p}
 	}
@@ -152,4 +158,15 @@ func decimalBefore(p string) (string, bool) {
 		out = "0"
 	}
 	return out, true
+}
+
+// SubBefore is the sub-position just before the sub-position pos inside
+// the same aggregate: "<n>/<i-1>" for "<n>/<i>" with i > 0. It is false
+// for the first user record of an aggregate and for any other position.
+func SubBefore(pos string) (string, bool) {
+	seq, sub := SplitPosition(pos)
+	if sub <= 0 {
+		return "", false
+	}
+	return SubPosition(seq, sub-1), true
 }

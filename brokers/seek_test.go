@@ -17,6 +17,8 @@ func TestParseSeekTarget(t *testing.T) {
 		{"latest", SeekTarget{Mode: Latest, Word: true}},
 		{"42", SeekTarget{From: "42"}},
 		{"after:42", SeekTarget{After: "42"}},
+		{"42/3", SeekTarget{From: "42/3"}},
+		{"after:42/0", SeekTarget{After: "42/0"}},
 		{"2026-12-01T10:00:00Z", SeekTarget{Time: at}},
 		{"2026-12-01T11:00:00+01:00", SeekTarget{Time: at}},
 	}
@@ -35,7 +37,7 @@ func TestParseSeekTarget(t *testing.T) {
 			t.Errorf("%q spelled %q", tt.in, got.String())
 		}
 	}
-	for _, bad := range []string{"", "after:", "after:x", "-1", "yesterday", "@beginning", "2026-12-01"} {
+	for _, bad := range []string{"", "after:", "after:x", "-1", "yesterday", "@beginning", "2026-12-01", "42/", "/3", "after:42/x", "4/2/1"} {
 		if _, err := ParseSeekTarget(bad); !errors.Is(err, ErrBadSeek) {
 			t.Errorf("%q: %v, want ErrBadSeek", bad, err)
 		}
@@ -94,3 +96,16 @@ type plainStream struct{}
 func (plainStream) Partitions(context.Context) ([]Partition, error)     { return nil, nil }
 func (plainStream) Open(context.Context, string, Start) (Reader, error) { return nil, ErrClosed }
 func (plainStream) Close() error                                        { return nil }
+
+// A sub-position is read first after the one before it in its aggregate;
+// an aggregate's first user record after the whole record before it.
+func TestStartFromSubPosition(t *testing.T) {
+	for in, want := range map[string]Start{"42/3": {After: "42/2"}, "42/1": {After: "42/0"}, "42/0": {After: "41"}, "0/0": {Mode: Earliest}} {
+		if got := StartFrom(in); got != want {
+			t.Errorf("StartFrom(%s) = %+v, want %+v", in, got, want)
+		}
+	}
+	if _, ok := SubBefore("42"); ok {
+		t.Error("a plain position has a sub-position before it")
+	}
+}

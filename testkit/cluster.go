@@ -516,6 +516,23 @@ func (c *Cluster) Publish(source, partition string, msgs ...brokers.Message) ([]
 	return nil, fmt.Errorf("testkit: no source %q", source)
 }
 
+// PublishAggregate adds msgs to partition of stream source as one
+// KPL-style aggregate (memory.Stream.ProduceAggregate): they are read at
+// sub-positions "<offset>/<index>" and recorded as expected each.
+func (c *Cluster) PublishAggregate(source, partition string, msgs ...brokers.Message) ([]string, error) {
+	st, ok := c.streams[source]
+	if !ok {
+		return nil, fmt.Errorf("testkit: no stream %q", source)
+	}
+	pos, err := st.ProduceAggregate(partition, msgs...)
+	if err != nil {
+		return nil, err
+	}
+	unit := c.expectStream(source, partition, pos)
+	c.event("publish", "", unit, strconv.Itoa(len(pos))+" aggregated")
+	return pos, nil
+}
+
 func (c *Cluster) node(name string) (*simNode, error) {
 	n, ok := c.nodes[name]
 	if !ok {

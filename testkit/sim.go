@@ -106,7 +106,10 @@ func (r SimResult) OK() bool {
 //     starting at once (Tuning.MaxStarting), on 4 seeds of 10;
 //   - (drawn apart too) a stream "wire" in the Confluent wire format whose
 //     schema registry goes down for 1 to 10 s, once or twice (drawWire,
-//     simregistry.go).
+//     simregistry.go);
+//   - (drawn apart too) a stream "kpl" of KPL-style aggregates mixed with
+//     plain and corrupt records, read in batches smaller than its
+//     aggregates (drawKPL, simkpl.go).
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -241,6 +244,10 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	if err != nil {
 		return res, err
 	}
+	kpl, err := drawKPL(c, seed, tune, step)
+	if err != nil {
+		return res, err
+	}
 	rolling := rng.IntN(10) < 2
 	if rolling {
 		x := actors.SourceSpec{Name: "extra", Type: "memory", KeyField: "id", BatchSize: 50, MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
@@ -320,6 +327,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 				}
 			}
 			wire.publish(c, n/4+1)
+			kpl.publish(c, n/4+1)
 			if rolling && extraOn {
 				xp := c.OpenPartitions("extra")
 				for i, m := range wl.Batch(n/4 + 1) {

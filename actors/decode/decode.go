@@ -115,6 +115,7 @@ const (
 // (its first MaxDeadLetterBytes, the whole size in PayloadBytes, when it is
 // longer), whose MsgKey is MsgKey(m.Key), and whose Reason is one of:
 //
+//	<the adapter's reason>                          (brokers.Message.Reject: a corrupt KPL aggregate)
 //	message of N bytes exceeds max_message_bytes M
 //	invalid JSON: empty body                       (no key and no body)
 //	invalid JSON: <what> at offset N                 (not RFC 8259 JSON, or invalid UTF-8)
@@ -139,7 +140,8 @@ const (
 //	schema id N: unusable schema: <parse or compile error>
 //	schema id N (avro): the body does not match the schema: <what>
 //
-// The rules, in order:
+// The rules, in order (after a message the adapter rejected, which is
+// dead-lettered with its reason):
 //
 //  1. A body longer than MaxBytes is dead-lettered.
 //  2. A message with a key and no body (m.Tombstone, or an empty body, as
@@ -160,6 +162,9 @@ const (
 // same document always gives the same bytes, so stores can compare them.
 func (c Config) Record(m brokers.Message) persistence.Op {
 	op := persistence.Op{Position: m.Position, MessageID: m.ID}
+	if m.Reject != "" {
+		return c.dead(op, m, m.Reject)
+	}
 	if max := c.maxBytes(); len(m.Value) > max {
 		return c.dead(op, m, fmt.Sprintf("message of %d bytes exceeds max_message_bytes %d", len(m.Value), max))
 	}
@@ -352,11 +357,15 @@ func cutReason(r string, limit int) string {
 
 // Raw decodes one message of a handler-mode source: an OpMessage whose
 // Payload is the body and whose Key is the message key as a string (any
-// bytes; nil key: ""), or a dead letter when the body is longer than
-// MaxBytes. A tombstone arrives as an OpMessage with a nil Payload.
+// bytes; nil key: ""), or a dead letter when the adapter rejected the
+// message (brokers.Message.Reject) or the body is longer than MaxBytes. A
+// tombstone arrives as an OpMessage with a nil Payload.
 // Position and MessageID are set as by Record.
 func (c Config) Raw(m brokers.Message) persistence.Op {
 	op := persistence.Op{Position: m.Position, MessageID: m.ID}
+	if m.Reject != "" {
+		return c.dead(op, m, m.Reject)
+	}
 	if max := c.maxBytes(); len(m.Value) > max {
 		return c.dead(op, m, fmt.Sprintf("message of %d bytes exceeds max_message_bytes %d", len(m.Value), max))
 	}

@@ -195,6 +195,17 @@ func TestCanonical(t *testing.T) {
 	}
 }
 
+// A message the adapter rejected (a corrupt KPL aggregate) is a dead
+// letter with the adapter's reason in both modes, whatever its body.
+var rejected = brokers.Message{Position: "9", Key: []byte("k"), Value: []byte(`{"id":1}`), Reject: "KPL aggregate: MD5 checksum mismatch"}
+
+func TestRecordRejected(t *testing.T) {
+	op := Config{}.Record(rejected)
+	if op.Kind != persistence.OpDeadLetter || op.Reason != rejected.Reject || string(op.Payload) != `{"id":1}` || op.Position != "9" || op.MsgKey != "k" {
+		t.Errorf("Record(rejected) = %+v, want a dead letter with the adapter's reason", op)
+	}
+}
+
 func TestRaw(t *testing.T) {
 	tomb := msg("k", "")
 	tomb.Tombstone = true
@@ -212,6 +223,7 @@ func TestRaw(t *testing.T) {
 		{name: "no key", m: msg("", "{}"), kind: persistence.OpMessage, key: "", payload: "{}"},
 		{name: "tombstone", m: tomb, kind: persistence.OpMessage, key: "k"},
 		{name: "oversize", cfg: Config{MaxBytes: 3}, m: msg("k", "abcd"), kind: persistence.OpDeadLetter, payload: "abcd", reason: "message of 4 bytes exceeds max_message_bytes 3"},
+		{name: "rejected", m: rejected, kind: persistence.OpDeadLetter, payload: `{"id":1}`, reason: "KPL aggregate: MD5 checksum mismatch"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -12,7 +12,8 @@
 //
 // # Positions and starts
 //
-// A position is a record's SequenceNumber. Open starts a reader after
+// A position is a record's SequenceNumber, or "<SequenceNumber>/<index>"
+// for a user record of a KPL aggregate (see below). Open starts a reader after
 // Start.After, else at Start.At, else at Start.Mode:
 //
 //   - After: AT_SEQUENCE_NUMBER of it, whose record the first GetRecords
@@ -85,10 +86,10 @@
 // expired iterator (ExpiredIteratorException, after 5 minutes unused) is
 // replaced inside the reader from the last record returned.
 //
-// A record becomes a brokers.Message with Position = SequenceNumber (a
-// decimal string of up to 128 bits; brokers.ComparePositions orders them),
-// Key = PartitionKey, Value = Data, Time = ApproximateArrivalTimestamp and
-// no headers (Kinesis has none). Kinesis does not count the records
+// A plain record becomes a brokers.Message with Position = SequenceNumber
+// (a decimal string of up to 128 bits; brokers.ComparePositions orders
+// them), Key = PartitionKey, Value = Data, Time =
+// ApproximateArrivalTimestamp and no headers (Kinesis has none). Kinesis does not count the records
 // behind a reader, it dates them: Result.Lag is 0 when GetRecords says
 // MillisBehindLatest 0 (caught up) and -1 otherwise (until issue 13 it
 // carried the milliseconds, a unit no other adapter used), and
@@ -101,9 +102,25 @@
 // next iterator, its last records come with Result.End set, and every
 // later Fetch returns End at once.
 //
-// Aggregated records (the KPL's protobuf aggregation format) are not
-// de-aggregated: such a record is one message whose Value is the
-// aggregate.
+// # KPL aggregates
+//
+// A record whose data starts with the KPL magic bytes (0xF3 0x89 0x9A
+// 0xC2: a protobuf AggregatedRecord and its MD5, amazon-kinesis-producer's
+// aggregation-format.md; decoded in kpl.go on protowire, as the Go module
+// of awslabs/kinesis-aggregation is not served by the module proxy) becomes
+// its user records: Position "<sequence number>/<index>"
+// (brokers.SubPosition), Key its own partition key, Value its data, the
+// header HeaderExplicitHashKey when it has an explicit hash key, Time the
+// aggregate's. A Fetch returns at most max messages and keeps the rest of
+// an aggregate for the next one (counted in Result.Lag when the shard is
+// caught up; Result.Oldest is their time). A start after a sub-position
+// reads AT_SEQUENCE_NUMBER of the aggregate and drops its user records up
+// to the index; a start after an aggregate's plain sequence number (a
+// checkpoint written before de-aggregation) drops it whole. An aggregate
+// that is too short, whose MD5 does not match, or whose protobuf is
+// truncated or malformed is one message at its sequence number with
+// Message.Reject set to why: drover dead-letters it whole. User records
+// are not filtered by the shard's hash key range.
 //
 // # Errors
 //

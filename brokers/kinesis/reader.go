@@ -30,17 +30,20 @@ type Reader struct {
 	closed bool
 
 	// Owned by the goroutine that calls Fetch.
-	iter     string        // shard iterator for the next GetRecords; "" to acquire one
-	last     string        // sequence number of the last record returned, or Start.After
-	at       time.Time     // before any record: start at the first record stamped at or after this (Start.At, or when LATEST was taken)
-	verify   string        // the first record must be this one (and is dropped), else the position is gone
-	next     time.Time     // no GetRecords before this (pacing, throttling)
-	backoff  time.Duration // current pause after a throughput refusal
-	throttle error         // the last GetRecords was refused for throughput
-	lag      int64         // 0 when the last GetRecords said MillisBehindLatest 0 (caught up), else -1: Kinesis does not count records
-	oldest   time.Time     // the local time of the last GetRecords less its MillisBehindLatest; zero when unknown or caught up
-	ended    bool          // the shard is closed and every record was returned
-	failed   error         // the position to read after is gone or unknown: every Fetch returns it
+	iter     string            // shard iterator for the next GetRecords; "" to acquire one
+	last     string            // sequence number of the last record taken, or Start.After (a sub-position too)
+	at       time.Time         // before any record: start at the first record stamped at or after this (Start.At, or when LATEST was taken)
+	verify   string            // the first record must be this one (and is dropped), else the position is gone
+	skipSub  int               // with verify: the index of the last user record of its aggregate already applied (those after it are kept); -1: drop it whole
+	pending  []brokers.Message // messages taken but not returned yet: a Fetch returns at most max, an aggregate may hold more
+	users    []userRecord      // scratch for deaggregate
+	next     time.Time         // no GetRecords before this (pacing, throttling)
+	backoff  time.Duration     // current pause after a throughput refusal
+	throttle error             // the last GetRecords was refused for throughput
+	lag      int64             // 0 when the last GetRecords said MillisBehindLatest 0 (caught up), else -1: Kinesis does not count records
+	oldest   time.Time         // the local time of the last GetRecords less its MillisBehindLatest; zero when unknown or caught up
+	ended    bool              // the shard is closed and every record was taken (pending may still hold some)
+	failed   error             // the position to read after is gone or unknown: every Fetch returns it
 }
 
 var _ brokers.Reader = (*Reader)(nil)
@@ -66,12 +69,12 @@ var _ brokers.Reader = (*Reader)(nil)
 func (r *Reader) acquire(ctx context.Context) error {
 	in := &awskinesis.GetShardIteratorInput{ShardId: aws.String(r.shard)}
 	r.s.name(&in.StreamName, &in.StreamARN)
-	verify := ""
+	verify, skipSub := "", -1
 	switch {
 	case r.last != "":
+		verify, skipSub = brokers.SplitPosition(r.last)
 		in.ShardIteratorType = kintypes.ShardIteratorTypeAtSequenceNumber
-		in.StartingSequenceNumber = aws.String(r.last)
-		verify = r.last
+		in.StartingSequenceNumber = aws.String(verify)
 	case !r.at.IsZero():
 		in.ShardIteratorType = kintypes.ShardIteratorTypeAtTimestamp
 		in.Timestamp = aws.Time(r.at)
@@ -96,7 +99,7 @@ func (r *Reader) acquire(ctx context.Context) error {
 		r.at = startTime(out.ResultMetadata, sent)
 	}
 	r.iter = aws.ToString(out.ShardIterator)
-	r.verify = verify
+	r.verify, r.skipSub = verify, skipSub
 	return nil
 }
 
@@ -125,6 +128,9 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 	defer end()
 	if r.failed != nil {
 		return brokers.Result{}, r.failed
+	}
+	if len(r.pending) > 0 {
+		return r.drain(max), nil
 	}
 	if r.ended {
 		return brokers.Result{End: true}, nil
@@ -193,13 +199,16 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 			return brokers.Result{}, translate(OpFetch, err)
 		}
 		r.backoff, r.throttle = 0, nil
-		res, err := r.take(out)
+		err = r.take(out)
 		var miss *missing
 		if errors.As(err, &miss) {
 			return brokers.Result{}, r.positionLost(cctx, ctx, miss.oldest)
 		}
-		if err != nil || len(res.Messages) > 0 || res.End || left() <= 0 {
-			return res, err
+		if err != nil {
+			return brokers.Result{}, err
+		}
+		if res := r.drain(max); len(res.Messages) > 0 || res.End || left() <= 0 {
+			return res, nil
 		}
 	}
 }
@@ -209,8 +218,14 @@ func (r *Reader) Fetch(ctx context.Context, max int, wait time.Duration) (broker
 // connection is a retryable error for drover to retry.
 func noRetries(o *awskinesis.Options) { o.RetryMaxAttempts = 1 }
 
-// take turns a GetRecords answer into a Result and moves the reader on.
-func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) {
+// take turns a GetRecords answer into messages, appended to r.pending,
+// and moves the reader on. A KPL aggregate becomes its user records, at
+// sub-positions "<sequence number>/<index>" (brokers.SubPosition), each
+// with its own partition key and explicit hash key (a header); a corrupt
+// one stays one message at its sequence number, rejected with the reason
+// (brokers.Message.Reject). The record to start after (verify) is dropped,
+// or, for a sub-position, the user records up to it.
+func (r *Reader) take(out *awskinesis.GetRecordsOutput) error {
 	r.lag, r.oldest = -1, time.Time{}
 	if out.MillisBehindLatest != nil {
 		if ms := *out.MillisBehindLatest; ms <= 0 {
@@ -219,39 +234,88 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) (brokers.Result, error) 
 			r.oldest = time.Now().Add(-time.Duration(ms) * time.Millisecond)
 		}
 	}
-	var msgs []brokers.Message
 	for _, rec := range out.Records {
 		seq := aws.ToString(rec.SequenceNumber)
+		skip := -1 // user records of an aggregate up to this index are already applied
 		if r.verify != "" {
 			switch c := brokers.ComparePositions(seq, r.verify); {
 			case c < 0:
 				continue // before the position: already applied
 			case c == 0:
 				r.verify = ""
-				continue // the position itself: already applied
+				if r.skipSub < 0 {
+					r.last = seq
+					continue // the position itself: already applied
+				}
+				skip = r.skipSub
 			default:
-				return brokers.Result{}, &missing{oldest: seq}
+				return &missing{oldest: seq}
 			}
 		}
 		m := brokers.Message{Position: seq, Key: []byte(aws.ToString(rec.PartitionKey)), Value: rec.Data}
 		if rec.ApproximateArrivalTimestamp != nil {
 			m.Time = *rec.ApproximateArrivalTimestamp
 		}
-		msgs = append(msgs, m)
 		r.last = seq
+		if !isAggregate(rec.Data) {
+			if skip < 0 {
+				r.pending = append(r.pending, m)
+			}
+			continue
+		}
+		users, err := deaggregate(rec.Data, r.users[:0])
+		r.users = users[:0]
+		if err != nil {
+			r.s.cfg.Logger.Warn("kinesis record is a corrupt KPL aggregate; it is dead-lettered whole",
+				"shard", r.shard, "sequence_number", seq, "error", err)
+			m.Reject = err.Error()
+			if skip < 0 {
+				r.pending = append(r.pending, m)
+			}
+			continue
+		}
+		for i, u := range users[min(skip+1, len(users)):] {
+			um := brokers.Message{Position: brokers.SubPosition(seq, skip+1+i), Key: u.partitionKey, Value: u.data, Time: m.Time}
+			if u.explicitHashKey != nil {
+				um.Headers = []brokers.Header{{Key: HeaderExplicitHashKey, Value: u.explicitHashKey}}
+			}
+			r.pending = append(r.pending, um)
+		}
 	}
-	res := brokers.Result{Messages: msgs, Lag: r.lag, Oldest: r.oldest}
 	if aws.ToString(out.NextShardIterator) == "" {
 		// Closed shard, read to its end.
 		if r.verify != "" {
-			return brokers.Result{}, &missing{}
+			return &missing{}
 		}
 		r.iter, r.ended = "", true
-		res.End, res.Lag, res.Oldest = true, 0, time.Time{}
-		return res, nil
+		return nil
 	}
 	r.iter = aws.ToString(out.NextShardIterator)
-	return res, nil
+	return nil
+}
+
+// drain returns up to max of the messages taken and not returned yet. Lag
+// counts the ones left when the shard is caught up, Oldest is the time of
+// the next one, and End is set with the last message of a closed shard.
+func (r *Reader) drain(max int) brokers.Result {
+	n := min(max, len(r.pending))
+	res := brokers.Result{Messages: r.pending[:n:n], Lag: r.lag, Oldest: r.oldest}
+	r.pending = r.pending[n:]
+	switch {
+	case len(r.pending) == 0:
+		r.pending = nil
+		if r.ended {
+			res.End, res.Lag, res.Oldest = true, 0, time.Time{}
+		}
+	case r.lag == 0 || r.ended:
+		res.Lag, res.Oldest = int64(len(r.pending)), r.pending[0].Time
+	default:
+		res.Oldest = r.pending[0].Time
+	}
+	if len(res.Messages) == 0 {
+		res.Messages = nil
+	}
+	return res
 }
 
 // missing is what take reports when the record the reader must start

@@ -362,8 +362,13 @@ var _ brokers.FromSeeker = (*Stream)(nil)
 // PositionFrom refuses a seek to a sequence number (brokers.FromSeeker):
 // Kinesis numbers are not consecutive, so the number just before one is
 // not known without reading the shard, and a made-up one is refused by
-// GetShardIterator. Seek after the record before it, or to a time.
+// GetShardIterator. Seek after the record before it, or to a time. A
+// user record inside a KPL aggregate other than its first ("<seq>/<i>",
+// i > 0) is read first after the one before it, "<seq>/<i-1>".
 func (s *Stream) PositionFrom(_ context.Context, partition, pos string) (brokers.Start, error) {
+	if p, ok := brokers.SubBefore(pos); ok {
+		return brokers.Start{After: p}, nil
+	}
 	return brokers.Start{}, fmt.Errorf("%w: shard %s: Kinesis sequence numbers are not consecutive, so a seek cannot start at %s itself: seek --after the sequence number of the record before it, or --to a time",
 		brokers.ErrBadSeek, partition, pos)
 }

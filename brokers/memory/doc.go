@@ -31,6 +31,13 @@
 // old messages so that reading after a trimmed position fails with
 // brokers.ErrPositionGone. An id is never reused within an incarnation.
 //
+// ProduceAggregate writes several messages as one record at one offset, as
+// the KPL aggregates user records into one Kinesis record: they are read at
+// sub-positions "<offset>/<index>", at most max per Fetch, and a reader
+// opened after a sub-position resumes inside the aggregate (after the
+// offset itself, after the whole aggregate). Lag counts the user records
+// left of an aggregate begun, one per record otherwise.
+//
 // Starts: Open reads after Start.After, else from the first message stamped
 // at or after Start.At, else from the last stable offset (Latest) or the
 // oldest message held (Earliest). The Stream and its clients implement

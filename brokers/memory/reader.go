@@ -20,6 +20,7 @@ type Reader struct {
 	owner *StreamClient // nil when opened on the Stream itself
 	// Guarded by s.mu.
 	next   int64 // offset of the next message to return
+	sub    int   // in the aggregate at next: the index of the next user record to return
 	closed bool
 }
 
@@ -135,12 +136,28 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 		if len(msgs) == max {
 			break
 		}
-		msgs = append(msgs, copyMessage(rec.msg))
+		if rec.subs == nil {
+			if r.sub == 0 { // else opened after a sub-position of a plain record: it was applied
+				msgs = append(msgs, copyMessage(rec.msg))
+			}
+			r.sub = 0
+			continue
+		}
+		for ; r.sub < len(rec.subs) && len(msgs) < max; r.sub++ {
+			msgs = append(msgs, copyMessage(rec.subs[r.sub]))
+		}
+		if r.sub < len(rec.subs) {
+			break // max reached inside the aggregate: the rest is next
+		}
+		r.sub = 0
 	}
 	res := brokers.Result{
 		Messages: msgs,
 		End:      p.closed && r.next >= end,
 		Lag:      max64(lso-r.next, 0),
+	}
+	if r.next < lso && r.sub > 0 { // the aggregate begun counts its user records left
+		res.Lag += int64(len(p.recs[r.next-p.base].subs) - r.sub - 1)
 	}
 	for o := r.next; o < lso; o++ { // the next readable message's time
 		if rec := &p.recs[o-p.base]; rec.visible() {

@@ -129,7 +129,11 @@ func (s *Stream) OpenedAt(partition string) time.Time {
 // record is one offset of a partition: a message, plain or written in a
 // transaction, or a transaction's control marker.
 type record struct {
-	msg    brokers.Message
+	msg brokers.Message
+	// subs, when not nil, are the user records of a KPL-style aggregate
+	// (ProduceAggregate), returned at sub-positions "<offset>/<index>";
+	// msg then carries only the aggregate's position and time.
+	subs   []brokers.Message
 	tx     *Tx  // the transaction that wrote it; nil for a plain message
 	marker bool // the commit or abort marker of tx: never returned
 }
@@ -516,9 +520,12 @@ func (s *Stream) OpenReader(ctx context.Context, partition string, start brokers
 
 func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition string, start brokers.Start) (*Reader, error) {
 	var after int64 = -1
+	sub := -1 // After is a sub-position: the index of the aggregate's user record applied last
 	if start.After != "" {
 		var err error
-		if after, err = parseOffset(start.After); err != nil {
+		seq := start.After
+		seq, sub = brokers.SplitPosition(seq)
+		if after, err = parseOffset(seq); err != nil {
 			return nil, &brokers.Error{Op: OpOpen, Err: err}
 		}
 	}
@@ -540,10 +547,13 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	switch {
 	case start.After != "":
 		r.next = after + 1
+		if sub >= 0 { // inside an aggregate: its user records after sub are next
+			r.next, r.sub = after, sub+1
+		}
 		if r.next < p.base {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (oldest held is %d): %w", partition, start.After, p.base, brokers.ErrPositionGone)}
 		}
-		if r.next > p.end() {
+		if r.next > p.end() || sub >= 0 && r.next == p.end() {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (its end is %d): %w", partition, start.After, p.end(), brokers.ErrPositionUnknown)}
 		}
 	case !start.At.IsZero():

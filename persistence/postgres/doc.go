@@ -44,7 +44,8 @@
 //     its updated_at included, as it was and counts as Unchanged.
 //   - A checkpoint moves only forward in the order of
 //     brokers.ComparePositions (the empty position, then start markers
-//     '@…' as text, then decimals by value, then other text bytewise;
+//     '@…' as text, then decimals and sub-positions "<n>/<i>" by value,
+//     then other text bytewise;
 //     computed in SQL by positionKey); Finished is sticky. Batch.Reset
 //     writes the checkpoint as given, backwards too, with Finished as the
 //     batch says.

@@ -195,15 +195,20 @@ const deadLetterCols = `id, source, unit, position, msg_key, payload, reason, at
 
 // positionAfter is SQL true when position a is after position b in the
 // order of brokers.ComparePositions: the empty position first, then start
-// markers ('@...') as text, then unsigned decimals by value (leading zeros
-// ignored, then by length, then by digits), then other strings bytewise.
+// markers ('@...') as text, then unsigned decimals and sub-positions
+// "<decimal>/<decimal>" by value (the number before the slash, leading
+// zeros ignored, by length, then by digits; then a sub-position before the
+// plain number; then the index the same way), then other strings bytewise.
 func positionAfter(a, b string) string {
 	return positionKey(a) + " > " + positionKey(b)
 }
 
 func positionKey(p string) string {
 	return fmt.Sprintf(`(CASE WHEN %[1]s = '' THEN 0 WHEN left(%[1]s, 1) = '@' THEN 1
-			WHEN %[1]s ~ '^[0-9]+$' THEN 2 ELSE 3 END,
-		CASE WHEN %[1]s ~ '^[0-9]+$' THEN length(ltrim(%[1]s, '0')) ELSE 0 END,
-		(CASE WHEN %[1]s ~ '^[0-9]+$' THEN ltrim(%[1]s, '0') ELSE %[1]s END) COLLATE "C")`, p)
+			WHEN %[1]s ~ '^[0-9]+(/[0-9]+)?$' THEN 2 ELSE 3 END,
+		CASE WHEN %[1]s ~ '^[0-9]+(/[0-9]+)?$' THEN length(ltrim(split_part(%[1]s, '/', 1), '0')) ELSE 0 END,
+		(CASE WHEN %[1]s ~ '^[0-9]+(/[0-9]+)?$' THEN ltrim(split_part(%[1]s, '/', 1), '0') ELSE %[1]s END) COLLATE "C",
+		CASE WHEN %[1]s ~ '^[0-9]+/[0-9]+$' THEN 0 ELSE 1 END,
+		CASE WHEN %[1]s ~ '^[0-9]+/[0-9]+$' THEN length(ltrim(split_part(%[1]s, '/', 2), '0')) ELSE 0 END,
+		(CASE WHEN %[1]s ~ '^[0-9]+/[0-9]+$' THEN ltrim(split_part(%[1]s, '/', 2), '0') ELSE '' END) COLLATE "C")`, p)
 }

@@ -55,7 +55,9 @@ func TestPositionOrderMatchesComparePositions(t *testing.T) {
 	fixed := []string{"", "0", "00", "007", "7", "9", "10", "99999999999999999999",
 		"123456789012345678901234567890", "49590338271490256608559692538361571095921575989136588898",
 		"a", "A", "abc", "ab", "1a", "-1", "é", "z", "0x10",
-		brokers.MarkerBeginning, "@at:2026-03-01T12:00:00Z", "@at:2026-03-01T12:00:00.5Z", "@", "@9", "@é", "@beginning0"}
+		brokers.MarkerBeginning, "@at:2026-03-01T12:00:00Z", "@at:2026-03-01T12:00:00.5Z", "@", "@9", "@é", "@beginning0",
+		"7/0", "7/1", "7/01", "7/10", "7/9", "8/0", "6/99", "007/3", "0/0", "7/", "/7", "7/a", "7/0/1",
+		"49590338271490256608559692538361571095921575989136588898/0", "49590338271490256608559692538361571095921575989136588898/12"}
 	r := rand.New(rand.NewPCG(1, 2))
 	for range 300 {
 		fixed = append(fixed, randomPosition(r))
@@ -101,6 +103,12 @@ func randomPosition(r *rand.Rand) string {
 	}
 	if r.IntN(6) == 0 {
 		b[0] = '@' // a start marker
+	}
+	if r.IntN(5) == 0 {
+		b = append(b, '/') // a sub-position (when the rest is decimal)
+		for range 1 + r.IntN(3) {
+			b = append(b, digits[r.IntN(len(digits))])
+		}
 	}
 	return string(b)
 }

@@ -63,6 +63,7 @@ func definitions() []definition {
 		{"Records/UnchangedDocNotRewritten", always, testUnchanged},
 		{"Records/Paging", always, testPaging},
 		{"Checkpoint/OnlyMovesForward", always, testCheckpointForward},
+		{"Checkpoint/SubPositions", always, testCheckpointSubPositions},
 		{"Checkpoint/Finished", always, testCheckpointFinished},
 		{"Checkpoint/ListBySource", always, testCheckpointsList},
 

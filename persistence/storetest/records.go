@@ -154,6 +154,28 @@ func testCheckpointForward(e *env) {
 	e.wantCheckpoint("orders/0", "123456789012345678901234567890", false)
 }
 
+// Sub-positions (a user record inside a KPL aggregate, "<n>/<i>") order by
+// the number, then before the plain number (the whole record), then by
+// the index's value.
+func testCheckpointSubPositions(e *env) {
+	l := e.acquire("shards/0", "node-1")
+	for _, step := range []struct{ pos, want string }{
+		{"5/0", "5/0"},
+		{"5/2", "5/2"},
+		{"5/10", "5/10"}, // by value, not as text
+		{"5/9", "5/10"},
+		{"4", "5/10"},
+		{"5", "5"}, // the whole record is after each of its user records
+		{"5/11", "5"},
+		{"6/0", "6/0"},
+		{"6", "6"},
+		{"7", "7"},
+	} {
+		e.cp(l, step.pos, false)
+		e.wantCheckpoint("shards/0", step.want, false)
+	}
+}
+
 func testCheckpointFinished(e *env) {
 	l := e.acquire("shards/0", "node-1")
 	e.cp(l, "5", false)
