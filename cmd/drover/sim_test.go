@@ -53,14 +53,16 @@ func TestSimRunsPrintsOneLinePerSeed(t *testing.T) {
 }
 
 func TestSimFailsLoudlyWhenAnInvariantBreaks(t *testing.T) {
-	// with fencing off, some of the first 60 seeds apply a message twice;
+	// with fencing off, some seeds apply a message twice;
 	// which ones depends on the scheduling, so look at all of them. Group
 	// commit is held off, as it was when these seeds were picked: drawn per
 	// seed it moves the few that break (seed 20 off, 40 on, none of the 50
 	// when drawn; TestSimCatchesBrokenFencing looks at 200 drawn seeds).
 	// Since runs also draw a drain (issue 13) seed 20 no longer breaks,
-	// seed 55 does.
-	code, out, errs := runCLI(t, "sim", "--seed", "1", "--runs", "60", "--break-fencing", "--group-commit", "off")
+	// seed 55 did; since they draw a start bound, a seek expiry, a wire
+	// stream and a kpl stream (issues 12-14), seed 79 does among 71-90
+	// (and 146 further on), none of 1-60.
+	code, out, errs := runCLI(t, "sim", "--seed", "71", "--runs", "20", "--break-fencing", "--group-commit", "off")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s", code, out)
 	}
