@@ -161,7 +161,8 @@ type Tuning struct {
 	// MaxStarting bounds the units of the node starting at once: spawned
 	// and not yet at their first fetch (startgate.go). The others
 	// wait for a slot in their supervisor; while some wait, idle units
-	// passivate at once. 0: DefaultMaxStarting; negative: no bound.
+	// that have received nothing since their start passivate at once.
+	// 0: DefaultMaxStarting; negative: no bound.
 	MaxStarting int
 	// StartSlotFor bounds how long a unit holds its start slot: an
 	// acquisition or open that hangs (a broker that never answers) gives

@@ -22,8 +22,9 @@ import (
 // the unit gives its slot back when it starts its first fetch (a long
 // poll holds none), when it waits (for a lease held elsewhere, for its
 // parents), when it fails, pauses or stops, and when its actor ends. While supervisors wait for slots, idle
-// units passivate at once instead of after PassivateAfter, so that the
-// actors alive stay about as many as the slots (unit_passive.go).
+// units that have received nothing since their start passivate at once
+// instead of after PassivateAfter, so that the actors alive stay about as
+// many as the slots (unit_passive.go).
 //
 // Shared by the node's supervisors and units, so a mutex guards it.
 type startGate struct {
