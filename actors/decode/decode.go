@@ -136,6 +136,7 @@ const (
 //	wire format: N bytes, want at least 5 (…); no schema id
 //	wire format: magic byte 0xNN, want 0x00; no schema id
 //	schema id N: not found in the registry
+//	schema id N: its reference "name" (subject S version V) not found in the registry
 //	schema id N: a PROTOBUF schema, but the source's decode.format is avro
 //	schema id N: unusable schema: <parse or compile error>
 //	schema id N (avro): the body does not match the schema: <what>

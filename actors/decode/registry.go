@@ -17,8 +17,11 @@ import (
 // a schema registry: each id is fetched once per Registry (concurrent asks
 // for one id share one request), and a schema, once fetched and compiled,
 // is kept for the Registry's life (a registry never changes the schema of
-// an id). An id the registry does not know is asked again at the next
-// Resolve that meets it. Safe for concurrent use.
+// an id), as is one whose own text does not compile. An id the registry
+// does not know, or one of whose references it does not find, is not
+// kept: it is asked again at the next Resolve that meets it (a reference
+// missing for a moment, as on a failover, does not make the id unusable
+// for good). Safe for concurrent use.
 type Registry struct {
 	src     brokers.SchemaRegistry
 	url     string
@@ -44,7 +47,8 @@ func NewRegistryFrom(name string, src brokers.SchemaRegistry, timeout time.Durat
 type schema struct {
 	id       int
 	typ      string // normalised: AVRO, PROTOBUF, JSON
-	notFound bool
+	notFound bool   // the id, or a reference (missing), is not in the registry: asked again
+	missing  string // the reference not found, "" when it is the id itself
 	bad      string // the schema cannot be used: parse or compile error
 	compiled any    // avro.Schema, protoreflect.FileDescriptor, *jsonschema.Schema
 }
@@ -102,13 +106,17 @@ func (r *Registry) fetch(ctx context.Context, id int) error {
 		s.notFound = true
 	default:
 		s.typ = normType(sch.Type)
-		refs, err := r.references(c, sch.References, 0, map[string]bool{})
-		if err != nil {
+		refs, missing, err := r.references(c, sch.References, 0, map[string]bool{})
+		switch {
+		case err != nil:
 			return err
-		}
-		s.compiled, err = compile(sch, refs)
-		if err != nil {
-			s.bad = err.Error()
+		case missing != "":
+			// not the schema's fault: not cached as bad, asked again
+			s.notFound, s.missing = true, missing
+		default:
+			if s.compiled, err = compile(sch, refs); err != nil {
+				s.bad = err.Error()
+			}
 		}
 	}
 	r.mu.Lock()
@@ -123,10 +131,10 @@ type reference struct {
 }
 
 // references fetches what refs name, their own references first (so a
-// list of them can be parsed in order). A reference that is not found
-// makes the schema unusable, not the registry: it is reported through the
-// compile error.
-func (r *Registry) references(ctx context.Context, refs []brokers.SchemaReference, depth int, seen map[string]bool) ([]reference, error) {
+// list of them can be parsed in order). A reference the registry does not
+// find is returned as missing (its name, subject and version), and the
+// schema is then treated as not found: not compiled, not kept.
+func (r *Registry) references(ctx context.Context, refs []brokers.SchemaReference, depth int, seen map[string]bool) (_ []reference, missing string, _ error) {
 	var out []reference
 	for _, ref := range refs {
 		key := ref.Subject + "/" + strconv.Itoa(ref.Version)
@@ -135,21 +143,21 @@ func (r *Registry) references(ctx context.Context, refs []brokers.SchemaReferenc
 		}
 		seen[key] = true
 		if depth > 16 {
-			return nil, fmt.Errorf("%w %s: references nested more than 16 deep", ErrRegistry, r.url)
+			return nil, "", fmt.Errorf("%w %s: references nested more than 16 deep", ErrRegistry, r.url)
 		}
 		ss, found, err := r.src.SchemaByVersion(ctx, ref.Subject, ref.Version)
-		if err == nil && !found {
-			continue // compile names what is missing
-		}
 		if err != nil {
-			return nil, fmt.Errorf("%w %s: reference %s version %d: %v", ErrRegistry, r.url, ref.Subject, ref.Version, err)
+			return nil, "", fmt.Errorf("%w %s: reference %s version %d: %v", ErrRegistry, r.url, ref.Subject, ref.Version, err)
 		}
-		sub, err := r.references(ctx, ss.References, depth+1, seen)
-		if err != nil {
-			return nil, err
+		if !found {
+			return nil, fmt.Sprintf("%q (subject %s version %d)", ref.Name, ref.Subject, ref.Version), nil
+		}
+		sub, missing, err := r.references(ctx, ss.References, depth+1, seen)
+		if err != nil || missing != "" {
+			return nil, missing, err
 		}
 		out = append(out, sub...)
 		out = append(out, reference{name: ref.Name, text: ss.Text})
 	}
-	return out, nil
+	return out, "", nil
 }

@@ -107,6 +107,8 @@ func (c Config) wireJSON(body []byte) ([]byte, string) {
 	switch {
 	case s == nil:
 		return nil, name + ": not resolved (no registry asked)"
+	case s.notFound && s.missing != "":
+		return nil, name + ": its reference " + s.missing + " not found in the registry"
 	case s.notFound:
 		return nil, name + ": not found in the registry"
 	case s.typ != c.Format.schemaType():

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/sr"
@@ -71,20 +72,27 @@ func NewSchemaRegistry(c RegistryConfig) (*SchemaRegistry, error) {
 // SchemaByID implements brokers.SchemaRegistry.
 func (r *SchemaRegistry) SchemaByID(ctx context.Context, id int) (brokers.RegisteredSchema, bool, error) {
 	s, err := r.cl.SchemaByID(ctx, id)
-	return registered(s, err)
+	return registered(s, err, sr.ErrSchemaNotFound.Code)
 }
 
 // SchemaByVersion implements brokers.SchemaRegistry.
 func (r *SchemaRegistry) SchemaByVersion(ctx context.Context, subject string, version int) (brokers.RegisteredSchema, bool, error) {
 	s, err := r.cl.SchemaByVersion(ctx, subject, version)
-	return registered(s.Schema, err)
+	return registered(s.Schema, err, sr.ErrSubjectNotFound.Code, sr.ErrVersionNotFound.Code)
 }
 
-func registered(s sr.Schema, err error) (brokers.RegisteredSchema, bool, error) {
+// registered is what the registry answered. Only a 404 carrying one of
+// notFound (Confluent's error codes: 40403 schema, 40401 subject, 40402
+// version) means the schema is not there; any other 404 (a wrong URL path
+// or context prefix, a proxy's bare 404) is the registry failing to
+// answer, reported as an error so that nothing is dead-lettered for it.
+func registered(s sr.Schema, err error, notFound ...int) (brokers.RegisteredSchema, bool, error) {
 	var re *sr.ResponseError
 	switch {
-	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound && slices.Contains(notFound, re.ErrorCode):
 		return brokers.RegisteredSchema{}, false, nil
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return brokers.RegisteredSchema{}, false, fmt.Errorf("HTTP 404 without a schema registry error code (error_code %d) from %s: is the registry URL's path right?", re.ErrorCode, re.URL)
 	case err != nil:
 		return brokers.RegisteredSchema{}, false, err
 	}
