@@ -19,6 +19,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/drover-dev/drover/internal/freeport"
+	"github.com/drover-dev/drover/internal/srtest"
 	"github.com/drover-dev/drover/internal/tcpproxy"
 )
 
@@ -37,10 +38,10 @@ type Config struct {
 	StoreURL string
 	// Profile is the membership profile (default fast).
 	Profile string
-	// KafkaPort, NATSPort, PubSubPort, GossipPort and DebugPort are the
-	// ports used (node i uses GossipPort+i-1 and DebugPort+i-1); 0 picks
-	// free ports.
-	KafkaPort, NATSPort, PubSubPort, GossipPort, DebugPort int
+	// KafkaPort, NATSPort, PubSubPort, RegistryPort (the schema
+	// registry), GossipPort and DebugPort are the ports used (node i uses
+	// GossipPort+i-1 and DebugPort+i-1); 0 picks free ports.
+	KafkaPort, NATSPort, PubSubPort, RegistryPort, GossipPort, DebugPort int
 	// BatchSize and MaxWait of the sources (defaults 200, 200ms).
 	BatchSize int
 	MaxWait   time.Duration
@@ -65,10 +66,13 @@ type Cluster struct {
 	cfg   Config
 	kafka *kfake.Cluster
 	q     *queues
-	nodes []*Node
-	log   io.Writer
-	mu    sync.Mutex
-	added []string // audit sources added by AddAuditSource, in order
+	reg   *srtest.Registry // the schema registry of orders_avro
+	// avroSchemaID is the order schema's id in reg.
+	avroSchemaID int
+	nodes        []*Node
+	log          io.Writer
+	mu           sync.Mutex
+	added        []string // audit sources added by AddAuditSource, in order
 	// ports holds the gossip and debug ports picked for the nodes against
 	// other freeport users until Close (nodes restart on them).
 	ports []*freeport.Reservation
@@ -137,7 +141,7 @@ func Start(cfg Config) (*Cluster, error) {
 		cfg.StoreURL = "sqlite:" + filepath.Join(dir, "drover.db")
 	}
 	c := &Cluster{cfg: cfg, log: cfg.Log}
-	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), Topic)}
+	opts := []kfake.Opt{kfake.NumBrokers(1), kfake.SeedTopics(int32(cfg.Partitions), Topic), kfake.SeedTopics(AvroPartitions, AvroTopic)}
 	if cfg.KafkaPort > 0 {
 		opts = append(opts, kfake.Ports(cfg.KafkaPort))
 	}
@@ -146,6 +150,10 @@ func Start(cfg Config) (*Cluster, error) {
 		return nil, fmt.Errorf("demo: start Kafka (kfake): %w", err)
 	}
 	if c.q, err = startQueues(dir, cfg.NATSPort, cfg.PubSubPort); err != nil {
+		c.Close()
+		return nil, err
+	}
+	if c.reg, c.avroSchemaID, err = startRegistry(cfg.RegistryPort); err != nil {
 		c.Close()
 		return nil, err
 	}
@@ -231,7 +239,7 @@ func (c *Cluster) writeConfig(n *Node) error {
 func (c *Cluster) AddAuditSource(n *Node, name string) error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if name == "" || slices.Contains([]string{"orders", "audit"}, name) || slices.Contains(n.added, name) {
+	if name == "" || slices.Contains([]string{"orders", "audit", AvroTopic}, name) || slices.Contains(n.added, name) {
 		return fmt.Errorf("demo: %s: cannot add source %q: empty or already there", n.Name, name)
 	}
 	for _, q := range queueSources {
@@ -337,7 +345,7 @@ sources:
     discovery_interval: 5s
 `, n.Name, n.DebugAddr, n.GossipAddr, strings.Join(quoted, ", "), c.cfg.Profile,
 		c.KafkaAddr(), Topic, MaxMessageBytes, c.cfg.BatchSize, c.cfg.MaxWait) +
-		c.auditConfig("audit", n.auditExtra) + c.queueConfig() + c.addedConfig(n) + extra
+		c.auditConfig("audit", n.auditExtra) + c.avroConfig() + c.queueConfig() + c.addedConfig(n) + extra
 }
 
 // pickPorts returns n ports from first on, or, when first is 0, n free
@@ -543,7 +551,8 @@ func (n *Node) ExitError() error {
 }
 
 // Close stops every node process — gracefully (SIGTERM), or with SIGKILL
-// when one takes more than 10 s — and stops Kafka.
+// when one takes more than 10 s — and stops Kafka, the queues and the
+// schema registry.
 func (c *Cluster) Close() { c.closeOnce.Do(c.close) }
 
 func (c *Cluster) close() {
@@ -570,6 +579,9 @@ func (c *Cluster) close() {
 	}
 	if c.q != nil {
 		c.q.close()
+	}
+	if c.reg != nil {
+		c.reg.Close()
 	}
 	for _, r := range c.ports {
 		r.Release()

@@ -4,6 +4,13 @@
 // realistic mix of messages, and a verifier that compares the store with
 // what was produced. `drover demo` and the multi-process tests use it.
 //
+// Beside the JSON topic and the queues it runs a schema-registry source:
+// an in-process registry (internal/srtest) holds an Avro order schema, the
+// producer writes Avro orders and tombstones in the Confluent wire format
+// (sr.Serde) to the topic orders_avro, and the source orders_avro decodes
+// them (decode.format avro) into its table, which Verify compares with the
+// last order produced per key.
+//
 // Tests change the cluster's configuration through it: Config.Extra adds
 // sources to every node (the reshard test's Kinesis source, which the test
 // verifies itself), and AddAuditSource adds an audit source on the demo

@@ -153,6 +153,9 @@ func threeNodes(t *testing.T, storeURL string) {
 	if !v.OK() || v.Produced == 0 || v.DeadLettered == 0 {
 		t.Errorf("%s\n%s", v.Line(), strings.Join(v.Problems, "\n"))
 	}
+	if want := expectAvro(sent.Avro); len(sent.Avro) < AvroPartitions || len(want) == 0 {
+		t.Errorf("Avro orders produced to %d partitions, %d keys expected: want all %d partitions, some keys", len(sent.Avro), len(want), AvroPartitions)
+	}
 	if bad := s.Violations(); len(bad) > 0 {
 		t.Errorf("a unit was held by two nodes after convergence: %v", bad)
 	}

@@ -19,6 +19,7 @@ import (
 type Producer struct {
 	client *kgo.Client
 	queues *queueProducer
+	avro   *avroProducer
 	wl     *workload.Workload
 	mu     sync.Mutex
 	sent   map[int32][]Sent // partition -> records in offset order
@@ -43,7 +44,12 @@ func (c *Cluster) NewProducer(seed uint64) (*Producer, error) {
 	wl := workload.New(seed)
 	wl.Keys = 2000
 	wl.MaxBytes = MaxMessageBytes
-	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}, queues: newQueueProducer(c.q, seed+1)}, nil
+	ap, err := newAvroProducer(c.avroSchemaID, seed+2)
+	if err != nil {
+		cl.Close()
+		return nil, err
+	}
+	return &Producer{client: cl, wl: wl, sent: map[int32][]Sent{}, queues: newQueueProducer(c.q, seed+1), avro: ap}, nil
 }
 
 // Produce sends n messages and waits for them to be acknowledged.
@@ -78,11 +84,12 @@ func (p *Producer) Produce(ctx context.Context, n int) error {
 }
 
 // QueueShare: one message goes to the queues (NATS and Pub/Sub, the same
-// to both) for every QueueShare to Kafka.
+// to both), and one Avro order to orders_avro, for every QueueShare to
+// the orders topic.
 const QueueShare = 4
 
-// Run produces at rate messages per second to Kafka (and rate/QueueShare
-// to each queue) until ctx ends.
+// Run produces at rate messages per second to the orders topic (and
+// rate/QueueShare to each queue and to orders_avro) until ctx ends.
 func (p *Producer) Run(ctx context.Context, rate int) error {
 	if rate <= 0 {
 		return nil
@@ -106,6 +113,9 @@ func (p *Producer) Run(ctx context.Context, rate int) error {
 				err := p.Produce(sctx, want-done)
 				if err == nil && want/QueueShare > done/QueueShare {
 					err = p.queues.produce(sctx, want/QueueShare-done/QueueShare)
+					if err == nil {
+						err = p.avro.produce(sctx, p.client, want/QueueShare-done/QueueShare)
+					}
 				}
 				cancel()
 				if err != nil {
@@ -122,6 +132,7 @@ func (p *Producer) Total() int {
 	p.mu.Lock()
 	n := p.total
 	p.mu.Unlock()
+	n += p.avro.count()
 	for _, q := range p.queues.snapshot() {
 		n += len(q)
 	}
@@ -134,13 +145,14 @@ func (p *Producer) QueueSent() map[string][]QueueSent { return p.queues.snapshot
 
 // Produced is everything a Producer wrote.
 type Produced struct {
-	Kafka  map[int32][]Sent       // by partition, in offset order
+	Kafka  map[int32][]Sent       // the orders topic, by partition, in offset order
 	Queues map[string][]QueueSent // by records source: "jobs" (NATS), "events" (Pub/Sub)
+	Avro   map[int32][]AvroSent   // orders_avro, by partition, in offset order
 }
 
 // Produced returns a copy of what was produced.
 func (p *Producer) Produced() Produced {
-	return Produced{Kafka: p.Sent(), Queues: p.QueueSent()}
+	return Produced{Kafka: p.Sent(), Queues: p.QueueSent(), Avro: p.avro.snapshot()}
 }
 
 // Sent returns a copy of what was produced to Kafka, by partition.

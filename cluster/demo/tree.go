@@ -133,6 +133,9 @@ func (c *Cluster) Units() []string {
 			out = append(out, fmt.Sprintf("%s/%d", src, p))
 		}
 	}
+	for p := 0; p < AvroPartitions; p++ {
+		out = append(out, fmt.Sprintf("%s/%d", AvroTopic, p))
+	}
 	for _, q := range queueSources {
 		for i := 0; i < q.slots; i++ {
 			out = append(out, fmt.Sprintf("%s/slot-%d", q.name, i))

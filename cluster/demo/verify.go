@@ -49,8 +49,9 @@ func (v Verdict) Line() string {
 // OK reports nothing lost and nothing doubled.
 func (v Verdict) OK() bool { return v.Lost == 0 && v.Duplicated == 0 }
 
-// Drained reports whether both Kafka sources' checkpoints reached the last
-// produced offset of every partition, and every queue message was applied
+// Drained reports whether the Kafka sources' checkpoints (orders, the
+// audit sources, orders_avro) reached the last produced offset of every
+// partition, and every queue message was applied
 // by both of its sources.
 func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, error) {
 	sent := prod.Kafka
@@ -59,25 +60,19 @@ func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, err
 		return false, "", err
 	}
 	defer s.Close()
+	last := map[int32]int64{}
+	for p, recs := range sent {
+		if len(recs) > 0 {
+			last[p] = recs[len(recs)-1].Offset
+		}
+	}
 	for _, src := range append([]string{"orders"}, c.auditSources()...) {
-		cps, err := s.Checkpoints(ctx, src)
-		if err != nil {
-			return false, "", err
+		if why, err := checkpointsAt(ctx, s, src, last); why != "" || err != nil {
+			return false, why, err
 		}
-		at := map[string]string{}
-		for _, cp := range cps {
-			at[cp.Unit] = cp.Position
-		}
-		for p, recs := range sent {
-			if len(recs) == 0 {
-				continue
-			}
-			unit := fmt.Sprintf("%s/%d", src, p)
-			last := strconv.FormatInt(recs[len(recs)-1].Offset, 10)
-			if at[unit] != last {
-				return false, fmt.Sprintf("%s at %q, last produced %s", unit, at[unit], last), nil
-			}
-		}
+	}
+	if why, err := checkpointsAt(ctx, s, AvroTopic, avroLast(prod.Avro)); why != "" || err != nil {
+		return false, why, err
 	}
 	for src, msgs := range prod.Queues {
 		// every message is in the dedupe table of the records source and
@@ -98,6 +93,26 @@ func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, err
 		}
 	}
 	return true, "", nil
+}
+
+// checkpointsAt says why src's checkpoints have not reached last (partition
+// -> last produced offset): "" when every one has.
+func checkpointsAt(ctx context.Context, s persistence.Checkpoints, src string, last map[int32]int64) (string, error) {
+	cps, err := s.Checkpoints(ctx, src)
+	if err != nil {
+		return "", err
+	}
+	at := map[string]string{}
+	for _, cp := range cps {
+		at[cp.Unit] = cp.Position
+	}
+	for _, p := range slices.Sorted(maps.Keys(last)) {
+		unit := fmt.Sprintf("%s/%d", src, p)
+		if want := strconv.FormatInt(last[p], 10); at[unit] != want {
+			return fmt.Sprintf("%s at %q, last produced %s", unit, at[unit], want), nil
+		}
+	}
+	return "", nil
 }
 
 // WaitDrained polls Drained until true or ctx ends.
@@ -135,6 +150,9 @@ func (c *Cluster) WaitDrained(ctx context.Context, prod Produced) error {
 //     decoding refuses; a difference counts as lost;
 //   - the same for the queues: jobs (NATS) and events (Pub/Sub), whose audit
 //     sources are jobs_audit and events_audit;
+//   - the orders_avro table (Avro through the schema registry) must equal
+//     the last document produced per key, tombstoned keys absent, with no
+//     dead letters;
 //   - a source AddAuditSource added holds every produced Kafka record
 //     exactly once, as "audit" does.
 func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
@@ -171,6 +189,9 @@ func (c *Cluster) Verify(ctx context.Context, prod Produced) (Verdict, error) {
 		if err := c.verifyAdded(ctx, &v, src, kafka); err != nil {
 			return v, err
 		}
+	}
+	if err := v.verifyAvro(ctx, s, prod.Avro); err != nil {
+		return v, err
 	}
 	for _, src := range slices.Sorted(maps.Keys(prod.Queues)) {
 		if err := c.verifyQueue(ctx, s, &v, src, prod.Queues[src]); err != nil {

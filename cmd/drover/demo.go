@@ -42,7 +42,10 @@ markers, Debezium changes, and some malformed, unkeyed and oversize messages.
 
 Two sources read the topic: "orders" applies it to the orders table, "audit"
 records every message it applies in drover_audit (handler mode) so that lost
-and duplicated messages can be counted exactly.
+and duplicated messages can be counted exactly. One message in four also goes
+as an Avro order (Confluent wire format, schema in an in-process schema
+registry on 127.0.0.1:18081) to the topic "orders_avro" (4 partitions), which
+the source "orders_avro" decodes (decode.format avro) into its table.
 
 --kill node-2@10s kill -9s that node 10 s in (repeatable); --restart brings
 it back after --restart-after. With --duration the demo stops producing, waits
@@ -141,13 +144,13 @@ before it removes anything.`,
 				fmt.Fprintf(out, "throwaway PostgreSQL on %s\n", storeURL)
 			}
 			c, err := demo.Start(demo.Config{Dir: dir, Binary: bin, Nodes: nodes, StoreURL: storeURL, ProxyStore: chaos > 0,
-				KafkaPort: 19092, NATSPort: 14222, PubSubPort: 18085, GossipPort: 17946, DebugPort: 17071, Log: out})
+				KafkaPort: 19092, NATSPort: 14222, PubSubPort: 18085, RegistryPort: 18081, GossipPort: 17946, DebugPort: 17071, Log: out})
 			if err != nil {
 				return &exitError{1, err}
 			}
 			defer c.Close()
-			fmt.Fprintf(out, "Kafka (kfake) on %s, topic %s; NATS JetStream on %s, stream JOBS; Pub/Sub (pstest) on %s, topic events; store %s\n",
-				c.KafkaAddr(), demo.Topic, c.NATSURL(), c.PubSubAddr(), redact.URL(c.StoreURL()))
+			fmt.Fprintf(out, "Kafka (kfake) on %s, topics %s and %s (Avro, schema registry on %s); NATS JetStream on %s, stream JOBS; Pub/Sub (pstest) on %s, topic events; store %s\n",
+				c.KafkaAddr(), demo.Topic, demo.AvroTopic, c.RegistryURL(), c.NATSURL(), c.PubSubAddr(), redact.URL(c.StoreURL()))
 			if chaos > 0 {
 				for _, n := range c.Nodes() {
 					fmt.Fprintf(out, "%s reaches the store through its proxy: %s\n", n.Name, redact.URL(n.StoreURL))

@@ -1,20 +1,23 @@
-// Package srtest is a schema registry for tests: an in-process HTTP server
+// Package srtest is a schema registry for tests and the demo: an
+// in-process HTTP server
 // answering exactly the requests drover's registry client (franz-go's
 // pkg/sr) sends — GET /schemas/ids/{id} and GET
 // /subjects/{subject}/versions/{version} — from schemas the test adds.
 // It can be taken down (every connection is closed unanswered, as an
 // unreachable registry) and brought back, and counts the requests per id.
+// New ties it to a test's cleanup; Start (`drover demo`) returns it
+// running until Close. The package does not import testing.
 package srtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
-	"testing"
+	"time"
 )
 
 // Schema is one registered schema.
@@ -36,7 +39,9 @@ type Reference struct {
 
 // Registry is the server.
 type Registry struct {
-	srv *httptest.Server
+	srv *http.Server
+	ln  net.Listener
+	url string
 
 	mu       sync.Mutex
 	byID     map[int]Schema
@@ -49,18 +54,42 @@ type Registry struct {
 	pass     string
 }
 
-// New starts a registry; t's cleanup stops it. With user set, requests
-// must carry HTTP basic authentication user:pass.
-func New(t testing.TB, user, pass string) *Registry {
-	r := &Registry{byID: map[int]Schema{}, bySubVer: map[string]Schema{}, versions: map[string]int{},
-		nextID: 1, requests: map[int]int{}, user: user, pass: pass}
-	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
-	t.Cleanup(r.srv.Close)
+// Cleaner is what New needs of a test: testing.TB has it.
+type Cleaner interface{ Cleanup(func()) }
+
+// New starts a registry on a free loopback port; t's cleanup stops it.
+// With user set, requests must carry HTTP basic authentication user:pass.
+func New(t Cleaner, user, pass string) *Registry {
+	r, err := Start("127.0.0.1:0", user, pass)
+	if err != nil {
+		panic(err) // a loopback port that cannot be bound: nothing a test can do
+	}
+	t.Cleanup(r.Close)
 	return r
 }
 
+// Start starts a registry listening on addr ("127.0.0.1:0": a free port);
+// Close stops it. user and pass are as for New.
+func Start(addr, user, pass string) (*Registry, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("schema registry: listen on %s: %w", addr, err)
+	}
+	r := &Registry{byID: map[int]Schema{}, bySubVer: map[string]Schema{}, versions: map[string]int{},
+		nextID: 1, requests: map[int]int{}, user: user, pass: pass, ln: ln, url: "http://" + ln.Addr().String()}
+	r.srv = &http.Server{Handler: http.HandlerFunc(r.serve), ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = r.srv.Serve(ln) }() // ends with Close
+	return r, nil
+}
+
+// Close stops the server and closes its connections.
+func (r *Registry) Close() {
+	_ = r.srv.Close()
+	_ = r.ln.Close() // when Serve had not begun yet
+}
+
 // URL is the registry's base URL.
-func (r *Registry) URL() string { return r.srv.URL }
+func (r *Registry) URL() string { return r.url }
 
 // Add registers s under subject as its next version and returns its id.
 func (r *Registry) Add(subject string, s Schema) int {
