@@ -21,10 +21,11 @@ func TestRandomRunsKeepInvariants(t *testing.T) {
 }
 
 // The simulation catches what it exists for: with the memory store's token
-// check switched off, some seed among the first 200 applies a message twice
-// or out of order.
+// check switched off, some seed among the first 300 applies a message twice
+// or out of order (since the runs draw a start bound, seek expiries and the
+// wire and kpl streams, the first is seed 215; it was within 200 before).
 func TestSimCatchesBrokenFencing(t *testing.T) {
-	for seed := uint64(1); seed <= 200; seed++ {
+	for seed := uint64(1); seed <= 300; seed++ {
 		r, err := testkit.RandomRun(seed, testkit.SimOptions{BreakFencing: true})
 		if err != nil {
 			t.Fatal(err)
@@ -42,7 +43,7 @@ func TestSimCatchesBrokenFencing(t *testing.T) {
 			return
 		}
 	}
-	t.Fatal("no seed among the first 200 noticed that fencing was off")
+	t.Fatal("no seed among the first 300 noticed that fencing was off")
 }
 
 // Same seed, same run: RandomRun's digest repeats.

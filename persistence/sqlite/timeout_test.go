@@ -41,6 +41,16 @@ func within(t *testing.T, limit time.Duration, what string, f func(ctx context.C
 func TestCallsHaveADeadline(t *testing.T) {
 	const timeout = 300 * time.Millisecond
 	path := filepath.Join(t.TempDir(), "deadline.db")
+	// migrated first with the default timeout: the calls are under test,
+	// not a fresh file's seven migrations, which a loaded machine (CI
+	// under -race) takes longer than 300 ms for
+	m, err := sqlite.Open(t.Context(), path, sqlite.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := m.Close(); err != nil {
+		t.Fatal(err)
+	}
 	s, err := sqlite.Open(t.Context(), path, sqlite.Config{Timeout: timeout})
 	if err != nil {
 		t.Fatal(err)
@@ -130,7 +140,9 @@ func TestOpenRejectsShortTimeout(t *testing.T) {
 // PruneDedupe deletes a backlog larger than one chunk (10,000 rows) and
 // keeps what is newer than its cutoff.
 func TestPruneDedupeInChunks(t *testing.T) {
-	s := open(t, filepath.Join(t.TempDir(), "prune.db"), nil)
+	// the chunking is under test, not the deadline: a chunk of 10,000
+	// deletes under -race on a loaded machine took longer than the default
+	s := openConfig(t, filepath.Join(t.TempDir(), "prune.db"), sqlite.Config{Timeout: 2 * time.Minute})
 	const old = 25_000
 	now := time.Now()
 	if _, err := rawDB(t, s).Exec(`WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?)
