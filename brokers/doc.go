@@ -30,7 +30,8 @@
 // A seek (drover seek) names a target: a position, earliest, latest, a
 // time or after:<position> (ParseSeekTarget). SeekStart turns it into the
 // Start to open and checkpoint, with the optional Resolver, Seeker and
-// FromSeeker where the stream has them.
+// FromSeeker where the stream has them; a sub-position target only on a
+// SubPositioner (Kinesis, memory).
 //
 // # Blocking and goroutines
 //

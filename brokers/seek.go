@@ -35,6 +35,17 @@ type FromSeeker interface {
 	PositionFrom(ctx context.Context, partition, pos string) (Start, error)
 }
 
+// SubPositioner is implemented by streams whose positions include
+// sub-positions "<n>/<i>", a user record inside an aggregated record
+// (Kinesis KPL aggregates, the memory broker's ProduceAggregate), when
+// SubPositions says true. SeekStart refuses a sub-position target on any
+// other stream (Kafka offsets and JetStream sequences have none), naming
+// the position asked, so that a seek there is refused at once rather than
+// turned into a start the stream's Open cannot read.
+type SubPositioner interface {
+	SubPositions() bool
+}
+
 // SeekTarget is a parsed seek target (architecture §7, drover seek).
 type SeekTarget struct {
 	// Mode is Earliest or Latest when the target is one of those words.
@@ -97,8 +108,15 @@ func (t SeekTarget) String() string {
 // as Resolver resolves them (a stream without one: Earliest is the
 // beginning, Latest refused), a time by Seeker (or the "@at:" marker), a
 // position From as the position just before it (the very beginning for
-// 0; a FromSeeker's answer), After as itself.
+// 0; a FromSeeker's answer), After as itself. A sub-position target on a
+// stream that is not a SubPositioner saying true is refused with
+// ErrBadSeek.
 func SeekStart(ctx context.Context, s Stream, partition string, t SeekTarget) (Start, error) {
+	if _, sub := SplitPosition(t.From + t.After); sub >= 0 {
+		if sp, ok := s.(SubPositioner); !ok || !sp.SubPositions() {
+			return Start{}, fmt.Errorf("%w: %s is a sub-position (<number>/<index>, a user record inside a Kinesis KPL aggregate), which partition %s's stream does not have: seek to a plain position", ErrBadSeek, t, partition)
+		}
+	}
 	switch {
 	case t.Word:
 		if r, ok := s.(Resolver); ok {

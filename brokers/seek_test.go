@@ -3,6 +3,7 @@ package brokers
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 )
@@ -107,5 +108,33 @@ func TestStartFromSubPosition(t *testing.T) {
 	}
 	if _, ok := SubBefore("42"); ok {
 		t.Error("a plain position has a sub-position before it")
+	}
+}
+
+type subStream struct{ plainStream }
+
+func (subStream) SubPositions() bool { return true }
+
+// A sub-position target is refused, as the user wrote it, on a stream
+// without sub-positions (Kafka, NATS: their Open cannot read "5/1"), and
+// resolved on one that has them.
+func TestSeekStartSubPositionNeedsTheCapability(t *testing.T) {
+	ctx := context.Background()
+	for _, to := range []string{"5/2", "after:5/2"} {
+		target, err := ParseSeekTarget(to)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = SeekStart(ctx, plainStream{}, "0", target)
+		if !errors.Is(err, ErrBadSeek) || !strings.Contains(err.Error(), to+" is a sub-position") {
+			t.Errorf("%s on a stream without sub-positions: %v, want ErrBadSeek naming %s", to, err, to)
+		}
+		st, err := SeekStart(ctx, subStream{}, "0", target)
+		if err != nil {
+			t.Fatalf("%s on a stream with sub-positions: %v", to, err)
+		}
+		if want := map[string]string{"5/2": "5/1", "after:5/2": "5/2"}[to]; st.After != want {
+			t.Errorf("%s: start after %q, want %q", to, st.After, want)
+		}
 	}
 }

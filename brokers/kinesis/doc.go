@@ -115,7 +115,9 @@
 // an aggregate for the next one (counted in Result.Lag when the shard is
 // caught up; Result.Oldest is their time). A start after a sub-position
 // reads AT_SEQUENCE_NUMBER of the aggregate and drops its user records up
-// to the index; a start after an aggregate's plain sequence number (a
+// to the index (a sub-position the record does not have, a plain
+// record's or past the aggregate's end, is brokers.ErrPositionUnknown on
+// the first Fetch); a start after an aggregate's plain sequence number (a
 // checkpoint written before de-aggregation) drops it whole. An aggregate
 // that is too short, whose MD5 does not match, or whose protobuf is
 // truncated or malformed is one message at its sequence number with

@@ -224,7 +224,8 @@ func noRetries(o *awskinesis.Options) { o.RetryMaxAttempts = 1 }
 // with its own partition key and explicit hash key (a header); a corrupt
 // one stays one message at its sequence number, rejected with the reason
 // (brokers.Message.Reject). The record to start after (verify) is dropped,
-// or, for a sub-position, the user records up to it.
+// or, for a sub-position, the user records up to it; a sub-position the
+// record does not have is brokers.ErrPositionUnknown (noSub).
 func (r *Reader) take(out *awskinesis.GetRecordsOutput) error {
 	r.lag, r.oldest = -1, time.Time{}
 	if out.MillisBehindLatest != nil {
@@ -258,23 +259,28 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) error {
 		}
 		r.last = seq
 		if !isAggregate(rec.Data) {
-			if skip < 0 {
-				r.pending = append(r.pending, m)
+			if skip >= 0 {
+				return r.noSub(seq, skip, "the record is not a KPL aggregate")
 			}
+			r.pending = append(r.pending, m)
 			continue
 		}
 		users, err := deaggregate(rec.Data, r.users[:0])
 		r.users = users[:0]
+		switch {
+		case err != nil && skip >= 0:
+			return r.noSub(seq, skip, "the record is a corrupt KPL aggregate: "+err.Error())
+		case skip >= len(users):
+			return r.noSub(seq, skip, fmt.Sprintf("its aggregate holds %d user records", len(users)))
+		}
 		if err != nil {
 			r.s.cfg.Logger.Warn("kinesis record is a corrupt KPL aggregate; it is dead-lettered whole",
 				"shard", r.shard, "sequence_number", seq, "error", err)
 			m.Reject = err.Error()
-			if skip < 0 {
-				r.pending = append(r.pending, m)
-			}
+			r.pending = append(r.pending, m)
 			continue
 		}
-		for i, u := range users[min(skip+1, len(users)):] {
+		for i, u := range users[skip+1:] {
 			um := brokers.Message{Position: brokers.SubPosition(seq, skip+1+i), Key: u.partitionKey, Value: u.data, Time: m.Time}
 			if u.explicitHashKey != nil {
 				um.Headers = []brokers.Header{{Key: HeaderExplicitHashKey, Value: u.explicitHashKey}}
@@ -292,6 +298,18 @@ func (r *Reader) take(out *awskinesis.GetRecordsOutput) error {
 	}
 	r.iter = aws.ToString(out.NextShardIterator)
 	return nil
+}
+
+// noSub records and returns brokers.ErrPositionUnknown for a start after
+// the sub-position seq/sub that record seq does not have (a plain record,
+// or an index past its aggregate's end): reading on would skip the record
+// (ComparePositions puts the whole record after each of its
+// sub-positions) or the rest of the aggregate with no word said.
+func (r *Reader) noSub(seq string, sub int, why string) error {
+	r.pending, r.iter = nil, ""
+	r.failed = &brokers.Error{Op: OpFetch, Err: fmt.Errorf("shard %s: the position %s is not a user record of sequence number %s (%s): %w",
+		r.shard, brokers.SubPosition(seq, sub), seq, why, brokers.ErrPositionUnknown)}
+	return r.failed
 }
 
 // drain returns up to max of the messages taken and not returned yet. Lag

@@ -357,7 +357,14 @@ func (s *Stream) shutdown() {
 	s.transport.CloseIdleConnections()
 }
 
-var _ brokers.FromSeeker = (*Stream)(nil)
+var (
+	_ brokers.FromSeeker    = (*Stream)(nil)
+	_ brokers.SubPositioner = (*Stream)(nil)
+)
+
+// SubPositions is true (brokers.SubPositioner): the user records of a KPL
+// aggregate are read at sub-positions "<sequence number>/<index>".
+func (s *Stream) SubPositions() bool { return true }
 
 // PositionFrom refuses a seek to a sequence number (brokers.FromSeeker):
 // Kinesis numbers are not consecutive, so the number just before one is

@@ -6,6 +6,12 @@ import (
 	"github.com/drover-dev/drover/brokers"
 )
 
+var _ brokers.SubPositioner = (*Stream)(nil)
+
+// SubPositions is true (brokers.SubPositioner): an aggregate's user
+// records are read at sub-positions.
+func (s *Stream) SubPositions() bool { return true }
+
 // ProduceAggregate appends msgs to partition as ONE record, the way a KPL
 // producer aggregates user records into one Kinesis record: a reader
 // returns them in order at sub-positions "<offset>/<index>"

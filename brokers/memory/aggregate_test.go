@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/drover-dev/drover/brokers"
@@ -71,5 +72,47 @@ func TestAggregate(t *testing.T) {
 	}
 	if _, err := s.OpenReader(ctx, "0", brokers.Start{After: "3/0"}); !errors.Is(err, brokers.ErrPositionUnknown) {
 		t.Errorf("after a sub-position beyond the end: %v, want ErrPositionUnknown", err)
+	}
+}
+
+// A reader opened after a sub-position its record does not have — of a
+// plain record (which would be skipped: the whole record orders after
+// each of its sub-positions), or past an aggregate's last user record
+// (the rest of which would be skipped) — fails its first fetch with
+// brokers.ErrPositionUnknown and keeps failing, rather than read on.
+func TestAggregateNoSuchSubPosition(t *testing.T) {
+	s, _ := newTestStream(t, 1)
+	ctx := context.Background()
+	m := func(v string) brokers.Message { return brokers.Message{Value: []byte(v)} }
+	if _, err := s.Produce("0", m("p0")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.ProduceAggregate("0", m("a0"), m("a1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Produce("0", m("p2")); err != nil {
+		t.Fatal(err)
+	}
+	for _, after := range []string{"0/0", "0/2", "1/2", "1/7", "2/0"} {
+		r, err := s.OpenReader(ctx, "0", brokers.Start{After: after})
+		if err != nil {
+			t.Fatalf("open after %s: %v", after, err)
+		}
+		for range 2 {
+			res, err := r.Fetch(ctx, 10, 0)
+			if !errors.Is(err, brokers.ErrPositionUnknown) || !strings.Contains(err.Error(), "position "+after+" ") {
+				t.Errorf("fetch after %s = %d messages, %v; want ErrPositionUnknown naming %s", after, len(res.Messages), err, after)
+			}
+		}
+		_ = r.Close()
+	}
+	// the last user record of an aggregate is one: read on after it
+	r, err := s.OpenReader(ctx, "0", brokers.Start{After: "1/1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if res, err := r.Fetch(ctx, 10, 0); err != nil || len(res.Messages) != 1 || res.Messages[0].Position != "2" {
+		t.Errorf("fetch after 1/1 = %v, %v; want the record at 2", res.Messages, err)
 	}
 }

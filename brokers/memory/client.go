@@ -53,6 +53,9 @@ func (c *StreamClient) Resolve(ctx context.Context, partition string, mode broke
 	return c.s.resolve(ctx, c, partition, mode)
 }
 
+// SubPositions is Stream.SubPositions.
+func (c *StreamClient) SubPositions() bool { return true }
+
 // Close closes the client and its readers; waiting fetches return
 // brokers.ErrClosed. Closing twice is harmless.
 func (c *StreamClient) Close() error {

@@ -35,7 +35,9 @@
 // the KPL aggregates user records into one Kinesis record: they are read at
 // sub-positions "<offset>/<index>", at most max per Fetch, and a reader
 // opened after a sub-position resumes inside the aggregate (after the
-// offset itself, after the whole aggregate). Lag counts the user records
+// offset itself, after the whole aggregate; after a sub-position the
+// record does not have, a plain record's or past the aggregate's end,
+// its first Fetch fails with brokers.ErrPositionUnknown). Lag counts the user records
 // left of an aggregate begun, one per record otherwise.
 //
 // Starts: Open reads after Start.After, else from the first message stamped

@@ -19,9 +19,12 @@ type Reader struct {
 	p     *partition
 	owner *StreamClient // nil when opened on the Stream itself
 	// Guarded by s.mu.
-	next   int64 // offset of the next message to return
-	sub    int   // in the aggregate at next: the index of the next user record to return
-	closed bool
+	next int64 // offset of the next message to return
+	sub  int   // in the aggregate at next: the index of the next user record to return
+	// checkSub: opened after a sub-position, not yet found in the record
+	// at next (readLocked refuses one that record does not have).
+	checkSub bool
+	closed   bool
 }
 
 var (
@@ -127,6 +130,16 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 	if mutate.On(mutate.ReadUncommitted) {
 		lso = end // the bug of issue 9 item 5: transactions read uncommitted
 	}
+	if r.checkSub && r.next < lso {
+		rec := &p.recs[r.next-p.base]
+		switch {
+		case rec.subs == nil:
+			return brokers.Result{}, r.noSub(p, "the record is not an aggregate")
+		case r.sub > len(rec.subs):
+			return brokers.Result{}, r.noSub(p, fmt.Sprintf("its aggregate holds %d user records", len(rec.subs)))
+		}
+		r.checkSub = false
+	}
 	var msgs []brokers.Message
 	for ; r.next < lso; r.next++ {
 		rec := &p.recs[r.next-p.base]
@@ -137,10 +150,7 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 			break
 		}
 		if rec.subs == nil {
-			if r.sub == 0 { // else opened after a sub-position of a plain record: it was applied
-				msgs = append(msgs, copyMessage(rec.msg))
-			}
-			r.sub = 0
+			msgs = append(msgs, copyMessage(rec.msg))
 			continue
 		}
 		for ; r.sub < len(rec.subs) && len(msgs) < max; r.sub++ {
@@ -166,6 +176,16 @@ func (r *Reader) readLocked(max int) (brokers.Result, error) {
 		}
 	}
 	return res, nil
+}
+
+// noSub is brokers.ErrPositionUnknown for a reader opened after a
+// sub-position that the record at r.next does not have (a plain record,
+// or an index past its aggregate's end): reading on would skip the record
+// (brokers.ComparePositions puts it after each of its sub-positions) or
+// the rest of the aggregate with no word said.
+func (r *Reader) noSub(p *partition, why string) error {
+	return &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s: the position %s is not a user record of offset %d (%s): %w",
+		p.id, brokers.SubPosition(strconv.FormatInt(r.next, 10), r.sub-1), r.next, why, brokers.ErrPositionUnknown)}
 }
 
 // Close releases the reader. Closing twice is harmless.

@@ -548,7 +548,7 @@ func (s *Stream) openReader(ctx context.Context, owner *StreamClient, partition 
 	case start.After != "":
 		r.next = after + 1
 		if sub >= 0 { // inside an aggregate: its user records after sub are next
-			r.next, r.sub = after, sub+1
+			r.next, r.sub, r.checkSub = after, sub+1, true
 		}
 		if r.next < p.base {
 			return nil, &brokers.Error{Op: OpOpen, Err: fmt.Errorf("partition %s after %s (oldest held is %d): %w", partition, start.After, p.base, brokers.ErrPositionGone)}

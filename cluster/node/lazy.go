@@ -138,8 +138,12 @@ func closedErr(op string) error { return &brokers.Error{Op: op, Err: brokers.Err
 // lazyStream is a brokers.Stream opened on first use. It forwards
 // brokers.Resolver (the streams it wraps, NATS and Kinesis, have it) and
 // the seek interfaces brokers.Seeker (NATS) and brokers.FromSeeker
-// (Kinesis), and brokers.StreamIdentifier.
-type lazyStream struct{ l *lazy[brokers.Stream] }
+// (Kinesis), and brokers.StreamIdentifier; brokers.SubPositioner says
+// whether the stream type it opens has sub-positions (Kinesis).
+type lazyStream struct {
+	l    *lazy[brokers.Stream]
+	subs bool
+}
 
 var (
 	_ brokers.Stream           = lazyStream{}
@@ -147,7 +151,12 @@ var (
 	_ brokers.Seeker           = lazyStream{}
 	_ brokers.FromSeeker       = lazyStream{}
 	_ brokers.StreamIdentifier = lazyStream{}
+	_ brokers.SubPositioner    = lazyStream{}
 )
+
+// SubPositions is the stream type's (brokers.SubPositioner), known before
+// the stream is opened.
+func (s lazyStream) SubPositions() bool { return s.subs }
 
 func (s lazyStream) Partitions(ctx context.Context) ([]brokers.Partition, error) {
 	st, err := s.l.get(ctx, "list partitions")
@@ -239,7 +248,10 @@ func (q lazyQueue) Close() error { return q.l.Close() }
 
 // lazyOpenStream returns a Stream whose open is the adapter's constructor.
 func lazyOpenStream[S brokers.Stream](what string, log *slog.Logger, open func(context.Context) (S, error)) Source {
-	return Source{Stream: lazyStream{newLazy(what, log, func(ctx context.Context) (brokers.Stream, error) {
+	var zero S
+	sp, ok := any(zero).(brokers.SubPositioner)
+	subs := ok && sp.SubPositions()
+	return Source{Stream: lazyStream{subs: subs, l: newLazy(what, log, func(ctx context.Context) (brokers.Stream, error) {
 		s, err := open(ctx)
 		if err != nil {
 			return nil, err
