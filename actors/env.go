@@ -153,7 +153,7 @@ type Tuning struct {
 	NoPassivate bool
 	// SeekExpiry bounds how long a seek asked through the controls table
 	// may wait for its unit's owner (node.seek_expiry, default 5 min,
-	// counted from the row's seek_requested_at on the node's clock): an
+	// counted by the store's clock, persistence.Control.SeekAge): an
 	// owner never carries out an older one (it marks it done, expired,
 	// under its lease), and any node marks one still pending
 	// SeekExpiryGrace later done, expired (unit_seekrow.go).

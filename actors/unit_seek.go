@@ -226,7 +226,7 @@ func (u *unitActor) startSeek(ctx actor.Context) {
 	u.closeConn()
 	j := seekJob{store: u.node.env.Store, spec: u.spec, part: u.part.ID, unit: u.id, lease: u.lease, target: m.target,
 		id: m.ID, bad: m.bad, from: u.checkpoint, to: m.To, by: m.By, reason: m.Reason,
-		now: u.now(), expiry: u.node.tuning.SeekExpiry}
+		expiry: u.node.tuning.SeekExpiry}
 	u.runMainJob(ctx, "seek", j.run)
 }
 
@@ -245,9 +245,8 @@ type seekJob struct {
 	id                   int64
 	bad                  error
 	from, to, by, reason string
-	// now is when the seek began, on the node's clock; a seek with an id
-	// older than expiry then is not carried out (checkRow).
-	now    time.Time
+	// expiry: a seek with an id that had waited longer when checkRow
+	// read its row (by the store's clock) is not carried out.
 	expiry time.Duration
 }
 

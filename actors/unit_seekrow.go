@@ -41,8 +41,9 @@ import (
 // another owner's commit may show a seek done since.
 //
 // Seeks expire (Tuning.SeekExpiry, node.seek_expiry): checkRow refuses a
-// seek asked longer ago than the expiry (the row's seek_requested_at
-// against the node's clock when the seek began) and marks it done,
+// seek that had waited longer than the expiry when it read the row under
+// the lease (Control.SeekAge: the store's clock, never the node's; a node
+// clock ahead of the store's expires nothing) and marks it done,
 // expired, under the lease; a seek no owner carries out (its unit does
 // not exist, its source is gone) is marked done, expired, by any node's
 // renewal round SeekExpiryGrace after that (expireSeeks,
@@ -132,35 +133,47 @@ func (c *controlView) retell(unit string) {
 }
 
 // expireSeeks marks done, expired, the pending seeks of rows older than
-// expiry plus SeekExpiryGrace at now (a seek no owner carried out: its
-// unit does not exist, or its source is gone, or nobody held it), and
-// marks them done in rows, so that this read's view does not show them
-// (one done since, or overtaken by a newer seek, too: the next read
-// shows the newer one). The owner of a unit refuses an expired seek
-// itself, under its lease (seekJob.expired); the grace leaves it that
-// mark. A failure leaves the row for the next read.
+// expiry plus SeekExpiryGrace (a seek no owner carried out: its unit does
+// not exist, or its source is gone, or nobody held it), and marks them
+// done in rows, so that this read's view does not show them (one done
+// since, or overtaken by a newer seek, too: the next read shows the newer
+// one). The age is the store's (Control.SeekAge, and ExpireSeek judges it
+// again by the store's clock), never this node's clock against a store
+// timestamp: a node whose clock runs ahead must not expire fresh seeks.
+// The owner of a unit refuses an expired seek itself, under its lease
+// (seekJob.checkRow); the grace leaves it that mark. A failure leaves the
+// row for the next read.
+// (now, the node's clock, serves only the mutation that brings the bug
+// back.)
 func expireSeeks(c context.Context, store persistence.Store, rows []persistence.Control, now time.Time, expiry time.Duration, node string) {
 	for i, r := range rows {
-		if !r.PendingSeek() || r.SeekRequestedAt.IsZero() || now.Sub(r.SeekRequestedAt) <= expiry+SeekExpiryGrace {
+		older := expiry + SeekExpiryGrace
+		if mutate.On(mutate.SeekAgeByNodeClock) && !r.SeekRequestedAt.IsZero() {
+			// the bug: the node's clock against the store's timestamp
+			r.SeekAge, older = now.Sub(r.SeekRequestedAt), -time.Hour
+		}
+		if !r.PendingSeek() || r.SeekAge <= expiry+SeekExpiryGrace {
 			continue
 		}
-		_, err := store.ExpireSeek(c, persistence.SeekExpiry{Source: r.Source, Unit: r.Unit, ID: r.SeekID, Node: node,
-			Why: expiredWhy(r, now, expiry) + "; no owner carried it out", By: r.By, Reason: r.Reason})
-		if err == nil {
+		marked, err := store.ExpireSeek(c, persistence.SeekExpiry{Source: r.Source, Unit: r.Unit, ID: r.SeekID,
+			OlderThan: older, Node: node,
+			Why: expiredWhy(r, expiry) + "; no owner carried it out", By: r.By, Reason: r.Reason})
+		if err == nil && marked {
 			rows[i].SeekDoneID = r.SeekID
 		}
 	}
 }
 
-// expired reports whether row's seek is older than expiry at now.
-func seekExpired(row persistence.Control, now time.Time, expiry time.Duration) bool {
-	return !row.SeekRequestedAt.IsZero() && now.Sub(row.SeekRequestedAt) > expiry
+// seekExpired reports whether row's seek had waited longer than expiry
+// when the row was read, by the store's clock.
+func seekExpired(row persistence.Control, expiry time.Duration) bool {
+	return row.SeekAge > expiry
 }
 
 // expiredWhy says why row's seek expired.
-func expiredWhy(row persistence.Control, now time.Time, expiry time.Duration) string {
-	return fmt.Sprintf("seek %d (to %s) asked at %s was not carried out within the seek expiry %s (%s ago)",
-		row.SeekID, row.Seek, row.SeekRequestedAt.UTC().Format(time.RFC3339), expiry, now.Sub(row.SeekRequestedAt).Round(time.Millisecond))
+func expiredWhy(row persistence.Control, expiry time.Duration) string {
+	return fmt.Sprintf("seek %d (to %s) asked at %s was not carried out within the seek expiry %s (%s ago by the store's clock)",
+		row.SeekID, row.Seek, row.SeekRequestedAt.UTC().Format(time.RFC3339), expiry, row.SeekAge.Round(time.Millisecond))
 }
 
 // pickUpSeek starts the unit's pending control-row seek when it can seek
@@ -216,8 +229,8 @@ func (j seekJob) checkRow(c context.Context) (r seekResult, ok bool) {
 		switch {
 		case row.SeekDoneID >= j.id || row.SeekID != j.id:
 			return seekResult{already: true}, false
-		case seekExpired(row, j.now, j.expiry) && !mutate.On(mutate.ExpiredSeekApplied):
-			return j.markDone(c, seekResult{err: fmt.Errorf("%w: %s", ErrSeekExpired, expiredWhy(row, j.now, j.expiry))}, "expired"), false
+		case seekExpired(row, j.expiry) && !mutate.On(mutate.ExpiredSeekApplied):
+			return j.markDone(c, seekResult{err: fmt.Errorf("%w: %s", ErrSeekExpired, expiredWhy(row, j.expiry))}, "expired"), false
 		}
 		return seekResult{}, true
 	}

@@ -27,6 +27,13 @@ type Control struct {
 	// clock; zero when none was): a seek pending longer than the node's
 	// seek expiry is never carried out (it is marked done, expired).
 	SeekRequestedAt time.Time
+	// SeekAge is how long the newest seek had waited when the row was
+	// read, by the store's clock (never the node's: node clocks may run
+	// ahead of the store's). On PostgreSQL it counts from the later of
+	// seek_requested_at and updated_at, so that a seek written by a node
+	// from before migration 7 (which leaves seek_requested_at) is young.
+	// Meaningful for a pending seek (PendingSeek) only.
+	SeekAge time.Duration
 	// By and Reason are those of the last change; UpdatedAt its time by
 	// the store's clock.
 	By        string
@@ -131,20 +138,23 @@ type Controls interface {
 	ListAudit(ctx context.Context, f AuditFilter) ([]AuditEntry, error)
 	// ExpireSeek marks the seek e.ID of e.Unit's row done without a
 	// lease, with an audit entry (action seek, args "id=N expired: …"),
-	// in one transaction: only while it is the row's newest seek and not
-	// done. It reports whether it marked it (false: done already,
-	// overtaken by a newer seek, or no row). A seek's own fenced mark
+	// in one transaction: only while it is the row's newest seek, not
+	// done, and older than e.OlderThan by the store's clock (the age of
+	// Control.SeekAge). It reports whether it marked it (false: done
+	// already, overtaken by a newer seek, not old enough, or no row). A seek's own fenced mark
 	// (Batch.SeekDone) after it fails with ErrSeekDone, so an expired
 	// seek is never carried out.
 	ExpireSeek(ctx context.Context, e SeekExpiry) (bool, error)
 }
 
 // SeekExpiry is what ExpireSeek writes: the seek ID of Unit (of Source)
-// expired; Node marks it, Why says why (the audit args), By and Reason
-// are the seek's (the audit entry's).
+// expired, if it has waited longer than OlderThan by the store's clock;
+// Node marks it, Why says why (the audit args), By and Reason are the
+// seek's (the audit entry's).
 type SeekExpiry struct {
 	Source, Unit string
 	ID           int64
+	OlderThan    time.Duration
 	Node, Why    string
 	By, Reason   string
 }

@@ -74,6 +74,10 @@ type Config struct {
 	// reset its checkpoint yet (default 8 s); publish to a recreated stream
 	// only after it.
 	RecreateQuiet time.Duration
+	// ClockAhead is how far a node's clock (Env.Clock's Now) runs ahead of
+	// the virtual clock, which the store keeps, by node name: a node whose
+	// clock is wrong. Its timers still fire after their virtual durations.
+	ClockAhead map[string]time.Duration
 }
 
 // Clock is the simulation's virtual clock, for stores and brokers created
@@ -372,7 +376,7 @@ func (c *Cluster) startNode(n *simNode) error {
 	}
 	env := actors.Env{
 		Node:       n.name,
-		Clock:      &vclock{s: c.s, node: n.sid},
+		Clock:      &vclock{s: c.s, node: n.sid, ahead: c.cfg.ClockAhead[n.name]},
 		Rand:       actors.NewRand(c.cfg.Seed ^ h.Sum64() ^ uint64(n.sid)),
 		Dispatcher: &dispatcher{s: c.s, node: n.sid},
 		Executor:   &executor{s: c.s, node: n.sid, minLatency: c.cfg.MinLatency, maxLatency: c.cfg.MaxLatency},

@@ -147,7 +147,11 @@ func (a *auditStore) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (
 	if err := a.controlsFault(); err != nil {
 		return false, err
 	}
-	return a.Store.ExpireSeek(ctx, e)
+	ok, err := a.Store.ExpireSeek(ctx, e)
+	if ok && err == nil {
+		a.c.checkExpiredSeek(e)
+	}
+	return ok, err
 }
 
 // ExpireSeek fails while the node is cut off from the store.

@@ -189,3 +189,39 @@ func edgeSeekToldOnce(t *testing.T) error {
 	}
 	return settle(c)
 }
+
+// A node whose clock runs an hour ahead of the store's does not expire a
+// fresh seek: the seek's age is the store's (Control.SeekAge, and
+// ExpireSeek judges it by the store's clock). The seek of a unit nobody
+// holds yet waits half the expiry through every node's rounds, then the
+// partition appears and its owner carries the seek out. With the age
+// judged by the node's clock (mutate.SeekAgeByNodeClock) the fast node's
+// first round expires it.
+func edgeSeekExpiryNodeClockAhead(t *testing.T) error {
+	c := edgeCluster(t, testkit.Config{Seed: 63, Nodes: 3, Tuning: actors.Tuning{SeekExpiry: seekExpiry},
+		ClockAhead: map[string]time.Duration{"node-3": time.Hour}})
+	must(c.AddStream(actors.SourceSpec{Name: "s", KeyField: "id", BatchSize: 10, Discovery: time.Second}, 1))
+	mustStart(t, c)
+	must(c.Publish("s", "0", upserts(20, "a")...))
+	if err := settle(c); err != nil {
+		return err
+	}
+	row, err := c.SeekVia(c.Nodes()[0], actors.Seek{Unit: "s/1", To: "earliest", By: "ops", Reason: "rewind"})
+	if err != nil {
+		return err
+	}
+	c.Run(seekExpiry / 2) // several renewal rounds of every node, node-3's too
+	if r := controlRow(t, c, "s/1"); !r.PendingSeek() {
+		return fmt.Errorf("the seek of s/1 is done %s after it was asked (node-3's clock an hour ahead): %+v; audit %+v",
+			seekExpiry/2, r, auditOf(t, c, "s/1", "expired"))
+	}
+	must(c.AddPartitions("s", 1))
+	must(c.Publish("s", "1", upserts(20, "b")...))
+	if !c.RunUntil(func() bool { return controlRow(t, c, "s/1").SeekDoneID >= row.SeekID }, 10*time.Second) {
+		return fmt.Errorf("the seek of s/1 was not carried out within 10 s of its unit's start: %+v", controlRow(t, c, "s/1"))
+	}
+	if as := auditOf(t, c, "s/1", "expired"); len(as) != 0 {
+		return fmt.Errorf("the seek of s/1 expired though it was %s old by the store's clock: %+v", seekExpiry/2, as)
+	}
+	return settle(c)
+}

@@ -71,6 +71,7 @@ var edges = []edge{
 	{"SeekExpiredWhileUnownedNeverApplied", "13.2", mutate.ExpiredSeekApplied, edgeSeekExpiresUnowned},
 	{"SeekOfNoUnitExpires", "13.2", "", edgeSeekOfNoUnitExpires},
 	{"PendingSeekToldOnce", "13.2", "", edgeSeekToldOnce},
+	{"SeekNotExpiredByANodeClockAhead", "review", mutate.SeekAgeByNodeClock, edgeSeekExpiryNodeClockAhead},
 	{"RecreatedStreamRefilledPastItsCheckpoint", "review", mutate.NoStreamID, edgeRecreatedPastCheckpoint},
 	// issue 14 (edges_registry_test.go)
 	{"RegistryDownRetriesNeverDeadLetters", "14.2", mutate.RegistryDeadLetters, edgeRegistryDown},

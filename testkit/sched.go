@@ -298,11 +298,12 @@ func (h *taskHeap) Pop() any {
 
 // vclock is a node's view of virtual time; timers are tasks of the node.
 type vclock struct {
-	s    *scheduler
-	node int
+	s     *scheduler
+	node  int
+	ahead time.Duration // a node's clock that runs ahead of the store's
 }
 
-func (c *vclock) Now() time.Time { return c.s.now }
+func (c *vclock) Now() time.Time { return c.s.now.Add(c.ahead) }
 
 func (c *vclock) AfterFunc(d time.Duration, f func()) clock.Timer {
 	return &vtimer{t: c.s.after(c.node, d, "timer", f)}

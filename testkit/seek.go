@@ -133,6 +133,25 @@ func (c *Cluster) checkSeekExpiry(b *persistence.Batch) {
 	}
 }
 
+// checkExpiredSeek is the other half of the seek-expiry invariant, for a
+// seek just marked expired by a renewal round (ExpireSeek): it had waited
+// at least the seek expiry by the store's (virtual) clock, whatever the
+// clock of the node that marked it says.
+func (c *Cluster) checkExpiredSeek(e persistence.SeekExpiry) {
+	at, ok := c.led.seekAsked[fmt.Sprintf("%s#%d", e.Unit, e.ID)]
+	if !ok || at.IsZero() {
+		return
+	}
+	expiry := c.cfg.Tuning.SeekExpiry
+	if expiry <= 0 {
+		expiry = actors.DefaultSeekExpiry
+	}
+	if age := c.s.now.Sub(at); age < expiry {
+		c.check("seek-expiry", fmt.Sprintf("%s: seek %d asked at %s marked expired by %s only %s later; the seek expiry is %s",
+			e.Unit, e.ID, at.Format(time.TimeOnly), e.Node, age, expiry))
+	}
+}
+
 // dropSeek forgets an answered seek.
 func (l *ledger) dropSeek(m *seekMark) {
 	if i := slices.Index(l.seeks, m); i >= 0 {

@@ -101,7 +101,9 @@ func (r SimResult) OK() bool {
 //   - (drawn apart too) operators' seeks back (drawSeeks, simseek.go),
 //     and a seek of a partition not there yet that may expire before the
 //     partition appears (drawExpiringSeek: an expired seek is never
-//     carried out);
+//     carried out), and on a quarter of the seeds one node whose clock
+//     runs 1 min to 2 h ahead of the store's (drawClockAhead: no seek
+//     expires younger than the expiry by the store's clock);
 //   - (drawn apart too) at most 1 to 3 (or 8 to 32) units of a node
 //     starting at once (Tuning.MaxStarting), on 4 seeds of 10;
 //   - (drawn apart too) a stream "wire" in the Confluent wire format whose
@@ -141,7 +143,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		}
 	}
 	c, err := New(Config{Seed: seed, Nodes: nodes, Detection: time.Second, Store: opt.Store, FailoverBound: 3 * time.Second, Tuning: tuning,
-		ApplyAlone: !gc.on, ParallelGroups: gc.parallel})
+		ApplyAlone: !gc.on, ParallelGroups: gc.parallel, ClockAhead: drawClockAhead(seed, nodes)})
 	if err != nil {
 		return SimResult{}, err
 	}

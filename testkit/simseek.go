@@ -86,6 +86,19 @@ func (c *Cluster) seekBack(unit string, n int, earliest bool, via string) {
 // short, so that drawExpiringSeek's seeks expire within a run.
 const simSeekExpiry = 10 * time.Second
 
+// drawClockAhead draws, from a source of its own, on a quarter of the
+// seeds one node of nodes whose clock runs 1 min to 2 h ahead of the
+// virtual clock the store keeps (Config.ClockAhead): a seek's age is the
+// store's, so that node must expire no seek early (checkExpiredSeek).
+func drawClockAhead(seed uint64, nodes int) map[string]time.Duration {
+	rng := rand.New(rand.NewPCG(seed^0xc10c, seed+0xc10d))
+	if rng.IntN(4) != 0 {
+		return nil
+	}
+	node := "node-" + strconv.Itoa(1+rng.IntN(nodes))
+	return map[string]time.Duration{node: time.Minute + time.Duration(rng.Int64N(int64(119*time.Minute)))}
+}
+
 // drawExpiringSeek puts a seek that may expire into a random run (issue
 // 13 item 2, review), from a source of its own (the other draws stay as
 // they were): on a quarter of the seeds, at 3 to 20 s, a seek to earliest

@@ -116,6 +116,12 @@ const (
 	// appears, long after (issue 13 item 2, review).
 	ExpiredSeekApplied = "expired-seek-applied"
 
+	// SeekAgeByNodeClock: a node's renewal round judges a pending seek's
+	// age by its own clock against the row's seek_requested_at and asks
+	// the store to expire it whatever the store's clock says, so one node
+	// whose clock runs ahead expires every pending seek (review).
+	SeekAgeByNodeClock = "seek-age-by-node-clock"
+
 	// AnonymousTakeover: a unit that took its lease over from another
 	// holder logs a plain acquisition that names no previous holder, as
 	// before Acquire reported it (issue 13 item 7).
@@ -140,5 +146,5 @@ var All = []string{
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
 	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
-	SeekNeverDone, ExpiredSeekApplied, RegistryDeadLetters,
+	SeekNeverDone, ExpiredSeekApplied, SeekAgeByNodeClock, RegistryDeadLetters,
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/drover-dev/drover/persistence"
 )
@@ -44,7 +45,9 @@ func (s *Store) ListControls(ctx context.Context) ([]persistence.Control, error)
 		return nil, fmt.Errorf("list controls: %w", err)
 	}
 	out := make([]persistence.Control, 0, len(s.controls))
+	now := s.now()
 	for _, c := range s.controls {
+		c.SeekAge = seekAge(c, now)
 		out = append(out, c)
 	}
 	slices.SortFunc(out, func(a, b persistence.Control) int {
@@ -99,7 +102,7 @@ func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool,
 	}
 	k := controlKey{e.Source, e.Unit}
 	row, ok := s.controls[k]
-	if !ok || row.SeekID != e.ID || row.SeekDoneID >= e.ID {
+	if !ok || row.SeekID != e.ID || row.SeekDoneID >= e.ID || seekAge(row, s.now()) <= e.OlderThan {
 		return false, nil
 	}
 	row.SeekDoneID = e.ID
@@ -107,4 +110,13 @@ func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool,
 	s.audit = append(s.audit, persistence.AuditEntry{ID: int64(len(s.audit)) + 1, At: s.now(), Node: e.Node,
 		By: e.By, Action: "seek", Source: e.Source, Unit: e.Unit, Args: e.AuditArgs(), Reason: e.Reason})
 	return true, nil
+}
+
+// seekAge is how long row's newest seek has waited at now (zero when it
+// has none).
+func seekAge(row persistence.Control, now time.Time) time.Duration {
+	if row.SeekRequestedAt.IsZero() {
+		return 0
+	}
+	return now.Sub(row.SeekRequestedAt)
 }

@@ -11,12 +11,24 @@ import (
 	"github.com/drover-dev/drover/persistence"
 )
 
-const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at, seek_requested_at`
+const controlCols = `source, unit, paused, seek, seek_id, seek_done_id, "by", reason, updated_at, seek_requested_at, ` + seekAgeMicros
+
+// seekAgeSince is when a row's newest seek counts as asked: the later of
+// seek_requested_at and updated_at, since a node from before migration 7
+// writes a seek without touching seek_requested_at (a pause after a seek
+// makes it young again, which only delays its expiry).
+const seekAgeSince = `greatest(seek_requested_at, updated_at)`
+
+// seekAgeMicros is the row's seek age in microseconds by the server's
+// now(), never a node's clock.
+const seekAgeMicros = `(EXTRACT(EPOCH FROM now() - ` + seekAgeSince + `) * 1000000)::bigint`
 
 func scanControl(r pgx.Row) (persistence.Control, error) {
 	var c persistence.Control
 	var asked *time.Time
-	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &c.UpdatedAt, &asked)
+	var age int64
+	err := r.Scan(&c.Source, &c.Unit, &c.Paused, &c.Seek, &c.SeekID, &c.SeekDoneID, &c.By, &c.Reason, &c.UpdatedAt, &asked, &age)
+	c.SeekAge = time.Duration(age) * time.Microsecond
 	c.UpdatedAt = c.UpdatedAt.UTC()
 	if asked != nil {
 		c.SeekRequestedAt = asked.UTC()
@@ -137,10 +149,11 @@ func (s *Store) ExpireSeek(ctx context.Context, e persistence.SeekExpiry) (bool,
 	tag, err := s.pool.Exec(ctx, `WITH marked AS (
 			UPDATE `+controls+` SET seek_done_id = $3
 			WHERE source = $1 AND unit = $2 AND seek_id = $3 AND seek_done_id < $3
+				AND `+seekAgeSince+` < now() - make_interval(secs => $8)
 			RETURNING source, unit)
 		INSERT INTO `+audit+` (at, node, "by", action, source, unit, args, reason)
 		SELECT now(), $4, $5, 'seek', source, unit, $6, $7 FROM marked`,
-		e.Source, e.Unit, e.ID, e.Node, e.By, e.AuditArgs(), e.Reason)
+		e.Source, e.Unit, e.ID, e.Node, e.By, e.AuditArgs(), e.Reason, e.OlderThan.Seconds())
 	if err != nil {
 		return false, wrapf(err, "expire seek %d of %s", e.ID, e.Unit)
 	}

@@ -82,7 +82,14 @@ func (s *Store) ListControls(ctx context.Context) ([]persistence.Control, error)
 	if err != nil {
 		return nil, fmt.Errorf("list controls: %w", dbErr(err))
 	}
-	out, err := collect(rows, func(r *sql.Rows) (persistence.Control, error) { return scanControl(r) })
+	now := fromNanos(s.now())
+	out, err := collect(rows, func(r *sql.Rows) (persistence.Control, error) {
+		c, err := scanControl(r)
+		if !c.SeekRequestedAt.IsZero() {
+			c.SeekAge = now.Sub(c.SeekRequestedAt)
+		}
+		return c, err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("list controls: %w", dbErr(err))
 	}
@@ -157,8 +164,10 @@ func (s *Store) expireSeek(ctx context.Context, e persistence.SeekExpiry) (ok bo
 		return false, err
 	}
 	defer rollbackOnError(tx, &err)
+	// the age by this store's clock, never the caller's
 	res, err := tx.ExecContext(ctx, `UPDATE drover_controls SET seek_done_id = ?1
-WHERE source = ?2 AND unit = ?3 AND seek_id = ?1 AND seek_done_id < ?1`, e.ID, e.Source, e.Unit)
+WHERE source = ?2 AND unit = ?3 AND seek_id = ?1 AND seek_done_id < ?1 AND seek_requested_at BETWEEN 1 AND ?4 - 1`,
+		e.ID, e.Source, e.Unit, s.now()-e.OlderThan.Nanoseconds())
 	if err != nil {
 		return false, err
 	}

@@ -93,6 +93,7 @@ func definitions() []definition {
 		{"Controls/SeekDoneIsFenced", always, testSeekDone},
 		{"Controls/SeekDoneInGroup", always, testSeekDoneGroup},
 		{"Controls/ExpireSeekOnceNeverApplied", always, testExpireSeek},
+		{"Controls/ExpireSeekByStoreClock", always, testExpireSeekByStoreClock},
 		{"Controls/InvalidChangesWriteNothing", always, testControlsInvalid},
 		{"Controls/AuditFilters", always, testAuditFilter},
 		{"Controls/ConcurrentChangesSerialise", always, testControlsConcurrent},

@@ -141,7 +141,9 @@ func testExpireSeek(e *env) {
 	if !r2.SeekRequestedAt.After(r1.SeekRequestedAt) && e.clk != nil {
 		e.t.Errorf("a second seek's seek_requested_at %s, want after %s", r2.SeekRequestedAt, r1.SeekRequestedAt)
 	}
-	exp := persistence.SeekExpiry{Source: "orders", Unit: "orders/0", Node: "node-3", Why: "not carried out within 5m0s", By: "ops", Reason: "rewind"}
+	exp := persistence.SeekExpiry{Source: "orders", Unit: "orders/0", OlderThan: time.Millisecond, Node: "node-3",
+		Why: "not carried out within 5m0s", By: "ops", Reason: "rewind"}
+	e.waitFor(time.Second, "seek 2 older than 1ms by the store's clock", func() bool { return e.seekAge("orders/0") > exp.OlderThan })
 	for _, tt := range []struct {
 		id   int64
 		unit string
@@ -196,4 +198,51 @@ func testExpireSeek(e *env) {
 	}
 	e.wantCheckpoint("orders/0", "100", false)
 	e.wantCheckpoint("orders/1", "3", false)
+}
+
+// seekAge is unit's row's SeekAge as ListControls reads it.
+func (e *env) seekAge(unit string) time.Duration {
+	e.t.Helper()
+	for _, c := range e.listControls() {
+		if c.Unit == unit {
+			return c.SeekAge
+		}
+	}
+	e.t.Fatalf("no control row of %s", unit)
+	return 0
+}
+
+// A seek's age is the store's: ListControls reads it by the store's
+// clock, and ExpireSeek marks a seek only when it is older than
+// OlderThan by that clock, whatever the caller's clock says. A node
+// whose clock runs hours ahead of the store's that asks to expire a
+// fresh seek expires nothing.
+func testExpireSeekByStoreClock(e *env) {
+	e.acquire("orders/0", "node-1")
+	e.askSeek("orders/0", "5")
+	if age := e.seekAge("orders/0"); age < 0 || age > time.Minute {
+		e.t.Errorf("a fresh seek's age = %s, want between 0 and 1m by the store's clock", age)
+	}
+	// the node believes the seek asked hours ago: the store must refuse
+	exp := persistence.SeekExpiry{Source: "orders", Unit: "orders/0", ID: 1, OlderThan: time.Hour, Node: "node-ahead",
+		Why: "seek 1 asked 3h ago (the node's clock)"}
+	if got, err := e.s.ExpireSeek(e.ctx, exp); err != nil || got {
+		e.t.Fatalf("ExpireSeek(fresh seek, older than 1h) = %v, %v; want false, nil (the store's clock judges the age)", got, err)
+	}
+	if got := e.seekDoneID("orders/0"); got != 0 {
+		e.t.Fatalf("seek_done_id after refusing the expiry = %d, want 0 (still pending)", got)
+	}
+	if n := len(e.audit(persistence.AuditFilter{Unit: "orders/0", Source: "orders"})); n != 1 {
+		e.t.Errorf("audit entries after a refused expiry = %d, want 1 (the seek's own)", n)
+	}
+	if e.clk == nil {
+		return // the store keeps its own time: an hour will not pass here
+	}
+	e.advance(2 * time.Hour)
+	if age := e.seekAge("orders/0"); age != 2*time.Hour {
+		e.t.Errorf("the seek's age 2h later = %s, want 2h0m0s", age)
+	}
+	if got, err := e.s.ExpireSeek(e.ctx, exp); err != nil || !got {
+		e.t.Errorf("ExpireSeek(seek 2h old, older than 1h) = %v, %v; want true, nil", got, err)
+	}
 }
