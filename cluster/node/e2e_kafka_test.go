@@ -128,6 +128,13 @@ func e2eProduceKafka(t *testing.T, addr, password string, msgs []brokers.Message
 			recs[i].Value = nil
 		}
 	}
+	return e2eProduceSync(t, cl, recs, msgs)
+}
+
+// e2eProduceSync produces recs (the records of msgs, in order) and returns
+// msgs with the partitions and offsets the broker gave them.
+func e2eProduceSync(t *testing.T, cl *kgo.Client, recs []*kgo.Record, msgs []brokers.Message) []e2eMsg {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {

@@ -195,18 +195,7 @@ func produceSR(t *testing.T, cl *kgo.Client, msgs []brokers.Message) []e2eMsg {
 		p, _ := strconv.Atoi(testkit.PartitionOf(m, e2eSRParts))
 		recs[i] = &kgo.Record{Key: m.Key, Value: m.Value, Partition: int32(p)}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
-	out := make([]e2eMsg, len(msgs))
-	for i, r := range recs {
-		m := msgs[i]
-		m.Position = strconv.FormatInt(r.Offset, 10)
-		out[i] = e2eMsg{Part: strconv.Itoa(int(r.Partition)), Msg: m}
-	}
-	return out
+	return e2eProduceSync(t, cl, recs, msgs)
 }
 
 // Each wire format end to end: a kafka source with decode.format through YAML
