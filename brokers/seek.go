@@ -103,6 +103,19 @@ func (t SeekTarget) String() string {
 	return t.From
 }
 
+// CheckSubPosition refuses, with ErrBadSeek, a sub-position target on a
+// stream that is not a SubPositioner saying true. SeekStart calls it, and
+// so does a node taking a seek for a unit another node owns, so that the
+// refusal comes at once rather than at the owner.
+func CheckSubPosition(s Stream, partition string, t SeekTarget) error {
+	if _, sub := SplitPosition(t.From + t.After); sub >= 0 {
+		if sp, ok := s.(SubPositioner); !ok || !sp.SubPositions() {
+			return fmt.Errorf("%w: %s is a sub-position (<number>/<index>, a user record inside a Kinesis KPL aggregate), which partition %s's stream does not have: seek to a plain position", ErrBadSeek, t, partition)
+		}
+	}
+	return nil
+}
+
 // SeekStart resolves a target on partition of s to the Start a reader
 // opens with and whose StartPosition is the checkpoint to write: the words
 // as Resolver resolves them (a stream without one: Earliest is the
@@ -112,10 +125,8 @@ func (t SeekTarget) String() string {
 // stream that is not a SubPositioner saying true is refused with
 // ErrBadSeek.
 func SeekStart(ctx context.Context, s Stream, partition string, t SeekTarget) (Start, error) {
-	if _, sub := SplitPosition(t.From + t.After); sub >= 0 {
-		if sp, ok := s.(SubPositioner); !ok || !sp.SubPositions() {
-			return Start{}, fmt.Errorf("%w: %s is a sub-position (<number>/<index>, a user record inside a Kinesis KPL aggregate), which partition %s's stream does not have: seek to a plain position", ErrBadSeek, t, partition)
-		}
+	if err := CheckSubPosition(s, partition, t); err != nil {
+		return Start{}, err
 	}
 	switch {
 	case t.Word:

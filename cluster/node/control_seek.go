@@ -48,14 +48,22 @@ func (n *Node) controlSeek(ctx context.Context, req debug.ControlRequest) (debug
 	if err != nil {
 		return debug.ControlReply{}, err
 	}
-	if _, err := brokers.ParseSeekTarget(req.To); err != nil {
+	target, err := brokers.ParseSeekTarget(req.To)
+	if err != nil {
+		return debug.ControlReply{}, fmt.Errorf("%w: %w", debug.ErrBadControl, err)
+	}
+	source := unit[:strings.LastIndex(unit, "/")]
+	// refused here, not at the owner: a row it would only refuse later
+	n.mu.Lock()
+	stream := n.sources[source].Stream
+	n.mu.Unlock()
+	if err := brokers.CheckSubPosition(stream, unit[len(source)+1:], target); err != nil {
 		return debug.ControlReply{}, fmt.Errorf("%w: %w", debug.ErrBadControl, err)
 	}
 	owner, err := n.unitOwner(ctx, unit)
 	if err != nil {
 		return debug.ControlReply{}, err
 	}
-	source := unit[:strings.LastIndex(unit, "/")]
 	row, err := n.store.SetControl(ctx, persistence.ControlChange{Source: source, Unit: unit, Seek: req.To, Node: n.cfg.Node.Name,
 		Action: debug.ActionSeek, Args: "to=" + req.To, By: req.By, Reason: req.Reason})
 	if err != nil {

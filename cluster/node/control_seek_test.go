@@ -143,6 +143,23 @@ sources:
 	if row := controlOf(t, st, "m/1"); row.SeekID != 1 || row.SeekDoneID != 0 || row.Seek != "earliest" {
 		t.Fatalf("control row of a seek asked of n2: %+v", row)
 	}
+	// a sub-position on a stream without them is refused here, at once,
+	// not written for the owner to refuse later (the node's view of m
+	// made a stream without sub-positions, as a Kafka source is)
+	n.mu.Lock()
+	was := n.sources["m"]
+	n.sources["m"] = Source{Stream: plainStream{was.Stream}}
+	n.mu.Unlock()
+	_, err = n.Control(ctx, debugSeek("m", "m/1", "5/2"))
+	n.mu.Lock()
+	n.sources["m"] = was
+	n.mu.Unlock()
+	if !errors.Is(err, debugErrBad) || !strings.Contains(err.Error(), "5/2 is a sub-position") {
+		t.Fatalf("seek to a sub-position on a stream without them: %v, want a bad request naming 5/2", err)
+	}
+	if row := controlOf(t, st, "m/1"); row.SeekID != 1 || row.Seek != "earliest" {
+		t.Fatalf("a refused sub-position seek wrote the control row: %+v", row)
+	}
 	for _, tt := range []struct{ src, unit, to, says string }{
 		{"q", "q/slot-0", "earliest", "queue"},
 		{"nope", "nope/0", "earliest", `no source "nope"`},
@@ -167,6 +184,9 @@ sources:
 }
 
 var debugErrBad = debug.ErrBadControl
+
+// plainStream is a stream that hides its sub-positions (brokers.SubPositioner).
+type plainStream struct{ brokers.Stream }
 
 // controlOf is unit's control row (the zero row when it has none).
 func controlOf(t *testing.T, st persistence.Store, unit string) persistence.Control {
