@@ -39,6 +39,10 @@ func (c RegistryConfig) Validate() error {
 		return fmt.Errorf("registry url: the scheme must be http or https, not %q", u.Scheme)
 	case u.User != nil:
 		return errors.New("registry url: must not carry credentials: set username and password instead")
+	case u.RawQuery != "" || u.Fragment != "":
+		// a query may hold a key (api_key=…), and the URL is printed in
+		// the registry's errors
+		return errors.New("registry url: must not have a query or fragment: set username and password instead")
 	case u.Host == "":
 		return errors.New("registry url: needs a host")
 	}

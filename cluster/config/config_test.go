@@ -302,6 +302,7 @@ func TestErrors(t *testing.T) {
 		{"decode registry needed", src + "    decode: {format: avro}\n", []string{"sources[0].decode.registry: required with format avro: the schema registry's url"}},
 		{"decode registry with json", src + "    decode: {registry: {url: 'http://sr:8081'}}\n", []string{"sources[0].decode.registry: only valid with format avro, protobuf or json_schema"}},
 		{"decode registry url credentials", src + "    decode: {format: protobuf, registry: {url: 'http://u:p@sr:8081'}}\n", []string{"sources[0].decode.registry.url: must not carry credentials: set username and password instead"}},
+		{"decode registry url query", src + "    decode: {format: protobuf, registry: {url: 'http://sr:8081/?api_key=k'}}\n", []string{"sources[0].decode.registry.url: must not have a query or fragment: set username and password instead"}},
 		{"decode registry url scheme", src + "    decode: {format: json_schema, registry: {url: 'sr:8081'}}\n", []string{`sources[0].decode.registry.url: the scheme must be http or https, not "sr"`}},
 		{"decode password without user", src + "    decode: {format: avro, registry: {url: 'http://sr:8081', password: '${env:SR_PW}'}}\n", []string{"sources[0].decode.registry.username: required with a password"}},
 		{"decode ok", src + "    decode: {format: avro, registry: {url: 'http://sr:8081', username: u, password: '${env:SR_PW}'}}\n", nil},

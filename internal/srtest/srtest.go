@@ -55,14 +55,17 @@ type Registry struct {
 }
 
 // Cleaner is what New needs of a test: testing.TB has it.
-type Cleaner interface{ Cleanup(func()) }
+type Cleaner interface {
+	Cleanup(func())
+	Fatal(args ...any)
+}
 
 // New starts a registry on a free loopback port; t's cleanup stops it.
 // With user set, requests must carry HTTP basic authentication user:pass.
 func New(t Cleaner, user, pass string) *Registry {
 	r, err := Start("127.0.0.1:0", user, pass)
 	if err != nil {
-		panic(err) // a loopback port that cannot be bound: nothing a test can do
+		t.Fatal(err)
 	}
 	t.Cleanup(r.Close)
 	return r
