@@ -246,11 +246,10 @@ func (q lazyQueue) Open(ctx context.Context, slot string) (brokers.Receiver, err
 
 func (q lazyQueue) Close() error { return q.l.Close() }
 
-// lazyOpenStream returns a Stream whose open is the adapter's constructor.
-func lazyOpenStream[S brokers.Stream](what string, log *slog.Logger, open func(context.Context) (S, error)) Source {
-	var zero S
-	sp, ok := any(zero).(brokers.SubPositioner)
-	subs := ok && sp.SubPositions()
+// lazyOpenStream returns a Stream whose open is the adapter's constructor;
+// subs: the adapter's positions have sub-positions (brokers.SubPositioner),
+// known before the stream is opened.
+func lazyOpenStream[S brokers.Stream](what string, log *slog.Logger, subs bool, open func(context.Context) (S, error)) Source {
 	return Source{Stream: lazyStream{subs: subs, l: newLazy(what, log, func(ctx context.Context) (brokers.Stream, error) {
 		s, err := open(ctx)
 		if err != nil {

@@ -139,7 +139,7 @@ func TestLazyStreamForwards(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	src := lazyOpenStream("memory stream", slog.New(slog.DiscardHandler), func(context.Context) (*memory.Stream, error) { return ms, nil })
+	src := lazyOpenStream("memory stream", slog.New(slog.DiscardHandler), true, func(context.Context) (*memory.Stream, error) { return ms, nil })
 	defer src.Stream.Close()
 	ctx := context.Background()
 	parts, err := src.Stream.Partitions(ctx)
@@ -168,14 +168,14 @@ func TestLazyStreamForwards(t *testing.T) {
 	if st, err := brokers.SeekStart(ctx, src.Stream, parts[0].ID, brokers.SeekTarget{From: "1"}); err != nil || st != (brokers.Start{After: "0"}) {
 		t.Errorf("seek to position 1: %+v, %v; want after 0", st, err)
 	}
-	// sub-positions: known from the stream type, before it is opened
+	// sub-positions: as the source says, before the stream is opened
 	if st, err := brokers.SeekStart(ctx, src.Stream, parts[0].ID, brokers.SeekTarget{From: "1/2"}); err != nil || st != (brokers.Start{After: "1/1"}) {
 		t.Errorf("seek to sub-position 1/2: %+v, %v; want after 1/1", st, err)
 	}
-	plain := lazyOpenStream("plain stream", slog.New(slog.DiscardHandler), func(context.Context) (brokers.Stream, error) { return ms, nil })
+	plain := lazyOpenStream("plain stream", slog.New(slog.DiscardHandler), false, func(context.Context) (*memory.Stream, error) { return ms, nil })
 	defer plain.Stream.Close()
 	if _, err := brokers.SeekStart(ctx, plain.Stream, parts[0].ID, brokers.SeekTarget{From: "1/2"}); !errors.Is(err, brokers.ErrBadSeek) {
-		t.Errorf("seek to sub-position 1/2 on a stream type without them: %v, want ErrBadSeek", err)
+		t.Errorf("seek to sub-position 1/2 on a source declared without them: %v, want ErrBadSeek", err)
 	}
 	rd, err := src.Stream.Open(ctx, parts[0].ID, brokers.Start{Mode: brokers.Earliest})
 	if err != nil {

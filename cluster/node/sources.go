@@ -111,7 +111,7 @@ func openNATS(ctx context.Context, s config.Source, log *slog.Logger) (Source, e
 		if err != nil {
 			return Source{}, err
 		}
-		return lazyOpenStream("nats stream "+cfg.Stream, log, func(ctx context.Context) (*nats.Stream, error) {
+		return lazyOpenStream("nats stream "+cfg.Stream, log, false, func(ctx context.Context) (*nats.Stream, error) {
 			return nats.NewStream(ctx, cfg)
 		}), nil
 	}
@@ -162,7 +162,7 @@ func openKinesis(ctx context.Context, s config.Source, log *slog.Logger) (Source
 	if err := cfg.Validate(); err != nil {
 		return Source{}, err
 	}
-	return lazyOpenStream("kinesis stream "+cfg.StreamName, log, func(ctx context.Context) (*kinesis.Stream, error) {
+	return lazyOpenStream("kinesis stream "+cfg.StreamName, log, true, func(ctx context.Context) (*kinesis.Stream, error) {
 		return kinesis.NewStream(ctx, cfg)
 	}), nil
 }
