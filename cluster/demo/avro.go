@@ -142,10 +142,6 @@ func (p *avroProducer) produce(ctx context.Context, client *kgo.Client, n int) e
 			AvroSent{Offset: r.Record.Offset, Key: string(r.Record.Key), Doc: docs[r.Record]})
 		p.total++
 	}
-	for part, ss := range p.sent {
-		slices.SortFunc(ss, func(a, b AvroSent) int { return cmp.Compare(a.Offset, b.Offset) })
-		p.sent[part] = ss
-	}
 	return nil
 }
 
@@ -158,9 +154,11 @@ func (p *avroProducer) count() int {
 func (p *avroProducer) snapshot() map[int32][]AvroSent {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	// in offset order (a produce call's answers may come in any order),
+	// sorted here once rather than on every produce
 	out := make(map[int32][]AvroSent, len(p.sent))
 	for k, v := range p.sent {
-		out[k] = slices.Clone(v)
+		out[k] = slices.SortedFunc(slices.Values(v), func(a, b AvroSent) int { return cmp.Compare(a.Offset, b.Offset) })
 	}
 	return out
 }
@@ -193,12 +191,13 @@ func (v *Verdict) verifyAvro(ctx context.Context, s contents, sent map[int32][]A
 		func(dl persistence.DeadLetter) string { return dl.Unit + "@" + dl.Position })
 }
 
-// avroLast is the last produced offset of each partition.
-func avroLast(sent map[int32][]AvroSent) map[int32]int64 {
+// lastOffsets is the last produced offset of each partition of sent (each
+// partition's records in offset order), the orders' or the Avro orders'.
+func lastOffsets[R any](sent map[int32][]R, offset func(R) int64) map[int32]int64 {
 	out := map[int32]int64{}
 	for p, recs := range sent {
 		if len(recs) > 0 {
-			out[p] = recs[len(recs)-1].Offset
+			out[p] = offset(recs[len(recs)-1])
 		}
 	}
 	return out

@@ -60,18 +60,13 @@ func (c *Cluster) Drained(ctx context.Context, prod Produced) (bool, string, err
 		return false, "", err
 	}
 	defer s.Close()
-	last := map[int32]int64{}
-	for p, recs := range sent {
-		if len(recs) > 0 {
-			last[p] = recs[len(recs)-1].Offset
-		}
-	}
+	last := lastOffsets(sent, func(r Sent) int64 { return r.Offset })
 	for _, src := range append([]string{"orders"}, c.auditSources()...) {
 		if why, err := checkpointsAt(ctx, s, src, last); why != "" || err != nil {
 			return false, why, err
 		}
 	}
-	if why, err := checkpointsAt(ctx, s, AvroTopic, avroLast(prod.Avro)); why != "" || err != nil {
+	if why, err := checkpointsAt(ctx, s, AvroTopic, lastOffsets(prod.Avro, func(r AvroSent) int64 { return r.Offset })); why != "" || err != nil {
 		return false, why, err
 	}
 	for src, msgs := range prod.Queues {
