@@ -137,6 +137,9 @@ func (n *Node) reload(ctx context.Context) (actors.ReloadStatus, error) {
 		n.log.Warn("reload: config warning", "config", path, "warning", w)
 	}
 	old := n.ctl.applied
+	// whatever the outcome, the registry clients no running source uses
+	// (opened for a reload that failed, or replaced) are let go
+	defer func() { n.keepRegistries(n.runningSources()) }()
 	d, err := config.Compare(old, next)
 	if err != nil {
 		return st, fmt.Errorf("%w: %s:\n%w", ErrReloadInvalid, path, err)

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"sort"
 	"sync"
 	"time"
@@ -108,6 +109,22 @@ func (n *Node) registry(d config.Decoding) (*decode.Registry, error) {
 	}
 	n.registries[rc] = r
 	return r, nil
+}
+
+// keepRegistries forgets the registry clients no source of sources uses
+// (after a reload: a rotated password or a removed registry), so a client
+// holding a password no longer configured does not live as long as the
+// node. A source still stopping keeps its own reference until it ends.
+func (n *Node) keepRegistries(sources []config.Source) {
+	used := map[kafka.RegistryConfig]bool{}
+	for _, s := range sources {
+		if rc := s.Decoding.RegistryConfig(); rc != nil {
+			used[*rc] = true
+		}
+	}
+	n.regMu.Lock()
+	defer n.regMu.Unlock()
+	maps.DeleteFunc(n.registries, func(rc kafka.RegistryConfig, _ *decode.Registry) bool { return !used[rc] })
 }
 
 // Start opens everything the configuration names and starts the node. On
