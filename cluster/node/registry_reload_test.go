@@ -1,6 +1,7 @@
 package node
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -41,10 +42,10 @@ func TestReloadForgetsUnusedRegistryClients(t *testing.T) {
 	// none of it: the source that would use it did not start
 	writeFile(t, path, controlYAML("n1", addr, addr, dir, source("wire"),
 		"{name: other, type: memory, memory: {partitions: 1}, records: {table: other, key: id}, "+
-			`decode: {format: avro, registry: {url: "http://127.0.0.1:10", username: drover, password: "x"}}}`,
+			`decode: {format: avro, registry: {url: "http://127.0.0.1:10", username: drover, password: "${env:`+env+`}"}}}`,
 		"{name: bad, type: memory, mode: handler, handler_name: nobody, memory: {partitions: 1}}"))
-	if _, err := n.Reload(t.Context()); err == nil {
-		t.Fatal("a reload naming an unregistered handler succeeded")
+	if _, err := n.Reload(t.Context()); err == nil || !strings.Contains(err.Error(), `no handler "nobody"`) {
+		t.Fatalf("a reload naming an unregistered handler: %v", err)
 	}
 	if c, pw := clients(); c != 1 || pw != "third-secret" {
 		t.Fatalf("after the failed reload: %d registry clients (password %q)", c, pw)
