@@ -212,6 +212,12 @@ type e2eRun struct {
 	// message the first node applied but did not ack comes back after its
 	// ack deadline and must be acked then.
 	Drained func(ctx context.Context) (bool, string)
+	// KillWhen, when set, replaces the default kill trigger (about half of
+	// the audit messages applied): node 1 is killed as soon as it holds,
+	// polled against the store. After the kill it is asked once more, and
+	// the run fails unless it still holds: the state it waited for is the
+	// state node 2 takes over from.
+	KillWhen func(ctx context.Context, st persistence.Store) (bool, string)
 }
 
 // e2eResult is what a run leaves for the broker's own checks.
@@ -295,14 +301,18 @@ func runE2E(t *testing.T, r e2eRun) e2eResult {
 	t.Cleanup(func() { _ = st.Close() })
 	db := openE2EDB(ctx, t, r.StoreURL)
 
-	// Kill node 1 when its tree says about half is applied.
+	// Kill node 1 when its tree says about half is applied, or when
+	// KillWhen holds.
 	var applied int64
 	err = e2eWaitFor(ctx, 5*time.Millisecond, 60*time.Second, func() (bool, string) {
 		applied = e2eApplied(n1.Tree(), audits)
+		if r.KillWhen != nil {
+			return r.KillWhen(ctx, st)
+		}
 		return applied >= int64(total/2), fmt.Sprintf("%d of %d applied", applied, total)
 	})
 	if err != nil {
-		t.Fatalf("node 1: waiting for half of the messages: %v", err)
+		t.Fatalf("node 1: waiting for the moment to kill it: %v", err)
 	}
 	tree1, err := json.Marshal(n1.Tree())
 	if err != nil {
@@ -311,6 +321,13 @@ func runE2E(t *testing.T, r e2eRun) e2eResult {
 	res.Trees = append(res.Trees, tree1)
 	n1.Close()
 	n1Closed = true
+	if r.KillWhen != nil {
+		ok, why := r.KillWhen(ctx, st)
+		if !ok {
+			t.Fatalf("after the kill of %s, the state it was killed in is gone: %s", e2eNode1, why)
+		}
+		t.Logf("killed %s with: %s", e2eNode1, why)
+	}
 	counts, err := db.auditCounts(ctx)
 	if err != nil {
 		t.Fatalf("read drover_audit after the kill: %v", err)
