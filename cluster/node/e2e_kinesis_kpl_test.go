@@ -35,11 +35,9 @@ const (
 // user record: every user record and plain record applied exactly once,
 // in order.
 func TestE2EKinesisKPL(t *testing.T) {
-	ep := e2eKinesis.Endpoint(t)
-	c := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e-kpl", 2)
+	ep, c, name := e2eKinesisStream(ctx, t, "drover-e2e-kpl")
 
 	// A record's shard is the top bit of the MD5 of its partition key (two
 	// shards split the hash key range in halves): group g goes to shard g%2,
@@ -132,8 +130,7 @@ func TestE2EKinesisKPL(t *testing.T) {
 	}
 	killed := false
 	t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
-	section := fmt.Sprintf("stream: %s\nregion: %s\nendpoint: %q\naccess_key_id: %s\nsecret_access_key: \"${env:%s}\"",
-		name, awstest.Region, ep, awstest.AccessKeyID, e2eAWSSecretEnv)
+	section := e2eKinesisSection(name, ep)
 	runE2E(t, e2eRun{
 		StoreURL:    e2eSQLiteURL(t),
 		Sources:     []*e2eSource{aud},

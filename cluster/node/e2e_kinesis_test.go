@@ -18,18 +18,15 @@ import (
 // Amazon Kinesis end to end on kinesalite: one stream of two shards; a
 // message's partition key is its key, so every key lives in one shard.
 func TestE2EKinesis(t *testing.T) {
-	ep := e2eKinesis.Endpoint(t)
-	c := awstest.KinesisClient(ep, true)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	name := kinesistest.CreateStream(ctx, t, c, "drover-e2e", 2)
+	ep, c, name := e2eKinesisStream(ctx, t, "drover-e2e")
 	sent := e2ePutKinesis(ctx, t, c, name, e2eWorkload(t, 51, false, false))
 
 	rec := &e2eSource{Name: "kin-orders", Table: "kin_orders", Sent: sent}
 	aud := &e2eSource{Name: "kin-audit", Audit: true, Sent: sent}
 	t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
-	section := fmt.Sprintf("stream: %s\nregion: %s\nendpoint: %q\naccess_key_id: %s\nsecret_access_key: \"${env:%s}\"",
-		name, awstest.Region, ep, awstest.AccessKeyID, e2eAWSSecretEnv)
+	section := e2eKinesisSection(name, ep)
 	res := runE2E(t, e2eRun{
 		StoreURL:    e2eSQLiteURL(t),
 		Sources:     []*e2eSource{rec, aud},
@@ -62,4 +59,22 @@ func e2ePutKinesis(ctx context.Context, t *testing.T, c *awskinesis.Client, stre
 		t.Fatalf("records went to shards %v: want both shards used", shards)
 	}
 	return out
+}
+
+// e2eKinesisStream creates a stream of two shards on the test's
+// kinesalite, named after prefix; it returns kinesalite's endpoint, a
+// client and the stream's name.
+func e2eKinesisStream(ctx context.Context, t *testing.T, prefix string) (string, *awskinesis.Client, string) {
+	t.Helper()
+	ep := e2eKinesis.Endpoint(t)
+	c := awstest.KinesisClient(ep, true)
+	return ep, c, kinesistest.CreateStream(ctx, t, c, prefix, 2)
+}
+
+// e2eKinesisSection is the kinesis section of a source reading stream
+// at endpoint, its secret key read from e2eAWSSecretEnv (the caller sets
+// it: t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)).
+func e2eKinesisSection(stream, endpoint string) string {
+	return fmt.Sprintf("stream: %s\nregion: %s\nendpoint: %q\naccess_key_id: %s\nsecret_access_key: \"${env:%s}\"",
+		stream, awstest.Region, endpoint, awstest.AccessKeyID, e2eAWSSecretEnv)
 }

@@ -125,8 +125,7 @@ func TestSourcesStartWhileTheirBrokerIsUnreachable(t *testing.T) {
 		t.Setenv(e2eAWSSecretEnv, awstest.SecretAccessKey)
 		runUnreachable(t, strings.TrimPrefix(ep, "http://"), unreachableCase{typ: "kinesis",
 			section: func(p *awstest.Proxy) string {
-				return fmt.Sprintf("stream: %s\nregion: %s\nendpoint: %q\naccess_key_id: %s\nsecret_access_key: \"${env:%s}\"",
-					name, awstest.Region, p.Endpoint(), awstest.AccessKeyID, e2eAWSSecretEnv)
+				return e2eKinesisSection(name, p.Endpoint())
 			},
 			send: func(ctx context.Context, t *testing.T, i int, v []byte) {
 				if _, err := c.PutRecord(ctx, &awskinesis.PutRecordInput{StreamName: aws.String(name), Data: v,
