@@ -54,7 +54,7 @@ type leaser struct {
 }
 
 type heldLease struct {
-	lease  persistence.Lease
+	lease  leaseRef // the node is its owner
 	ttl    time.Duration
 	pid    *actor.PID
 	source string
@@ -154,7 +154,7 @@ func (l *leaser) Receive(ctx actor.Context) {
 		if !mutate.On(mutate.StaleRenewBatch) {
 			l.batch = nil
 		}
-		l.held[m.lease.Unit] = &heldLease{lease: m.lease, ttl: m.ttl, pid: m.pid, source: m.source}
+		l.held[m.lease.Unit] = &heldLease{lease: refOf(m.lease), ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseTTL:
 		// a source added at run time: its leases must be renewed in time
 		if every := renewEvery(l.every, m.ttl); every < l.every {
@@ -168,11 +168,11 @@ func (l *leaser) Receive(ctx actor.Context) {
 			}
 		}
 	case *leaseDropped:
-		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
+		if h, ok := l.held[m.unit]; ok && h.lease.token == m.token {
 			l.drop(m.unit)
 		}
 	case *leaseOwner:
-		if h, ok := l.held[m.unit]; ok && h.lease.Token == m.token {
+		if h, ok := l.held[m.unit]; ok && h.lease.token == m.token {
 			h.pid = m.pid
 		} else {
 			ctx.Send(m.pid, &leaseLostNote{unit: m.unit, token: m.token})
@@ -273,7 +273,7 @@ type renewBatch struct {
 // newBatch is the batch of the leases held now.
 func (l *leaser) newBatch() *renewBatch {
 	b := &renewBatch{sent: make([]persistence.Lease, 0, len(l.held)), byTTL: map[time.Duration][]persistence.Lease{}}
-	one := true
+	one, owner := true, l.node.env.Node
 	for _, u := range l.units() {
 		h := l.held[u]
 		if len(b.ttls) == 0 {
@@ -281,7 +281,7 @@ func (l *leaser) newBatch() *renewBatch {
 		} else if h.ttl != b.ttls[0] {
 			one = false
 		}
-		b.sent = append(b.sent, h.lease)
+		b.sent = append(b.sent, h.lease.full(owner))
 	}
 	switch {
 	case len(b.ttls) == 0:
@@ -413,17 +413,18 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue
 		}
 		h, ok := l.held[nl.Unit]
-		if !ok || h.lease.Token != nl.Token {
+		if !ok || h.lease.token != nl.Token {
 			continue // dropped or acquired again meanwhile
 		}
-		moved := !h.lease.ExpiresAt.Equal(nl.ExpiresAt)
+		ref := refOf(nl)
+		moved := h.lease.expires != ref.expires
 		switch {
 		case patch && i < len(d.sent): // d.sent[i] is nl's lease
 			l.batch.sent[i] = nl
-		case !sameLease(h.lease, nl):
+		case h.lease != ref || nl.Owner != l.node.env.Node:
 			l.batch, patch = nil, false
 		}
-		h.lease = nl
+		h.lease = ref
 		if moved {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 		}
@@ -438,12 +439,12 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 	for _, u := range d.lost {
 		lost[u] = true
 		h, ok := l.held[u]
-		if !ok || h.lease.Token != sent[u] {
+		if !ok || h.lease.token != sent[u] {
 			continue
 		}
 		l.drop(u)
-		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.Token))
-		ctx.Send(h.pid, &leaseLostNote{unit: u, token: h.lease.Token})
+		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.token))
+		ctx.Send(h.pid, &leaseLostNote{unit: u, token: h.lease.token})
 	}
 	if len(d.renewed)+len(d.lost) >= len(d.sent) {
 		return // every lease answered (the leaser never sends one twice)
@@ -462,11 +463,11 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			continue
 		}
 		h, ok := l.held[u]
-		if !ok || h.lease.Token != sl.Token || h.alone {
+		if !ok || h.lease.token != sl.Token || h.alone {
 			continue
 		}
 		h.alone = true
-		store, lease, ttl := l.node.env.Store, h.lease, h.ttl
+		store, lease, ttl := l.node.env.Store, h.lease.full(l.node.env.Node), h.ttl
 		self, root := ctx.Self(), ctx.ActorSystem().Root
 		l.node.env.trace("renew-alone", u, fmt.Sprintf("token=%d", lease.Token))
 		l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew-one"), func(c context.Context) any {
@@ -478,7 +479,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 
 func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	h, ok := l.held[r.unit]
-	if !ok || h.lease.Token != r.token {
+	if !ok || h.lease.token != r.token {
 		return
 	}
 	h.alone = false
@@ -490,7 +491,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
-		h.lease, l.batch = r.lease, nil
+		h.lease, l.batch = refOf(r.lease), nil
 		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

@@ -145,6 +145,7 @@ func Start(env Env, specs []SourceSpec) (*Node, error) {
 	system := actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
 		return slog.New(slog.NewTextHandler(io.Discard, nil))
 	}))
+	compactRegistry(system)
 	ctx, cancel := context.WithCancel(context.Background())
 	shared := &nodeEnv{env: env, tuning: env.Tuning.withDefaults(), reg: newRegistry(env.Node), system: system, ctx: ctx,
 		controls: newControlView()}

@@ -34,7 +34,7 @@ func (s *supervisor) adopt(ctx actor.Context, c *child, r *passiveUnit) {
 	c.exit.Store(0)
 	c.pid = nil
 	c.passive = r
-	ctx.Send(s.node.leaser, &leaseOwner{unit: c.unit, token: r.lease.Token, pid: s.self})
+	ctx.Send(s.node.leaser, &leaseOwner{unit: c.unit, token: r.lease.token, pid: s.self})
 	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Passive = true })
 	if c.stopping || s.draining {
 		s.activate(ctx, c, resumeStop)
@@ -158,7 +158,7 @@ func (s *supervisor) tell(ctx actor.Context, c *child, msg any) {
 	case *stopUnit:
 		s.activate(ctx, c, resumeStop)
 	case *leaseLostNote:
-		if m.token == c.passive.lease.Token {
+		if m.token == c.passive.lease.token {
 			s.activate(ctx, c, resumeLost)
 		}
 	}
@@ -207,14 +207,14 @@ func (s *supervisor) endPassive(c *child, r *passiveUnit, stopped bool) {
 	if r.cancel != nil {
 		r.cancel()
 	}
-	s.node.root().Send(s.node.leaser, &leaseDropped{unit: c.unit, token: r.lease.Token})
+	s.node.root().Send(s.node.leaser, &leaseDropped{unit: c.unit, token: r.lease.token})
 	if stopped {
 		s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
 			st.State, st.Passive = StateStopped, false
 			st.LeaseToken, st.LeaseExpiresAt, st.NextRetryAt = 0, nil, nil
 		})
 	}
-	conn, store, l := r.conn, s.node.env.Store, r.lease
+	conn, store, l := r.conn, s.node.env.Store, r.lease.full(s.node.env.Node)
 	s.node.env.Executor.Go(exec.WithLabel(s.node.ctx, "release"), func(c context.Context) any {
 		conn.close()
 		return store.Release(c, l)

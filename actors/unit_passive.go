@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-
-	"github.com/drover-dev/drover/persistence"
 )
 
 // ---- passivation: an idle unit gives up its actor (architecture §13) ----
@@ -27,9 +25,10 @@ import (
 // it was, marked passive.
 
 // passiveUnit is what a supervisor keeps of a passive unit: one per idle
-// unit, so its times are stamps (216 bytes, not 280: issue 12 item 5).
+// unit, so its times are stamps and its lease a leaseRef (120 bytes, not
+// 280: issue 12 item 5).
 type passiveUnit struct {
-	lease       persistence.Lease
+	lease       leaseRef // the node is its owner
 	conn        *brokerConn
 	position    string
 	checkpoint  string
@@ -129,7 +128,7 @@ func (u *unitActor) tryPassivate(ctx actor.Context) {
 		return
 	}
 	r := &passiveUnit{
-		lease: u.lease, conn: u.conn, position: u.position, checkpoint: u.checkpoint,
+		lease: refOf(u.lease), conn: u.conn, position: u.position, checkpoint: u.checkpoint,
 		justReset: u.justReset, commitRefused: u.commitRefused.Load(), healthReported: u.healthReported,
 		started: stampOf(u.started), committedAt: stampOf(u.committedAt), busyAt: stampOf(u.busyAt),
 		due: stampOf(u.wake.since.Add(u.node.tuning.WakeSafety)),
@@ -158,7 +157,7 @@ func (u *unitActor) passivable() bool {
 // holds the lease and the reader again, tells the leaser where it is, and
 // does what the supervisor spawned it for.
 func (u *unitActor) resumeFrom(ctx actor.Context, r *passiveUnit) {
-	u.lease, u.holdsLease, u.conn = r.lease, true, r.conn
+	u.lease, u.holdsLease, u.conn = r.lease.full(u.node.env.Node), true, r.conn
 	u.position, u.checkpoint, u.justReset = r.position, r.checkpoint, r.justReset
 	u.commitRefused.Store(r.commitRefused)
 	u.healthReported, u.started, u.committedAt, u.busyAt = r.healthReported, r.started.time(), r.committedAt.time(), r.busyAt.time()

@@ -355,8 +355,8 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 			w.exit.Store(0)
 			w.record = r
 			w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *UnitStatus) { st.Passive = true })
-			w.printf("parent: keeps token=%d position=%s checkpoint=%s due=%s", r.lease.Token, r.position, r.checkpoint, rel(r.due.time()))
-			ctx.Send(w.ne.leaser, &leaseOwner{unit: w.unitID, token: r.lease.Token, pid: ctx.Self()})
+			w.printf("parent: keeps token=%d position=%s checkpoint=%s due=%s", r.lease.token, r.position, r.checkpoint, rel(r.due.time()))
+			ctx.Send(w.ne.leaser, &leaseOwner{unit: w.unitID, token: r.lease.token, pid: ctx.Self()})
 		}
 	case *leaseLostNote:
 		w.printf("parent: lease of %s token=%d lost", m.unit, m.token)

@@ -141,6 +141,14 @@ func (l *Log) Record(e Event) {
 	l.seq++
 	e.Seq = l.seq
 	if len(l.buf) < l.cap {
+		if len(l.buf) == cap(l.buf) {
+			// grow by doubling but never past the capacity: append's
+			// growth would leave up to a quarter of the ring unused for
+			// good (2.1 MB instead of 1.8 at the default capacity)
+			buf := make([]Event, len(l.buf), min(max(2*cap(l.buf), 16), l.cap))
+			copy(buf, l.buf)
+			l.buf = buf
+		}
 		l.buf = append(l.buf, e)
 		return
 	}

@@ -49,6 +49,24 @@ func TestRingKeepsTheLastCapacityInOrder(t *testing.T) {
 	}
 }
 
+// A full ring's backing array is exactly its capacity: growing it as
+// append does would keep up to a quarter more slots for good (at the
+// default capacity, 10,000 events of a cold start of 10,000 units).
+func TestRingGrowsToItsCapacityExactly(t *testing.T) {
+	for _, capacity := range []int{DefaultCapacity, 1000, 17} {
+		l := New("n1", &stepClock{t: t0}, capacity)
+		for i := range capacity + 5 {
+			l.Record(Event{Unit: fmt.Sprintf("s/%d", i), Kind: KindAcquired})
+		}
+		if len(l.buf) != capacity || cap(l.buf) != capacity {
+			t.Errorf("capacity %d: ring holds %d events in %d slots, want %d in %d", capacity, len(l.buf), cap(l.buf), capacity, capacity)
+		}
+		if got := l.Query(Filter{}); len(got) != capacity || got[0].Seq != 6 || got[capacity-1].Seq != uint64(capacity+5) {
+			t.Errorf("capacity %d: query gives %d events, seq %d to %d", capacity, len(got), got[0].Seq, got[len(got)-1].Seq)
+		}
+	}
+}
+
 func TestFilterAndLimit(t *testing.T) {
 	l := New("n1", &stepClock{t: t0}, 100)
 	for i := range 10 {

@@ -44,9 +44,9 @@ func (s *Stream) positionAt(ctx context.Context, owner *StreamClient, partition 
 // end when there is none; brokers.ErrPositionGone when a trimmed message
 // was stamped that late. Called with the stream's lock held.
 func (p *partition) firstAt(op, partition string, t time.Time) (int64, error) {
-	if !p.trimmedTime.IsZero() && !p.trimmedTime.Before(t) {
+	if trimmed := p.trimmedTime.time(); !trimmed.IsZero() && !trimmed.Before(t) {
 		return 0, &brokers.Error{Op: op, Err: fmt.Errorf("partition %s at %s (a message stamped %s was trimmed): %w",
-			partition, t.Format(time.RFC3339Nano), p.trimmedTime.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
+			partition, t.Format(time.RFC3339Nano), trimmed.Format(time.RFC3339Nano), brokers.ErrPositionGone)}
 	}
 	for i := range p.recs {
 		if rec := &p.recs[i]; !rec.marker && !rec.msg.Time.Before(t) {

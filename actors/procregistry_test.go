@@ -1,0 +1,25 @@
+package actors
+
+import "testing"
+
+// The node's actor system files its processes in registryBuckets buckets
+// (procregistry.go), not protoactor's 1,024, and keeps the processes the
+// system made before (the dead-letter and event-stream processes) and the
+// node's own actors findable; units passivate and are found again.
+func TestNodeRegistryIsCompact(t *testing.T) {
+	const parts = 16
+	w := newPassiveWorld(t, parts)
+	waitUntilf(t, w.state, func() bool { return w.idlePassive(parts) })
+	reg := w.n.node.system.ProcessRegistry
+	if n := len(reg.LocalPIDs.LocalPIDs); n != registryBuckets {
+		t.Fatalf("the node's process registry has %d buckets, want %d", n, registryBuckets)
+	}
+	for _, id := range []string{"deadletter", "eventstream", w.n.node.leaser.Id} {
+		if _, ok := reg.GetLocal(id); !ok {
+			t.Errorf("process %q not found after the registry was compacted", id)
+		}
+	}
+	if n := w.unitActors(); n != 0 {
+		t.Errorf("%d unit actors left after passivation: %s", n, w.state())
+	}
+}
