@@ -44,7 +44,8 @@ type supervisor struct {
 	// initial are the source's units at its first discovery, recorded in
 	// the store (persistence.Sources); nil until known. A unit not among
 	// them appeared later and starts at its earliest.
-	initial map[string]bool
+	// Sorted (a slice, not a map: 16 bytes a unit instead of about 50).
+	initial []string
 	members []placement.Member
 	id      uint32 // placement.SourceID of the spec's identity
 	// Discoveries may overlap (ticks, a finished unit, gossip): each has a

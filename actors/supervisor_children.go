@@ -161,7 +161,8 @@ func (s *supervisor) spawn(ctx actor.Context, unit string, slot bool) {
 func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
 	p := s.units[c.unit]
 	node, spec := s.node, s.spec
-	initial := s.initial[c.unit] || spec.isQueue()
+	_, initial := slices.BinarySearch(s.initial, c.unit)
+	initial = initial || spec.isQueue()
 	stale := s.stale[c.unit]
 	// The mailbox is protoactor's lock-free unbounded one: two linked
 	// queues that allocate per message, not a ring of ten slots per actor

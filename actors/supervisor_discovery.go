@@ -100,9 +100,9 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	}
 	s.node.reg.source(s.spec.Name, func(st *SourceStatus) { st.Error = ""; st.State = state })
 	if m.initial != nil && s.initial == nil {
-		s.initial = make(map[string]bool, len(m.initial))
-		for _, u := range m.initial {
-			s.initial[u] = true
+		s.initial = slices.Sorted(slices.Values(m.initial))
+		if s.initial == nil {
+			s.initial = []string{} // known: no unit was listed at the first discovery
 		}
 	}
 	listed := make(map[string]bool, len(m.parts))

@@ -2,6 +2,7 @@ package events
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -163,6 +164,44 @@ func TestConcurrentRecordAndQuery(t *testing.T) {
 	for i := 1; i < len(got); i++ {
 		if got[i].Seq != got[i-1].Seq+1 {
 			t.Fatalf("seq %d after %d: the ring lost its order", got[i].Seq, got[i-1].Seq)
+		}
+	}
+}
+
+// Every field of an Event comes back from the ring as recorded (the ring
+// keeps events in a form of its own: a field added to Event and not to
+// it would be lost).
+func TestRingKeepsEveryField(t *testing.T) {
+	l := New("n1", &stepClock{t: t0}, 4)
+	e := Event{}
+	v := reflect.ValueOf(&e).Elem()
+	for i := range v.NumField() {
+		f := v.Field(i)
+		switch f.Kind() {
+		case reflect.String:
+			f.SetString(v.Type().Field(i).Name + "-x")
+		case reflect.Int, reflect.Int64:
+			f.SetInt(int64(40 + i))
+		case reflect.Uint64:
+			f.SetUint(0) // Seq: the log stamps it
+		case reflect.Struct: // Time
+			f.Set(reflect.ValueOf(t0.Add(time.Hour)))
+		default:
+			t.Fatalf("field %s of kind %s: fill it here", v.Type().Field(i).Name, f.Kind())
+		}
+	}
+	for _, node := range []string{"n2", ""} { // another node's, and the log's own
+		want := e
+		want.Node = node
+		l.Record(want)
+		got := l.Query(Filter{})
+		last := got[len(got)-1]
+		want.Seq = uint64(len(got))
+		if want.Node == "" {
+			want.Node = "n1"
+		}
+		if !reflect.DeepEqual(last, want) {
+			t.Errorf("recorded %+v\n      got %+v", want, last)
 		}
 	}
 }
