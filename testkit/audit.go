@@ -363,6 +363,7 @@ func (c *Cluster) onCommitted(b *persistence.Batch, res persistence.Applied) {
 	if b.Reset {
 		c.onReset(b)
 	}
+	c.checkSubRead(b)
 	dup := map[string]bool{}
 	for _, id := range res.Duplicates {
 		dup[id] = true
@@ -413,6 +414,7 @@ func (c *Cluster) onReset(b *persistence.Batch) {
 	switch {
 	case b.SeekDone > 0 && l.takeSeek(b.Unit):
 		l.sought(b) // an operator's seek (its control row's): a cause
+		l.armSubSeek(b)
 	case l.resets[b.Unit] == 1:
 		// the unit's start, resolved once — even while a seek of it
 		// waits (a seek asked before the unit first opened must not be
@@ -422,6 +424,10 @@ func (c *Cluster) onReset(b *persistence.Batch) {
 		}
 	case l.takeSeek(b.Unit):
 		l.sought(b) // an operator's seek: a cause
+		l.armSubSeek(b)
+	case c.subSeekReset(b):
+		// on_position_reset after a seek to a sub-position its record
+		// does not have (simkplseek.go): a cause
 	case l.allowReset[b.Unit] > 0:
 		l.allowReset[b.Unit]--
 	default:

@@ -70,6 +70,10 @@ type ledger struct {
 	// (the row's seek_requested_at), by "unit#id": its reset must commit
 	// within the seek expiry (seek.go, checkSeekExpiry).
 	seekAsked map[string]time.Time
+	// subSeek: unit -> the checkpoint a seek asked to a sub-position its
+	// record does not have writes; subArmed: unit -> that checkpoint, once
+	// written, until on_position_reset's reset (simkplseek.go).
+	subSeek, subArmed map[string]string
 }
 
 type produced struct {
@@ -119,7 +123,7 @@ func newLedger() *ledger {
 		initial: map[string]bool{}, latest: map[string]bool{}, acquired: map[string]bool{},
 		resets: map[string]int{}, allowReset: map[string]int{}, resetsAt: map[string]int{}, aborted: map[string]bool{},
 		leaseChanges: map[string]int{}, reapply: map[string]int{}, skipped: map[string]bool{},
-		seekAsked: map[string]time.Time{},
+		seekAsked: map[string]time.Time{}, subSeek: map[string]string{}, subArmed: map[string]string{},
 	}
 }
 

@@ -15,7 +15,9 @@ package testkit
 // checkpoint that jumps forward again) and not more (one at or below the
 // new checkpoint applied again is a duplicate). A seek forward
 // ("after:<p>") skips the messages up to p on purpose: they are excused
-// from "lost" when not applied.
+// from "lost" when not applied, and a re-application an earlier seek back
+// asked for and that has not happened is no longer asked for (a reset of
+// on_position_reset: latest, simkplseek.go, counts as such a seek).
 
 import (
 	"context"
@@ -187,6 +189,8 @@ func (l *ledger) sought(b *persistence.Batch) {
 		case brokers.ComparePositions(p.position, to) <= 0 && brokers.ComparePositions(p.position, last) > 0 && l.applied[key] == 0:
 			l.skipped[key] = true // sought past it: not lost, not awaited
 			l.unapplied--
+		case brokers.ComparePositions(p.position, to) <= 0 && brokers.ComparePositions(p.position, last) > 0 && l.applied[key] < 1+l.reapply[key]:
+			l.reapply[key]-- // a seek back asked for it again; this reset skips it
 		}
 	}
 }

@@ -108,10 +108,18 @@ func (r SimResult) OK() bool {
 //     starting at once (Tuning.MaxStarting), on 4 seeds of 10;
 //   - (drawn apart too) a stream "wire" in the Confluent wire format whose
 //     schema registry goes down for 1 to 10 s, once or twice (drawWire,
-//     simregistry.go);
+//     simregistry.go), and (drawn apart again) on 2 of 3 of those seeds
+//     schemas with references, some to a subject's version the registry
+//     does not have, and outages of the reference lookups alone
+//     (drawRefs, simregistryref.go: dead letters naming the schema id and
+//     the reference; none for an outage);
 //   - (drawn apart too) a stream "kpl" of KPL-style aggregates mixed with
 //     plain and corrupt records, read in batches smaller than its
-//     aggregates (drawKPL, simkpl.go).
+//     aggregates (drawKPL, simkpl.go), its on_position_reset earliest,
+//     latest or fail, and on half of those seeds an operator's seek to a
+//     sub-position its record does not have (drawSubSeek, simkplseek.go:
+//     the unit applies nothing from there and resets as its policy says,
+//     or waits for the simulated operator's seek).
 func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	rng := rand.New(rand.NewPCG(seed, ^seed))
 	nodes := 2 + rng.IntN(4)
@@ -581,6 +589,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 	drawPause(c, seed, step) // issue 13: an operator's pause and resume
 	drawSeeks(c, seed, stream.BatchSize, 4096, step)
 	drawExpiringSeek(c, seed, 4096, step) // a seek of a unit not there yet, that may expire
+	drawSubSeek(c, seed, kpl, step)       // a seek to a sub-position its record does not have
 	sort.SliceStable(res.Steps, func(i, j int) bool { return stepTime(res.Steps[i]) < stepTime(res.Steps[j]) })
 	c.Run(30 * time.Second)
 	res.Settled = c.Settle(3 * time.Minute)
@@ -588,6 +597,7 @@ func RandomRun(seed uint64, opt SimOptions) (SimResult, error) {
 		c.check("membership", fmt.Sprintf("the cluster's views did not converge within 30 s of settling: %v", c.Views()))
 	}
 	wire.check(c)
+	c.checkSubSeeks()
 	if opt.Inspect != nil {
 		opt.Inspect(c)
 	}

@@ -12,6 +12,11 @@ import (
 type simKPL struct {
 	rng *rand.Rand
 	wl  *Workload
+	// recs are the records published, by partition: their offsets and
+	// user records (0: a plain record), for the seeks to sub-positions
+	// they do not have (simkplseek.go)
+	recs   map[string][]kplRecord
+	policy actors.ResetPolicy
 }
 
 // drawKPL puts a stream of KPL-style aggregates into a random run (issue
@@ -21,7 +26,9 @@ type simKPL struct {
 // aggregates, so that batches, checkpoints and the kills, takeovers and
 // handovers of the run fall inside aggregates. The ledger expects each
 // user record at its sub-position "<offset>/<index>" exactly once, in
-// order, like any other message. tune fits the source to the run's store.
+// order, like any other message. tune fits the source to the run's store;
+// its on_position_reset is drawn apart (kplResetPolicy), for the seeks to
+// sub-positions its records do not have (simkplseek.go).
 func drawKPL(c *Cluster, seed uint64, tune func(*actors.SourceSpec), step func(time.Duration, string, ...any)) (*simKPL, error) {
 	rng := rand.New(rand.NewPCG(seed^0xa66, seed+0xa67))
 	if rng.IntN(10) >= 3 {
@@ -29,14 +36,15 @@ func drawKPL(c *Cluster, seed uint64, tune func(*actors.SourceSpec), step func(t
 	}
 	sp := actors.SourceSpec{Name: "kpl", Type: "memory", KeyField: "id", BatchSize: 2 + rng.IntN(7), MaxWait: 200 * time.Millisecond, MaxMessageBytes: 4096}
 	tune(&sp) // fitted to a store that takes little per batch, as orders is
+	sp.OnPositionReset = kplResetPolicy(seed)
 	parts := 1 + rng.IntN(3)
 	if _, err := c.AddStream(sp, parts); err != nil {
 		return nil, err
 	}
-	step(0, "stream kpl: %d partitions of KPL aggregates, batch %d", parts, sp.BatchSize)
+	step(0, "stream kpl: %d partitions of KPL aggregates, batch %d, on_position_reset %s", parts, sp.BatchSize, sp.OnPositionReset)
 	wl := NewWorkload(seed ^ 0xa66)
 	wl.MaxBytes = 4096
-	return &simKPL{rng: rng, wl: wl}, nil
+	return &simKPL{rng: rng, wl: wl, recs: map[string][]kplRecord{}, policy: sp.OnPositionReset}, nil
 }
 
 // publish adds about n messages to every partition of the kpl stream:
@@ -52,15 +60,18 @@ func (k *simKPL) publish(c *Cluster, n int) {
 			switch d := k.rng.IntN(10); {
 			case d < 6:
 				size := min(1+k.rng.IntN(12), left)
-				_, _ = c.PublishAggregate("kpl", p, k.wl.Batch(size)...)
+				pos, _ := c.PublishAggregate("kpl", p, k.wl.Batch(size)...)
+				k.note(p, pos, size)
 				left -= size
 			case d < 9:
-				_, _ = c.Publish("kpl", p, k.wl.Batch(1)...)
+				pos, _ := c.Publish("kpl", p, k.wl.Batch(1)...)
+				k.note(p, pos, 0)
 				left--
 			default:
 				m := k.wl.Batch(1)[0]
 				m.Reject = "KPL aggregate: MD5 checksum mismatch (simulated " + strconv.Itoa(left) + ")"
-				_, _ = c.Publish("kpl", p, m)
+				pos, _ := c.Publish("kpl", p, m)
+				k.note(p, pos, 0)
 				left--
 			}
 		}

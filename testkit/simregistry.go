@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
 	"sync"
 	"time"
 
@@ -21,20 +22,24 @@ import (
 // an outage meets ids the nodes have not fetched yet) and some under an
 // id the registry does not know. Checked at the end: every dead letter of
 // wire is one that decoding its message with the registry up gives too,
-// with the same reason: an outage never dead-letters a message.
+// with the same reason: an outage never dead-letters a message. Schemas
+// with references, some missing, are simregistryref.go's.
 
 // MemRegistry is a schema registry in memory (a decode.SchemaFetcher)
-// that can be taken down. Safe for concurrent use.
+// that can be taken down, wholly or for its subjects' versions only (the
+// lookups of references). Safe for concurrent use.
 type MemRegistry struct {
-	mu      sync.Mutex
-	down    bool
-	schemas map[int]brokers.RegisteredSchema
-	asked   map[int]int
+	mu       sync.Mutex
+	down     bool
+	refsDown bool
+	schemas  map[int]brokers.RegisteredSchema
+	versions map[string]brokers.RegisteredSchema // "subject/version"
+	asked    map[int]int
 }
 
 // NewMemRegistry is a registry holding schemas by id.
 func NewMemRegistry(schemas map[int]brokers.RegisteredSchema) *MemRegistry {
-	return &MemRegistry{schemas: schemas, asked: map[int]int{}}
+	return &MemRegistry{schemas: schemas, versions: map[string]brokers.RegisteredSchema{}, asked: map[int]int{}}
 }
 
 // errRegistryDown is what a down MemRegistry answers.
@@ -52,21 +57,39 @@ func (r *MemRegistry) SchemaByID(_ context.Context, id int) (brokers.RegisteredS
 	return s, ok, nil
 }
 
-// SchemaByVersion implements decode.SchemaFetcher; references are not
-// kept.
-func (r *MemRegistry) SchemaByVersion(context.Context, string, int) (brokers.RegisteredSchema, bool, error) {
+// SchemaByVersion implements decode.SchemaFetcher: a subject's version
+// added by AddVersion, the way a schema's references are looked up.
+func (r *MemRegistry) SchemaByVersion(_ context.Context, subject string, version int) (brokers.RegisteredSchema, bool, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.down {
+	if r.down || r.refsDown {
 		return brokers.RegisteredSchema{}, false, errRegistryDown
 	}
-	return brokers.RegisteredSchema{}, false, nil
+	s, ok := r.versions[subject+"/"+strconv.Itoa(version)]
+	return s, ok, nil
+}
+
+// AddVersion registers s as version of subject (a schema that others
+// refer to).
+func (r *MemRegistry) AddVersion(subject string, version int, s brokers.RegisteredSchema) {
+	r.mu.Lock()
+	r.versions[subject+"/"+strconv.Itoa(version)] = s
+	r.mu.Unlock()
 }
 
 // SetDown takes the registry down or brings it back.
 func (r *MemRegistry) SetDown(down bool) {
 	r.mu.Lock()
 	r.down = down
+	r.mu.Unlock()
+}
+
+// SetRefsDown makes the registry fail its subjects' versions only (the
+// schemas by id answer), or brings them back: the decoder then meets the
+// outage while it fetches a schema's references.
+func (r *MemRegistry) SetRefsDown(down bool) {
+	r.mu.Lock()
+	r.refsDown = down
 	r.mu.Unlock()
 }
 
@@ -84,6 +107,7 @@ type simWire struct {
 	wl    *Workload
 	next  int // the schema id of the next burst
 	parts int
+	refs  *simRefs // schemas with references (simregistryref.go)
 }
 
 const (
@@ -118,6 +142,7 @@ func drawWire(c *Cluster, seed uint64, limited bool, step func(time.Duration, st
 		return nil, err
 	}
 	step(0, "stream wire: JSON Schema in the wire format, %d partitions, its schemas from a registry", w.parts)
+	w.refs = drawRefs(c, seed, w.reg, step)
 	at := time.Duration(0)
 	if rng.IntN(2) == 0 {
 		at = time.Duration(rng.Int64N(int64(15 * time.Second)))
@@ -134,7 +159,8 @@ func drawWire(c *Cluster, seed uint64, limited bool, step func(time.Duration, st
 }
 
 // publish writes n messages of the next schema id (every 13th under the
-// unknown id) to wire's partitions.
+// unknown id, some under ids with references: simRefs.id) to wire's
+// partitions.
 func (w *simWire) publish(c *Cluster, n int) {
 	if w == nil {
 		return
@@ -142,14 +168,17 @@ func (w *simWire) publish(c *Cluster, n int) {
 	id := min(w.next, simWireIDs)
 	w.next++
 	for i, m := range w.wl.Batch(n) {
+		sid := 0
 		if !m.Tombstone && len(m.Value) > 0 {
-			sid := id
+			sid = w.refs.id(id, i)
 			if i%13 == 12 {
 				sid = simWireUnknown
 			}
 			m.Value = WireFrame(sid, m.Value)
 		}
-		_, _ = c.Publish("wire", fmt.Sprint(i%w.parts), m)
+		part := fmt.Sprint(i % w.parts)
+		pos, _ := c.Publish("wire", part, m)
+		w.refs.published("wire/"+part, pos, sid, m, w.spec.MaxMessageBytes)
 	}
 }
 
@@ -165,7 +194,9 @@ func (w *simWire) check(c *Cluster) {
 		c.check("wire", "read the dead letters: "+err.Error())
 		return
 	}
+	w.refs.check(c, dls)
 	w.reg.SetDown(false)
+	w.reg.SetRefsDown(false)
 	dc := decode.Config{KeyField: w.spec.KeyField, MaxBytes: w.spec.MaxMessageBytes, Format: w.spec.Format,
 		Registry: decode.NewRegistryFrom("check", w.reg, 0)}
 	for _, dl := range dls {
