@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -137,7 +138,7 @@ func (e *env) runLatency(ctx context.Context, addr string, w *workload, source s
 // minus the message's timestamp. It returns once total (sent when the
 // producer is done) messages are measured, or 60 s after total arrives.
 func (e *env) pollLatencies(ctx context.Context, source string, pub *published, total <-chan int, nodes *nodeSet, lats *[]time.Duration) error {
-	next := make([]int, len(pub.base)) // next index into pub.ts[p] to measure
+	cov := newCoverage(len(pub.base))
 	want := -1
 	var deadline <-chan time.Time
 	poll := time.NewTicker(latencyPoll)
@@ -146,22 +147,10 @@ func (e *env) pollLatencies(ctx context.Context, source string, pub *published, 
 		cps, err := e.store.Checkpoints(ctx, source)
 		seen := time.Now()
 		if err == nil {
-			at := positions(source, cps)
-			pub.mu.Lock()
-			for p := range next {
-				off, ok := at[p]
-				if !ok {
-					continue
-				}
-				for ; next[p] < len(pub.ts[p]) && pub.base[p]+int64(next[p]) <= off; next[p]++ {
-					ts := pub.ts[p][next[p]]
-					if ts.IsZero() { // its produce callback has not run yet
-						break
-					}
-					*lats = append(*lats, seen.Sub(ts))
-				}
+			for p, off := range positions(source, cps) {
+				cov.observe(p, off, seen)
 			}
-			pub.mu.Unlock()
+			cov.measure(pub, lats)
 		}
 		if dead := nodes.dead(); dead != nil {
 			return dead
@@ -178,4 +167,63 @@ func (e *env) pollLatencies(ctx context.Context, source string, pub *published, 
 		}
 	}
 	return nil
+}
+
+// coverage attributes to each published message the first checkpoint poll
+// that covered its offset. A message's offset and timestamp are known only
+// once its produce callback ran, which may be after a poll found it
+// applied (the node fetched it from the broker before the producer heard
+// back): so every poll that moved a partition's checkpoint is kept, as a
+// mark, until the messages it covers are measured, and a message is
+// measured against the first mark at or past its offset, not against the
+// poll at which its timestamp became known (that overstated the latency
+// of every message acknowledged late by up to the time its ack took).
+type coverage struct {
+	marks [][]mark // per partition, offsets increasing
+	next  []int    // per partition, the next index into published.ts to measure
+}
+
+type mark struct {
+	off  int64 // the checkpoint: messages at offsets up to it are applied
+	seen time.Time
+}
+
+func newCoverage(partitions int) *coverage {
+	return &coverage{marks: make([][]mark, partitions), next: make([]int, partitions)}
+}
+
+// observe records that a poll at seen read partition p's checkpoint at off.
+func (c *coverage) observe(p int, off int64, seen time.Time) {
+	if p < 0 || p >= len(c.marks) {
+		return
+	}
+	if m := c.marks[p]; len(m) == 0 || off > m[len(m)-1].off {
+		c.marks[p] = append(m, mark{off: off, seen: seen})
+	}
+}
+
+// measure appends the latency of every message whose timestamp is known
+// and that a mark covers, in offset order per partition, and forgets the
+// marks no message left to measure needs.
+func (c *coverage) measure(pub *published, lats *[]time.Duration) {
+	pub.mu.Lock()
+	defer pub.mu.Unlock()
+	for p := range c.next {
+		m := c.marks[p]
+		for c.next[p] < len(pub.ts[p]) {
+			off := pub.base[p] + int64(c.next[p])
+			i, _ := slices.BinarySearchFunc(m, off, func(k mark, off int64) int { return cmp.Compare(k.off, off) })
+			if i == len(m) {
+				break // not applied yet
+			}
+			ts := pub.ts[p][c.next[p]]
+			if ts.IsZero() { // its produce callback has not run yet: its marks stay
+				break
+			}
+			*lats = append(*lats, m[i].seen.Sub(ts))
+			c.next[p]++
+			m = m[i:]
+		}
+		c.marks[p] = m
+	}
 }
