@@ -110,7 +110,7 @@ func (r *Reader) checkLocked() error {
 func (r *Reader) readLocked(max int) (brokers.Result, error) {
 	p := r.p
 	if p.gone {
-		if _, ok := r.s.byID[p.id]; !ok {
+		if _, ok := r.s.lookupLocked(p.id); !ok {
 			return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %q: the stream was recreated without it: %w", p.id, brokers.ErrUnknownPartition)}
 		}
 		return brokers.Result{}, &brokers.Error{Op: OpFetch, Err: fmt.Errorf("partition %s at %d: the stream was recreated: %w", p.id, r.next, brokers.ErrPositionUnknown)}

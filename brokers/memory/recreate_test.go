@@ -171,3 +171,25 @@ func TestForget(t *testing.T) {
 		t.Fatalf("forget of an unknown partition: %v", err)
 	}
 }
+
+// Partitions are found by their index (no map by id is kept): an id that
+// parses to an index but is not that index's name is unknown.
+func TestStreamKnowsOnlyItsOwnPartitionNames(t *testing.T) {
+	ctx := context.Background()
+	s, err := NewStream(StreamConfig{Partitions: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"01", "+1", "-0", " 1", "1 ", "3", "-1", "x", ""} {
+		if _, err := s.Open(ctx, id, brokers.Start{}); !errors.Is(err, brokers.ErrUnknownPartition) {
+			t.Errorf("open %q: %v, want ErrUnknownPartition", id, err)
+		}
+	}
+	for _, id := range []string{"0", "1", "2"} {
+		r, err := s.Open(ctx, id, brokers.Start{})
+		if err != nil {
+			t.Fatalf("open %q: %v", id, err)
+		}
+		_ = r.Close()
+	}
+}
