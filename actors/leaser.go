@@ -27,9 +27,10 @@ import (
 // the store rewrites a lease row only when its expiry is within half its
 // TTL, so an idle node costs a row write per lease per TTL/2, and the
 // leaser passes every lease back as the store last returned it (its
-// ExpiresAt decides which are due). What a round sends is kept and sent
-// again while no lease changed (renewBatch), so a round of idle units
-// costs the leaser one comparison per lease and no lookup.
+// ExpiresAt decides which are due). Each round builds what it sends from
+// the table of held leases (renewBatch) and drops it with its answer:
+// kept between rounds, it was 136 bytes per lease besides the table
+// (issue 12 item 5), and building it costs a sort of the units per round.
 //
 // Units register a lease when they acquire it and drop it when they
 // release or lose it. A lease the store reports lost is told to its unit
@@ -42,7 +43,6 @@ type leaser struct {
 	node   *nodeEnv
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
-	batch  *renewBatch           // what the next round sends; nil when a lease changed since
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
@@ -102,8 +102,7 @@ type (
 		err   error
 	}
 	renewDone struct {
-		batch   *renewBatch
-		sent    []persistence.Lease // as the round passed them (batch.sent)
+		sent    []persistence.Lease // as the round passed them (renewBatch.sent)
 		renewed []persistence.Lease
 		lost    []string
 		err     error
@@ -147,9 +146,6 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *actor.Started:
 		l.schedule(ctx)
 	case *leaseHeld:
-		if !mutate.On(mutate.StaleRenewBatch) {
-			l.batch = nil
-		}
 		l.held[m.lease.Unit] = &heldLease{lease: refOf(m.lease), ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseTTL:
 		// a source added at run time: its leases must be renewed in time
@@ -248,18 +244,12 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 // drop forgets the lease of unit.
 func (l *leaser) drop(unit string) {
 	delete(l.held, unit)
-	l.batch = nil
 }
 
 // renewBatch is what a round sends: every held lease in sent, grouped by
 // TTL (one RenewLeases call per TTL, in the order of ttls; each group is
-// a part of sent, so sent is in the order of the answers). A round in
-// flight reads it, so the actor changes it only when no round is in
-// flight: when that round's answer comes back (done), where it writes the
-// leases extended into it. A lease registered, dropped or renewed alone
-// (possibly while a round is in flight) makes the leaser build a new one
-// for the next round. Idle units thus cost no per-lease work in the
-// leaser in most rounds.
+// a part of sent, so sent is in the order of the answers). Each round
+// builds its own from the table and only its job reads it.
 type renewBatch struct {
 	sent  []persistence.Lease
 	ttls  []time.Duration
@@ -270,9 +260,8 @@ type renewBatch struct {
 func (l *leaser) newBatch() *renewBatch {
 	b := &renewBatch{sent: make([]persistence.Lease, 0, len(l.held)), byTTL: map[time.Duration][]persistence.Lease{}}
 	one, owner := true, l.node.env.Node
-	// in the units' order; sorted anew each time rather than kept: the
-	// sorted list was 40 bytes per held lease (issue 12 item 5), and a
-	// batch is built only when a lease changed
+	// in the units' order (sorted each round rather than kept: the sorted
+	// list was 40 bytes per held lease, issue 12 item 5)
 	for _, u := range slices.Sorted(maps.Keys(l.held)) {
 		h := l.held[u]
 		if len(b.ttls) == 0 {
@@ -329,10 +318,7 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	if l.batch == nil {
-		l.batch = l.newBatch()
-	}
-	b := l.batch
+	b := l.newBatch()
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -341,7 +327,7 @@ func (l *leaser) round(ctx actor.Context) {
 		controls = readControls(l.node)
 	}
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
-		d := &renewDone{batch: b, sent: b.sent}
+		d := &renewDone{sent: b.sent}
 		defer func() {
 			if d.err == nil && controls != nil {
 				d.controls = controls(c) // the round's one read of the controls table (controls.go)
@@ -392,9 +378,7 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 	// rounds extend no lease or few: an answer equal to what was sent
 	// changes nothing (the leaser keeps its lease, the tree is left
 	// alone) and costs no lookup; one that differs is written into the
-	// batch too, if it is still the next round's (no round is in flight
-	// now), so the next round sends it as the store returned it.
-	patch := d.batch == l.batch
+	// table, so the next round sends it as the store returned it.
 	i := 0
 	for _, nl := range d.renewed {
 		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
@@ -409,12 +393,6 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		}
 		ref := refOf(nl)
 		moved := h.lease.expires != ref.expires
-		switch {
-		case patch && i < len(d.sent): // d.sent[i] is nl's lease
-			l.batch.sent[i] = nl
-		case h.lease != ref || nl.Owner != l.node.env.Node:
-			l.batch, patch = nil, false
-		}
 		h.lease = ref
 		if moved {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
@@ -482,7 +460,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
-		h.lease, l.batch = refOf(r.lease), nil
+		h.lease = refOf(r.lease)
 		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -23,8 +24,13 @@ import (
 type IdleResult struct {
 	Units int
 	// RSS and BaseRSS are the resident memory (bytes) of the Units-unit
-	// and of the 1-unit node at the end of their windows.
-	RSS, BaseRSS int64
+	// and of the 1-unit node: the median of its samples, one a second
+	// over the node's window and one at its end. A single reading moved
+	// by up to 9 MB from run to run with the GC cycle it fell in (the
+	// 1-unit node's heap is a few MB); RSSMax and BaseRSSMax are the
+	// largest samples.
+	RSS, BaseRSS       int64
+	RSSMax, BaseRSSMax int64
 	// CPU and BaseCPU are the node's CPU time over its window, in percent
 	// of one core.
 	CPU, BaseCPU float64
@@ -42,8 +48,8 @@ func (r IdleResult) PerUnit() float64 {
 
 // Line is the last line Run prints with Options.Idle.
 func (r IdleResult) Line() string {
-	return fmt.Sprintf("bench: idle units=%d rss=%.1fMB base_rss=%.1fMB per_unit=%.1fKB cpu=%.1f%% base_cpu=%.1f%% window=%s",
-		r.Units, mb(r.RSS), mb(r.BaseRSS), r.PerUnit()/1024, r.CPU, r.BaseCPU, r.Window)
+	return fmt.Sprintf("bench: idle units=%d rss=%.1fMB base_rss=%.1fMB per_unit=%.1fKB cpu=%.1f%% base_cpu=%.1f%% window=%s rss_max=%.1fMB base_rss_max=%.1fMB",
+		r.Units, mb(r.RSS), mb(r.BaseRSS), r.PerUnit()/1024, r.CPU, r.BaseCPU, r.Window, mb(r.RSSMax), mb(r.BaseRSSMax))
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }
@@ -56,50 +62,51 @@ func runIdle(ctx context.Context, o Options, out io.Writer) (*IdleResult, error)
 	fmt.Fprintf(out, "bench: idle units on memory sources, SQLite, one node process each: 1 unit (%s), then %d units (%s)\n",
 		res.BaseWindow, o.Idle, o.IdleWindow)
 	var err error
-	if res.BaseRSS, res.BaseCPU, err = idleNode(ctx, o, 1, res.BaseWindow); err != nil {
+	if res.BaseRSS, res.BaseRSSMax, res.BaseCPU, err = idleNode(ctx, o, 1, res.BaseWindow); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "idle: 1 unit: rss=%.1fMB cpu=%.1f%% of a core over %s\n", mb(res.BaseRSS), res.BaseCPU, res.BaseWindow)
-	if res.RSS, res.CPU, err = idleNode(ctx, o, o.Idle, o.IdleWindow); err != nil {
+	fmt.Fprintf(out, "idle: 1 unit: rss=%.1fMB (median of one sample a second; max %.1fMB) cpu=%.1f%% of a core over %s\n",
+		mb(res.BaseRSS), mb(res.BaseRSSMax), res.BaseCPU, res.BaseWindow)
+	if res.RSS, res.RSSMax, res.CPU, err = idleNode(ctx, o, o.Idle, o.IdleWindow); err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(out, "idle: %d units: rss=%.1fMB (%.1fKB per unit above 1 unit) cpu=%.1f%% of a core over %s\n",
-		o.Idle, mb(res.RSS), res.PerUnit()/1024, res.CPU, o.IdleWindow)
+	fmt.Fprintf(out, "idle: %d units: rss=%.1fMB (median of one sample a second; max %.1fMB; %.1fKB per unit above 1 unit) cpu=%.1f%% of a core over %s\n",
+		o.Idle, mb(res.RSS), mb(res.RSSMax), res.PerUnit()/1024, res.CPU, o.IdleWindow)
 	fmt.Fprintln(out, res.Line())
 	return res, nil
 }
 
 // idleNode runs a node process with units idle units until every unit
 // has opened (its start is recorded as a checkpoint), then measures its
-// CPU over window and its RSS at the end.
-func idleNode(ctx context.Context, o Options, units int, window time.Duration) (rss int64, cpu float64, err error) {
+// CPU over window and its RSS over it (median and largest sample).
+func idleNode(ctx context.Context, o Options, units int, window time.Duration) (rss, rssMax int64, cpu float64, err error) {
 	dbPath := filepath.Join(o.Dir, fmt.Sprintf("idle-%d.db", units))
 	for _, f := range []string{dbPath, dbPath + "-wal", dbPath + "-shm"} {
 		// a fresh store: units whose start an earlier run recorded would
 		// count as open at once, and the window would measure start-up
 		if err := os.Remove(f); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return 0, 0, fmt.Errorf("idle store: %w", err)
+			return 0, 0, 0, fmt.Errorf("idle store: %w", err)
 		}
 	}
 	storeURL := "sqlite:" + dbPath
 	st, err := stores.Open(ctx, storeURL, stores.Options{})
 	if err != nil {
-		return 0, 0, fmt.Errorf("idle store: %w", err)
+		return 0, 0, 0, fmt.Errorf("idle store: %w", err)
 	}
 	defer st.Close()
 	ports, err := freeport.Take(1)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	name := fmt.Sprintf("idle-%d", units)
 	cfg, names, sizes := IdleConfig(name, ports[0], units)
 	path := filepath.Join(o.Dir, name+".yaml")
 	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	p, err := startProc(o.Binary, name, path, filepath.Join(o.Dir, name+".log"), []string{storeEnv + "=" + storeURL})
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	s := &nodeSet{procs: []*proc{p}}
 	defer s.stop()
@@ -118,11 +125,11 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 			}
 		}
 		if err := s.dead(); err != nil {
-			return 0, 0, err
+			return 0, 0, 0, err
 		}
 		select {
 		case <-wctx.Done():
-			return 0, 0, fmt.Errorf("idle: %d of %d units opened in time; see %s", opened, units, p.log)
+			return 0, 0, 0, fmt.Errorf("idle: %d of %d units opened in time; see %s", opened, units, p.log)
 		case <-t.C:
 		}
 	}
@@ -130,25 +137,36 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 	pid := p.cmd.Process.Pid
 	c0, err := cpuTicks(pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	began := time.Now()
-	select {
-	case <-ctx.Done():
-		return 0, 0, ctx.Err()
-	case <-time.After(window):
+	var samples []int64
+	every := time.NewTicker(time.Second)
+	defer every.Stop()
+	end := time.After(window)
+	for done := false; !done; {
+		select {
+		case <-ctx.Done():
+			return 0, 0, 0, ctx.Err()
+		case <-every.C:
+		case <-end:
+			done = true
+		}
+		b, err := residentBytes(pid)
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		samples = append(samples, b)
 	}
 	c1, err := cpuTicks(pid)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
 	took := time.Since(began)
-	if rss, err = residentBytes(pid); err != nil {
-		return 0, 0, err
-	}
 	// /proc counts CPU in clock ticks, USER_HZ: 100 on Linux
 	cpu = float64(c1-c0) / 100 / took.Seconds() * 100
-	return rss, cpu, s.dead()
+	rss, rssMax = medianMax(samples)
+	return rss, rssMax, cpu, s.dead()
 }
 
 // IdleConfig is the config of an idle node named name with units idle
@@ -192,6 +210,13 @@ func cpuTicks(pid int) (int64, error) {
 		return 0, fmt.Errorf("idle: /proc/%d/stat: utime %q stime %q", pid, f[11], f[12])
 	}
 	return u + s, nil
+}
+
+// medianMax is the median (the lower middle of an even count) and the
+// largest of samples, which must not be empty.
+func medianMax(samples []int64) (median, largest int64) {
+	sorted := slices.Sorted(slices.Values(samples))
+	return sorted[(len(sorted)-1)/2], sorted[len(sorted)-1]
 }
 
 // residentBytes is VmRSS of /proc/PID/status.
