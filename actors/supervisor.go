@@ -32,10 +32,15 @@ type supervisor struct {
 	self *actor.PID
 	sup  actor.Supervisor // this actor's context, for RestartChildren
 
-	units    map[string]brokers.Partition // discovered, by unit id
-	finished map[string]bool              // units read to their end
-	stale    map[string]bool              // units whose finished checkpoint is of an earlier stream
-	cooldown map[string]time.Time         // units that lost their lease: not started again before
+	units map[string]struct{} // discovered, by unit id
+	// parents are the listed parents of the discovered units that have
+	// any (a split's or merge's children), by unit id: apart from units,
+	// whose map so holds no value (a brokers.Partition per unit was 50
+	// bytes of map per idle unit, issue 12 item 5).
+	parents  map[string][]string
+	finished map[string]bool      // units read to their end
+	stale    map[string]bool      // units whose finished checkpoint is of an earlier stream
+	cooldown map[string]time.Time // units that lost their lease: not started again before
 	// eligibleSorted caches the units placement is asked about (listed,
 	// not finished), sorted; nil when units or finished changed since
 	// (unitsChanged). A reconcile runs at every child's end: sorting
@@ -300,7 +305,7 @@ func (s *supervisor) start(ctx actor.Context) {
 	s.self = ctx.Self()
 	s.sup, _ = ctx.(actor.Supervisor)
 	s.jobs, s.cancel = context.WithCancel(s.node.ctx)
-	s.units = map[string]brokers.Partition{}
+	s.units, s.parents = map[string]struct{}{}, nil
 	s.finished = map[string]bool{}
 	s.unitsChanged()
 	s.stale = map[string]bool{}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -127,6 +128,12 @@ func (s *supervisor) recordPlacement(kind, unit string) {
 	s.node.env.Events.Record(e)
 }
 
+// partition is the broker's partition of unit ("<source>/<ID>"), with
+// the parents its last discovery listed.
+func (s *supervisor) partition(unit string) brokers.Partition {
+	return brokers.Partition{ID: strings.TrimPrefix(unit, s.spec.Name+"/"), Parents: s.parents[unit]}
+}
+
 // eligibleUnits are the units placement is asked about: listed and not
 // finished, sorted. The caller must not change the slice.
 func (s *supervisor) eligibleUnits() []string {
@@ -159,7 +166,7 @@ func (s *supervisor) spawn(ctx actor.Context, unit string, slot bool) {
 // spawnChild spawns c's actor: a new unit, or one activated from its
 // passive record r.
 func (s *supervisor) spawnChild(ctx actor.Context, c *child, r *passiveUnit) {
-	p := s.units[c.unit]
+	p := s.partition(c.unit)
 	node, spec := s.node, s.spec
 	_, initial := slices.BinarySearch(s.initial, c.unit)
 	initial = initial || spec.isQueue()
@@ -398,7 +405,7 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 	s.sup.RestartChildren(c.pid)
 	// the new incarnation starts with the parents it was spawned with:
 	// tell it those listed now
-	if p, ok := s.units[c.unit]; ok && !s.spec.isQueue() {
-		ctx.Send(c.pid, &parentsListed{parents: p.Parents})
+	if _, ok := s.units[c.unit]; ok && !s.spec.isQueue() {
+		ctx.Send(c.pid, &parentsListed{parents: s.parents[c.unit]})
 	}
 }

@@ -109,7 +109,8 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 	for _, p := range m.parts {
 		listed[p.ID] = true
 	}
-	units := make(map[string]brokers.Partition, len(m.parts))
+	units := make(map[string]struct{}, len(m.parts))
+	var parentsOf map[string][]string
 	for _, p := range m.parts {
 		// A parent the stream no longer lists (aged past retention) counts
 		// as finished: nothing of it can be read any more.
@@ -119,17 +120,22 @@ func (s *supervisor) onDiscovered(ctx actor.Context, m *discovered) {
 				parents = append(parents, par)
 			}
 		}
-		p.Parents = parents
 		u := s.spec.Name + "/" + p.ID
-		if c, ok := s.children[u]; ok && len(parents) < len(s.units[u].Parents) {
+		if c, ok := s.children[u]; ok && len(parents) < len(s.parents[u]) {
 			s.tell(ctx, c, &parentsListed{parents: parents})
 		}
-		units[u] = p
+		units[u] = struct{}{}
+		if len(parents) > 0 {
+			if parentsOf == nil {
+				parentsOf = map[string][]string{}
+			}
+			parentsOf[u] = parents
+		}
 	}
 	if len(units) != len(s.units) {
 		s.node.env.trace("discovered", s.spec.Name, strconv.Itoa(len(units)))
 	}
-	s.units = units
+	s.units, s.parents = units, parentsOf
 	for u := range m.finished {
 		s.finished[u] = true
 	}
