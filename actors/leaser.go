@@ -27,10 +27,9 @@ import (
 // the store rewrites a lease row only when its expiry is within half its
 // TTL, so an idle node costs a row write per lease per TTL/2, and the
 // leaser passes every lease back as the store last returned it (its
-// ExpiresAt decides which are due). Each round builds what it sends from
-// the table of held leases (renewBatch) and drops it with its answer:
-// kept between rounds, it was 136 bytes per lease besides the table
-// (issue 12 item 5).
+// ExpiresAt decides which are due). What a round sends is kept and sent
+// again while no lease changed (renewBatch), so a round of idle units
+// costs the leaser one comparison per lease and no lookup.
 //
 // Units register a lease when they acquire it and drop it when they
 // release or lose it. A lease the store reports lost is told to its unit
@@ -43,7 +42,7 @@ type leaser struct {
 	node   *nodeEnv
 	orphan []persistence.Lease   // of an earlier process of this node, not released yet (swept)
 	held   map[string]*heldLease // by unit; outlives a restart of the actor (leaseTable)
-	order  []string              // held's units, sorted (exactly as long as its room); nil when a unit came or went since
+	batch  *renewBatch           // what the next round sends; nil when a lease changed since
 	busy   bool                  // a round is in flight
 	timer  clock.Timer
 	every  time.Duration
@@ -103,7 +102,8 @@ type (
 		err   error
 	}
 	renewDone struct {
-		sent    []persistence.Lease // as the round passed them (renewBatch.sent)
+		batch   *renewBatch
+		sent    []persistence.Lease // as the round passed them (batch.sent)
 		renewed []persistence.Lease
 		lost    []string
 		err     error
@@ -147,8 +147,8 @@ func (l *leaser) Receive(ctx actor.Context) {
 	case *actor.Started:
 		l.schedule(ctx)
 	case *leaseHeld:
-		if _, ok := l.held[m.lease.Unit]; !ok {
-			l.order = nil
+		if !mutate.On(mutate.StaleRenewBatch) {
+			l.batch = nil
 		}
 		l.held[m.lease.Unit] = &heldLease{lease: refOf(m.lease), ttl: m.ttl, pid: m.pid, source: m.source}
 	case *leaseTTL:
@@ -248,13 +248,18 @@ func stillOwned(ls []persistence.Lease, o persistence.Lease) bool {
 // drop forgets the lease of unit.
 func (l *leaser) drop(unit string) {
 	delete(l.held, unit)
-	l.order = nil
+	l.batch = nil
 }
 
 // renewBatch is what a round sends: every held lease in sent, grouped by
 // TTL (one RenewLeases call per TTL, in the order of ttls; each group is
-// a part of sent, so sent is in the order of the answers). Each round
-// builds its own from the table and only its job reads it.
+// a part of sent, so sent is in the order of the answers). A round in
+// flight reads it, so the actor changes it only when no round is in
+// flight: when that round's answer comes back (done), where it writes the
+// leases extended into it. A lease registered, dropped or renewed alone
+// (possibly while a round is in flight) makes the leaser build a new one
+// for the next round. Idle units thus cost no per-lease work in the
+// leaser in most rounds.
 type renewBatch struct {
 	sent  []persistence.Lease
 	ttls  []time.Duration
@@ -265,7 +270,10 @@ type renewBatch struct {
 func (l *leaser) newBatch() *renewBatch {
 	b := &renewBatch{sent: make([]persistence.Lease, 0, len(l.held)), byTTL: map[time.Duration][]persistence.Lease{}}
 	one, owner := true, l.node.env.Node
-	for _, u := range l.units() {
+	// in the units' order; sorted anew each time rather than kept: the
+	// sorted list was 40 bytes per held lease (issue 12 item 5), and a
+	// batch is built only when a lease changed
+	for _, u := range slices.Sorted(maps.Keys(l.held)) {
 		h := l.held[u]
 		if len(b.ttls) == 0 {
 			b.ttls = append(b.ttls, h.ttl)
@@ -307,21 +315,6 @@ func sameLease(a, b persistence.Lease) bool {
 		a.ExpiresAt.Equal(b.ExpiresAt) && a.AcquiredAt.Equal(b.AcquiredAt)
 }
 
-// units are the units of held, sorted: rounds renew them in this order.
-// The list is kept between rounds (sorting 10,000 names every round was a
-// sixth of an idle node's CPU) with no spare room (16 bytes per unit, not
-// the 40 that append's doubling left).
-func (l *leaser) units() []string {
-	if l.order == nil {
-		l.order = make([]string, 0, len(l.held))
-		for u := range l.held {
-			l.order = append(l.order, u)
-		}
-		slices.Sort(l.order)
-	}
-	return l.order
-}
-
 func (l *leaser) schedule(ctx actor.Context) {
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	l.timer = l.node.env.Clock.AfterFunc(l.every, func() { root.Send(self, &renewTick{}) })
@@ -336,7 +329,10 @@ func (l *leaser) round(ctx actor.Context) {
 	if l.busy {
 		return
 	}
-	b := l.newBatch()
+	if l.batch == nil {
+		l.batch = l.newBatch()
+	}
+	b := l.batch
 	l.busy = true
 	store, owner := l.node.env.Store, l.node.env.Node
 	self, root := ctx.Self(), ctx.ActorSystem().Root
@@ -345,7 +341,7 @@ func (l *leaser) round(ctx actor.Context) {
 		controls = readControls(l.node)
 	}
 	l.node.env.Executor.Go(exec.WithLabel(l.node.ctx, "renew"), func(c context.Context) any {
-		d := &renewDone{sent: b.sent}
+		d := &renewDone{batch: b, sent: b.sent}
 		defer func() {
 			if d.err == nil && controls != nil {
 				d.controls = controls(c) // the round's one read of the controls table (controls.go)
@@ -396,7 +392,9 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 	// rounds extend no lease or few: an answer equal to what was sent
 	// changes nothing (the leaser keeps its lease, the tree is left
 	// alone) and costs no lookup; one that differs is written into the
-	// table, so the next round sends it as the store returned it.
+	// batch too, if it is still the next round's (no round is in flight
+	// now), so the next round sends it as the store returned it.
+	patch := d.batch == l.batch
 	i := 0
 	for _, nl := range d.renewed {
 		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
@@ -411,6 +409,12 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		}
 		ref := refOf(nl)
 		moved := h.lease.expires != ref.expires
+		switch {
+		case patch && i < len(d.sent): // d.sent[i] is nl's lease
+			l.batch.sent[i] = nl
+		case h.lease != ref || nl.Owner != l.node.env.Node:
+			l.batch, patch = nil, false
+		}
 		h.lease = ref
 		if moved {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
@@ -478,7 +482,7 @@ func (l *leaser) doneOne(ctx actor.Context, r *renewedOne) {
 	case r.err != nil:
 		l.node.env.trace("renew-failed", r.unit, r.err.Error()) // the next round tries again
 	default:
-		h.lease = refOf(r.lease)
+		h.lease, l.batch = refOf(r.lease), nil
 		l.node.reg.leaseRenewed(h.source, r.unit, r.token, r.lease.ExpiresAt)
 	}
 }

@@ -34,8 +34,8 @@ type supervisor struct {
 
 	units map[string]struct{} // discovered, by unit id
 	// parents are the listed parents of the discovered units that have
-	// any (a split's or merge's children), by unit id: apart from units,
-	// whose map so holds no value (a brokers.Partition per unit was 50
+	// any (a split's or merge's children), by unit id: kept apart from
+	// units, which so holds no value (a brokers.Partition per unit was 50
 	// bytes of map per idle unit, issue 12 item 5).
 	parents  map[string][]string
 	finished map[string]bool      // units read to their end

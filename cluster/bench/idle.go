@@ -25,7 +25,9 @@ type IdleResult struct {
 	Units int
 	// RSS and BaseRSS are the resident memory (bytes) of the Units-unit
 	// and of the 1-unit node: the median of its samples, one a second
-	// over the node's window and one at its end. A single reading moved
+	// over the second half of the node's window and one at its end (the
+	// first half leaves the start-up to settle: units passivate, the
+	// scavenger returns the start's heap). A single reading moved
 	// by up to 9 MB from run to run with the GC cycle it fell in (the
 	// 1-unit node's heap is a few MB); RSSMax and BaseRSSMax are the
 	// largest samples.
@@ -78,7 +80,8 @@ func runIdle(ctx context.Context, o Options, out io.Writer) (*IdleResult, error)
 
 // idleNode runs a node process with units idle units until every unit
 // has opened (its start is recorded as a checkpoint), then measures its
-// CPU over window and its RSS over it (median and largest sample).
+// CPU over window and its RSS over the window's second half (median and
+// largest sample).
 func idleNode(ctx context.Context, o Options, units int, window time.Duration) (rss, rssMax int64, cpu float64, err error) {
 	dbPath := filepath.Join(o.Dir, fmt.Sprintf("idle-%d.db", units))
 	for _, f := range []string{dbPath, dbPath + "-wal", dbPath + "-shm"} {
@@ -151,6 +154,9 @@ func idleNode(ctx context.Context, o Options, units int, window time.Duration) (
 		case <-every.C:
 		case <-end:
 			done = true
+		}
+		if !done && time.Since(began) < window/2 {
+			continue
 		}
 		b, err := residentBytes(pid)
 		if err != nil {

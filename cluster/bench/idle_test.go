@@ -2,7 +2,7 @@ package bench
 
 import "testing"
 
-// The idle figure is the median of one RSS sample a second.
+// The idle figure is the median of its RSS samples.
 func TestMedianMax(t *testing.T) {
 	for _, c := range []struct {
 		in          []int64

@@ -134,8 +134,8 @@ func (e *env) runLatency(ctx context.Context, addr string, w *workload, source s
 }
 
 // pollLatencies reads the checkpoints every latencyPoll and appends to
-// lats, for each message a checkpoint newly covers, the time of that read
-// minus the message's timestamp. It returns once total (sent when the
+// lats, for each message, the time of the first read whose checkpoint
+// covered it minus the message's timestamp (coverage). It returns once total (sent when the
 // producer is done) messages are measured, or 60 s after total arrives.
 func (e *env) pollLatencies(ctx context.Context, source string, pub *published, total <-chan int, nodes *nodeSet, lats *[]time.Duration) error {
 	cov := newCoverage(len(pub.base))

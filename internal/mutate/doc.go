@@ -88,6 +88,11 @@ const (
 	// shows lag_seconds -1 instead of 0 (issue 13 item 6).
 	CaughtUpUnknown = "caught-up-unknown"
 
+	// StaleRenewBatch: the leaser's next round sends the batch of the
+	// last one again after a unit registered a lease (a new unit, or a
+	// new token), so that lease is never renewed (issue 12 item 5).
+	StaleRenewBatch = "stale-renew-batch"
+
 	// PauseOnlyLocal: the renewal rounds do not read the controls table,
 	// so a node learns of a pause only at its start and when it writes
 	// the control itself; a unit that moves to a node that was running
@@ -139,7 +144,7 @@ var All = []string{
 	ReadUncommitted, TakeoverAtOnce, FailuresSpanSuccess, NoExtend, NackConcurrent, SupervisorLeak,
 	PlaceIgnoringSources, RefetchFailedBatch, NoStoreDeadline,
 	NoBatchBytes, WholeDeadLetters, RetryPermanent, RefuseAtOnce,
-	GhostUnits, StaleStateMetrics,
+	GhostUnits, StaleStateMetrics, StaleRenewBatch,
 	CaughtUpUnknown, PauseOnlyLocal, SeekKeepsAhead, AnonymousTakeover, NoStreamID,
 	SeekNeverDone, ExpiredSeekApplied, SeekAgeByNodeClock, RegistryDeadLetters,
 }
