@@ -135,8 +135,9 @@ func (e *env) runLatency(ctx context.Context, addr string, w *workload, source s
 
 // pollLatencies reads the checkpoints every latencyPoll and appends to
 // lats, for each message, the time of the first read whose checkpoint
-// covered it minus the message's timestamp (coverage). It returns once total (sent when the
-// producer is done) messages are measured, or 60 s after total arrives.
+// covered it minus the message's timestamp (coverage). It returns once
+// total (sent when the producer is done) messages are measured, or 60 s
+// after total arrives.
 func (e *env) pollLatencies(ctx context.Context, source string, pub *published, total <-chan int, nodes *nodeSet, lats *[]time.Duration) error {
 	cov := newCoverage(len(pub.base))
 	want := -1
