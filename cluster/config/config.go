@@ -97,6 +97,12 @@ type Node struct {
 	// its unit's owner: an older one is never carried out, it is marked
 	// done with an error saying it expired (default 5m, 10s to 24h).
 	SeekExpiry time.Duration `yaml:"seek_expiry" json:"seek_expiry"`
+	// GCTuning is how drover node sets the Go collector's GOGC: adaptive
+	// (the default) keeps it low while the node allocates little (idle
+	// units: less resident heap) and at Go's default under load
+	// (internal/gctune); off leaves the runtime's own. Either way a GOGC
+	// or GOMEMLIMIT in the environment wins: the tuner stays off.
+	GCTuning string `yaml:"gc_tuning" json:"gc_tuning"`
 }
 
 // DebugTLS is node.debug_tls: paths of PEM files, never their content (so

@@ -107,6 +107,20 @@ func TestSeekExpirySetting(t *testing.T) {
 	}
 }
 
+// node.gc_tuning is adaptive unless the file says off.
+func TestGCTuningSetting(t *testing.T) {
+	const src = "sources: [{name: a, type: kafka, kafka: {brokers: ['h:1'], topic: t}}]\n"
+	for y, want := range map[string]string{"": "adaptive", "node: {gc_tuning: off}\n": "off"} {
+		c, errs := parse(t, y+src)
+		if errs != nil {
+			t.Fatalf("%q: %v", y, errs)
+		}
+		if c.Node.GCTuning != want {
+			t.Errorf("%q: gc_tuning = %q, want %q", y, c.Node.GCTuning, want)
+		}
+	}
+}
+
 func TestExampleFile(t *testing.T) {
 	data, err := os.ReadFile("testdata/drover.yaml")
 	if err != nil {
@@ -117,7 +131,7 @@ func TestExampleFile(t *testing.T) {
 		t.Fatalf("example config: %v", err)
 	}
 	want := &Config{
-		Node:    Node{Name: "node-1", DebugAddr: "127.0.0.1:7070", DebugToken: "t0k", Capacity: 1, GroupCommit: true, SeekExpiry: 5 * time.Minute},
+		Node:    Node{Name: "node-1", DebugAddr: "127.0.0.1:7070", DebugToken: "t0k", Capacity: 1, GroupCommit: true, SeekExpiry: 5 * time.Minute, GCTuning: "adaptive"},
 		Cluster: Cluster{Bind: "127.0.0.1:7946", Join: []string{"127.0.0.1:7946", "127.0.0.1:7947", "127.0.0.1:7948"}, Profile: "default", SecretKey: gossipKey, MaxCapacity: 16},
 		Store:   Store{URL: "postgres://user@host:5432/db", DedupeRetention: 168 * time.Hour, Timeout: 10 * time.Second},
 		Log:     Log{Format: "text", Level: "info"},
@@ -316,6 +330,7 @@ func TestErrors(t *testing.T) {
 		{"unknown no suggestion", "node: {zzzzzz: 1}\n" + src, []string{`node.zzzzzz: unknown field`}},
 		{"section not mapping", "node: 5\n" + src, []string{"node: must be a mapping, not an integer"}},
 		{"group commit not a bool", "node: {group_commit: sometimes}\n" + src, []string{`node.group_commit: must be true or false, not "sometimes"`}},
+		{"gc tuning unknown", "node: {gc_tuning: fast}\n" + src, []string{`node.gc_tuning: must be one of adaptive, off, not "fast"`}},
 		{"seek expiry too short", "node: {seek_expiry: 1s}\n" + src, []string{`node.seek_expiry: must be between 10s and 24h0m0s, not 1s`}},
 		{"bad node name", "node: {name: 'a b'}\n" + src, []string{`node.name: "a b" must be letters, digits, '.', '_' or '-' (at most 128, starting with a letter or digit)`}},
 		{"debug addr scheme", "node: {debug_addr: 'http://x:1'}\n" + src, []string{`node.debug_addr: "http://x:1" must be host:port, without a URL scheme`}},

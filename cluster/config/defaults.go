@@ -15,7 +15,7 @@ import (
 
 func defaultConfig() *Config {
 	return &Config{
-		Node:    Node{DebugAddr: DefaultDebugAddr, Capacity: 1, GroupCommit: true, SeekExpiry: DefaultSeekExpiry},
+		Node:    Node{DebugAddr: DefaultDebugAddr, Capacity: 1, GroupCommit: true, SeekExpiry: DefaultSeekExpiry, GCTuning: "adaptive"},
 		Cluster: Cluster{Bind: DefaultBind, Profile: "default", MaxCapacity: DefaultMaxCapacity},
 		Store:   Store{URL: DefaultStoreURL, DedupeRetention: DefaultDedupeRetention, Timeout: DefaultStoreTimeout},
 		Log:     Log{Format: "text", Level: "info"},

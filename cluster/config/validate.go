@@ -180,6 +180,7 @@ func (c *Config) validateShowing(origins map[string]origin) Errors {
 	}
 	v.debugTLS("node.debug_tls", c.Node.DebugTLS)
 	v.durBetween("node.seek_expiry", c.Node.SeekExpiry, 10*time.Second, 24*time.Hour)
+	v.oneOf("node.gc_tuning", c.Node.GCTuning, "adaptive", "off")
 
 	// cluster
 	bindHost, bindOK := v.addr("cluster.bind", c.Cluster.Bind, false)

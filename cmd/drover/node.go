@@ -17,6 +17,8 @@ import (
 	"github.com/drover-dev/drover/cluster/config"
 	"github.com/drover-dev/drover/cluster/debug"
 	"github.com/drover-dev/drover/cluster/node"
+	"github.com/drover-dev/drover/internal/clock"
+	"github.com/drover-dev/drover/internal/gctune"
 )
 
 // loadConfig reads a config file; errors exit 2, one line per field.
@@ -76,6 +78,7 @@ logged and shown in the tree (reload).`,
 			if err != nil {
 				return &exitError{2, err}
 			}
+			defer startGCTuning(cfg.Node.GCTuning, os.LookupEnv, log)()
 			sigs := make(chan os.Signal, 2)
 			signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
 			defer signal.Stop(sigs)
@@ -120,6 +123,25 @@ logged and shown in the tree (reload).`,
 	cmd.Flags().StringVar(&logFormat, "log-format", "", "text or json (default: the config's log.format)")
 	cmd.Flags().DurationVar(&grace, "grace", 30*time.Second, "longest graceful stop before giving up")
 	return cmd
+}
+
+// startGCTuning starts the adaptive GOGC of node.gc_tuning (gctune)
+// unless it is off or the environment sets GOGC or GOMEMLIMIT (the
+// operator's choice of the runtime's settings wins); the returned func
+// stops it.
+func startGCTuning(mode string, env func(string) (string, bool), log *slog.Logger) (stop func()) {
+	if mode != "adaptive" {
+		return func() {}
+	}
+	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
+		if _, ok := env(name); ok {
+			log.Info("gc tuning off: "+name+" is set", "node.gc_tuning", mode)
+			return func() {}
+		}
+	}
+	p := gctune.Default
+	log.Debug("gc tuning adaptive", "gogc_min", p.Min, "gogc_max", p.Max)
+	return gctune.Start(clock.Real{}, p, func(v int) { log.Debug("gc tuning: GOGC set", "gogc", v) })
 }
 
 // waitForStop runs the node until a stop signal or an exit control,
