@@ -42,7 +42,7 @@ func (s *Server) Sample(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("cluster tree: %w", err)
 	}
-	s.hist.add(s.cfg.Clock.Now(), viewOf(f.ct))
+	s.hist.addTree(s.cfg.Clock.Now(), f.ct)
 	return nil
 }
 
