@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/drover-dev/drover/actors"
 )
 
 // A background sample of an idle node's 10,000 units made 4.3 MB of
@@ -22,13 +24,14 @@ type unitSeen struct {
 
 const noNode = ^uint32(0)
 
-// unitKeyOf is the key of a unit in history.units: its id alone, which
-// names its source too when it starts with "<source>/" (as every drover
-// unit's does: actors/unit.go). Any other id is keyed by its source, a
-// NUL and the id, which no such id can equal without a NUL of its own;
-// that key is made anew each time.
+// unitKeyOf is the key of a unit in history.units: its id alone when it
+// starts with "<source>/" and the source has no '/' (as every drover
+// unit's does: actors/unit.go, and config's source names), as the id then
+// names its source: the text before its first '/'. Any other id is keyed
+// by its source, a NUL and the id, which no such id can equal without a
+// NUL of its own; that key is made anew each time.
 func unitKeyOf(source, unit string) string {
-	if len(unit) > len(source) && unit[len(source)] == '/' && unit[:len(source)] == source {
+	if strings.HasPrefix(unit, source) && len(unit) > len(source) && unit[len(source)] == '/' && strings.IndexByte(source, '/') < 0 {
 		return unit
 	}
 	return source + "\x00" + unit
@@ -100,10 +103,11 @@ type acc struct {
 
 // scratch is what one add works in, kept for the next.
 type scratch struct {
-	list []listing
-	accs []acc
-	srcs map[string]int // in accs, by name
-	dups map[string]dup // the units listed more than once, by key
+	list  []listing
+	accs  []acc
+	srcs  map[string]int          // in accs, by name
+	dups  map[string]dup          // the units listed more than once, by key
+	local []actors.SourceCounters // this node's counters (addTree with a CounterReader)
 }
 
 // dup is a unit listed by more than one node: which listing counts.
@@ -133,31 +137,43 @@ func (b *scratch) source(name string) int {
 	return len(b.accs) - 1
 }
 
-func (b *scratch) unit(node uint32, src int, unit string, applied int64, lag float64) {
-	b.list = append(b.list, listing{key: unitKeyOf(b.accs[src].name, unit), unit: unit, applied: applied, lag: lag, node: node, src: src})
+// listUnits lists one node's units of a source, read by of.
+func listUnits[U any](b *scratch, node uint32, source string, units []U, of func(*U) (unit string, applied int64, lag float64)) {
+	src := b.source(source)
+	for i := range units {
+		unit, applied, lag := of(&units[i])
+		b.list = append(b.list, listing{key: unitKeyOf(source, unit), unit: unit, applied: applied, lag: lag, node: node, src: src})
+	}
+}
+
+// jsonUnit reads a unit of the JSON: a unit without lag_seconds has none.
+func jsonUnit(u *sampleUnit) (string, int64, float64) {
+	if u.LagSeconds == nil {
+		return u.Unit, u.Applied, -1
+	}
+	return u.Unit, u.Applied, *u.LagSeconds
+}
+
+func treeUnit(u *actors.UnitStatus) (string, int64, float64) {
+	return u.Unit, u.Applied, u.LagSeconds
+}
+
+func counterUnit(u *actors.UnitCounters) (string, int64, float64) {
+	return u.Unit, u.Applied, u.LagSeconds
 }
 
 // add records the sample of now, decoded from a cluster tree's JSON.
 func (h *history) add(now time.Time, v sampleView) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.newInstant(now) {
+	if !h.begin(now) {
 		return
 	}
-	h.buf.begin()
 	for _, n := range v.Nodes {
-		if n.Error != "" {
-			continue
-		}
-		node := h.nodes.intern(n.Node)
-		for _, s := range n.Sources {
-			src := h.buf.source(s.Name)
-			for _, u := range s.Units {
-				lag := -1.0
-				if u.LagSeconds != nil {
-					lag = *u.LagSeconds
-				}
-				h.buf.unit(node, src, u.Unit, u.Applied, lag)
+		if n.Error == "" {
+			node := h.nodes.intern(n.Node)
+			for _, s := range n.Sources {
+				listUnits(&h.buf, node, s.Name, s.Units, jsonUnit)
 			}
 		}
 	}
@@ -166,34 +182,42 @@ func (h *history) add(now time.Time, v sampleView) {
 
 // addTree records the sample of now read from a cluster tree's structs
 // (the background sample: marshalling and decoding 10,000 units was a
-// quarter of an idle node's CPU). A lag_seconds below 0 is unknown, as in
-// the JSON.
-func (h *history) addTree(now time.Time, ct ClusterTree) {
+// quarter of an idle node's CPU). With local, ct.Nodes[self] is only this
+// node's name and its units are read from local's counters (a lazy
+// flight). A lag_seconds below 0 is unknown, as in the JSON.
+func (h *history) addTree(now time.Time, ct ClusterTree, self int, local CounterReader) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if !h.newInstant(now) {
+	if !h.begin(now) {
 		return
 	}
-	h.buf.begin()
-	for _, n := range ct.Nodes {
-		if n.Error != "" {
-			continue
-		}
-		node := h.nodes.intern(n.Node)
-		for _, s := range n.Sources {
-			src := h.buf.source(s.Name)
-			for _, u := range s.Units {
-				h.buf.unit(node, src, u.Unit, u.Applied, u.LagSeconds)
+	for i, n := range ct.Nodes {
+		switch {
+		case n.Error != "":
+		case local != nil && i == self:
+			node := h.nodes.intern(n.Node)
+			h.buf.local = local.Counters(h.buf.local)
+			for _, s := range h.buf.local {
+				listUnits(&h.buf, node, s.Name, s.Units, counterUnit)
+			}
+		default:
+			node := h.nodes.intern(n.Node)
+			for _, s := range n.Sources {
+				listUnits(&h.buf, node, s.Name, s.Units, treeUnit)
 			}
 		}
 	}
 	h.record(now)
 }
 
-// newInstant reports whether now may be a sample: one sample per instant,
-// and the clock does not go back.
-func (h *history) newInstant(now time.Time) bool {
-	return h.last.IsZero() || now.After(h.last)
+// begin starts the sample of now, unless there is one of now already or
+// later (one sample per instant, and the clock does not go back).
+func (h *history) begin(now time.Time) bool {
+	if !h.last.IsZero() && !now.After(h.last) {
+		return false
+	}
+	h.buf.begin()
+	return true
 }
 
 // record adds the sample of now from the listings in h.buf. Rates come

@@ -52,7 +52,7 @@ func idleTree(node string, sources, perSource int) ClusterTree {
 func warm(h *history, ct ClusterTree, now time.Time) time.Time {
 	for range len(h.ring) + 1 {
 		now = now.Add(h.every)
-		h.addTree(now, ct)
+		h.addTree(now, ct, -1, nil)
 	}
 	return now
 }
@@ -66,7 +66,7 @@ func BenchmarkHistoryAdd(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		now = now.Add(DefaultSampleEvery)
-		h.addTree(now, ct)
+		h.addTree(now, ct, -1, nil)
 	}
 }
 
@@ -80,7 +80,7 @@ func TestHistoryAddAllocatesNothingPerUnit(t *testing.T) {
 	now := warm(h, ct, newFakeClock().Now())
 	allocs := testing.AllocsPerRun(20, func() {
 		now = now.Add(DefaultSampleEvery)
-		h.addTree(now, ct)
+		h.addTree(now, ct, -1, nil)
 	})
 	if allocs > 2*sources+2 {
 		t.Errorf("%.0f allocations per sample of %d units in %d sources, want at most %d (two per source)", allocs, sources*perSource, sources, 2*sources+2)
@@ -124,28 +124,17 @@ func TestTreeSampleEqualsItsJSON(t *testing.T) {
 	fromJSON, fromTree := newHistory(5*time.Second), newHistory(5*time.Second)
 	for _, ct := range steps {
 		clk.Advance(5 * time.Second)
-		b, err := json.Marshal(ct)
-		if err != nil {
+		if err := fromJSON.addJSON(clk.Now(), []byte(mustJSON(t, ct))); err != nil {
 			t.Fatal(err)
 		}
-		if err := fromJSON.addJSON(clk.Now(), b); err != nil {
-			t.Fatal(err)
-		}
-		fromTree.addTree(clk.Now(), ct)
+		fromTree.addTree(clk.Now(), ct, -1, nil)
 	}
-	want, err := json.Marshal(fromJSON.view(clk.Now()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := json.Marshal(fromTree.view(clk.Now()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(got) != string(want) {
+	got, want := mustJSON(t, fromTree.view(clk.Now())), mustJSON(t, fromJSON.view(clk.Now()))
+	if got != want {
 		t.Errorf("history from the tree:\n%s\nfrom its JSON:\n%s", got, want)
 	}
 	var h History
-	if err := json.Unmarshal(got, &h); err != nil {
+	if err := json.Unmarshal([]byte(got), &h); err != nil {
 		t.Fatal(err)
 	}
 	var moves []string
@@ -216,5 +205,22 @@ func TestHistoryForgetsNodeNames(t *testing.T) {
 	}
 	if m := h.view(clk.Now()).Moves; len(m) != 11 || m[10].From != "node-38" || m[10].To != "node-39" {
 		t.Errorf("moves %+v, want the last window's, the last node-38→node-39", m)
+	}
+}
+
+// A unit's key is its id when the id names its source, and two units of
+// different sources never share a key.
+func TestUnitKeyOf(t *testing.T) {
+	for _, c := range []struct{ source, unit, key string }{
+		{"orders", "orders/0", "orders/0"},
+		{"orders", "orders/a/b", "orders/a/b"},
+		{"orders", "x", "orders\x00x"},
+		{"orders", "orders", "orders\x00orders"},
+		{"ord", "orders/0", "ord\x00orders/0"},
+		{"a/b", "a/b/c", "a/b\x00a/b/c"}, // not "a/b/c": source a's unit a/b/c has that key
+	} {
+		if got := unitKeyOf(c.source, c.unit); got != c.key {
+			t.Errorf("unitKeyOf(%q, %q) = %q, want %q", c.source, c.unit, got, c.key)
+		}
 	}
 }
