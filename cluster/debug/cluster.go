@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -68,25 +69,40 @@ func failed(name string, err error) NodeTree {
 type flight struct {
 	done chan struct{} // closed once ct is set
 	ct   ClusterTree
+	// lazy: ct.Nodes[self] holds only this node's name. The background
+	// sample reads this node's counters instead of its tree (a snapshot
+	// of 10,000 units copied 2.5 MB every sample); a request that shares
+	// the flight takes the tree when it asks for it (tree).
+	lazy bool
+	self int
 
-	once sync.Once // the JSON is made once, for the first caller that wants it
+	once sync.Once // the whole tree and its JSON are made once, for the first caller that wants them
+	full ClusterTree
 	body []byte
 	err  error
 }
 
-// json is the flight's cluster tree as JSON, marshalled once.
-func (f *flight) json() ([]byte, error) {
-	f.once.Do(func() { f.body, f.err = json.Marshal(f.ct) })
-	return f.body, f.err
+// tree is the flight's whole cluster tree.
+func (f *flight) tree(n Node) ClusterTree {
+	f.once.Do(func() {
+		f.full = f.ct
+		if f.lazy {
+			f.full.Nodes = slices.Clone(f.ct.Nodes)
+			f.full.Nodes[f.self] = NodeTree{Tree: normalize(n.Tree())}
+		}
+		f.body, f.err = json.Marshal(f.full)
+	})
+	return f.full
 }
 
 // clusterJSON is the cluster tree as JSON (see fanOut).
 func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
-	f, err := s.fanOut(ctx)
+	f, err := s.fanOut(ctx, nil)
 	if err != nil {
 		return nil, err
 	}
-	return f.json()
+	f.tree(s.cfg.Node)
+	return f.body, f.err
 }
 
 // fanOut returns the flight of the cluster tree. At most one fan-out runs
@@ -96,7 +112,9 @@ func (s *Server) clusterJSON(ctx context.Context) ([]byte, error) {
 // that started it, and does not end when that request's client goes: the
 // others wait on it. The tree is shared: callers only read it; its JSON
 // is made only when a caller asks for it (the background sample does not).
-func (s *Server) fanOut(ctx context.Context) (*flight, error) {
+// A fan-out started with a CounterReader (the background sample) leaves
+// this node's tree out of ct until a caller asks for it (flight.tree).
+func (s *Server) fanOut(ctx context.Context, lazy CounterReader) (*flight, error) {
 	s.flightMu.Lock()
 	if f := s.flight; f != nil {
 		s.flightMu.Unlock()
@@ -109,7 +127,7 @@ func (s *Server) fanOut(ctx context.Context) (*flight, error) {
 			return nil, ctx.Err()
 		}
 	}
-	f := &flight{done: make(chan struct{})}
+	f := &flight{done: make(chan struct{}), lazy: lazy != nil}
 	s.flight = f
 	s.flightMu.Unlock()
 	defer func() {
@@ -118,19 +136,26 @@ func (s *Server) fanOut(ctx context.Context) (*flight, error) {
 		s.flightMu.Unlock()
 		close(f.done)
 	}()
-	ct, self, states := s.clusterTree(context.WithoutCancel(ctx))
+	ct, self, states := s.clusterTree(context.WithoutCancel(ctx), lazy)
 	now := s.cfg.Clock.Now()
 	s.gone.observe(now, self, ct.Nodes, states)
 	ct.Gone = s.gone.list(now)
 	f.ct = ct
+	f.self = slices.IndexFunc(ct.Nodes, func(n NodeTree) bool { return n.Node == self })
 	return f, nil
 }
 
-// clusterTree is this node's tree and every other live member's, asked
-// concurrently, with the members' gossiped states; it returns when every
-// member answered or failed; self is this node's name.
-func (s *Server) clusterTree(ctx context.Context) (ct ClusterTree, self string, states map[string]placement.MemberState) {
-	local := normalize(s.cfg.Node.Tree())
+// clusterTree is this node's tree (only its name with lazy) and every
+// other live member's, asked concurrently, with the members' gossiped
+// states; it returns when every member answered or failed; self is this
+// node's name.
+func (s *Server) clusterTree(ctx context.Context, lazy CounterReader) (ct ClusterTree, self string, states map[string]placement.MemberState) {
+	var local actors.Tree
+	if lazy != nil {
+		local = normalize(actors.Tree{Node: lazy.Name()})
+	} else {
+		local = normalize(s.cfg.Node.Tree())
+	}
 	var others []placement.Member
 	seen := map[string]bool{local.Node: true}
 	states = map[string]placement.MemberState{}

@@ -71,9 +71,9 @@ type Move struct {
 	To     string    `json:"to"`
 }
 
-// sampleView is the part of a cluster tree the history reads, taken from
-// the tree (viewOf) or decoded from its JSON (addJSON): lag_seconds is
-// read where a unit has it.
+// sampleView is the part of a cluster tree's JSON the history reads
+// (addJSON): lag_seconds is read where a unit has it. The background
+// sample reads the tree's structs instead (addTree).
 type sampleView struct {
 	Nodes []sampleNode `json:"nodes"`
 }
@@ -95,34 +95,37 @@ type sampleUnit struct {
 	LagSeconds *float64 `json:"lag_seconds"`
 }
 
-// sample is one entry of the ring.
+// sample is one entry of the ring. Its slices are reused when the ring
+// comes round to it (view copies them out under the mutex).
 type sample struct {
 	at      time.Time
-	points  map[string]Point // by source
+	points  []namedPoint // sorted by source name
 	moves   []Move
 	dropped int
 }
 
-// unitKey names a unit across sources.
-type unitKey struct{ source, unit string }
-
-// unitSeen is a unit as last sampled.
-type unitSeen struct {
-	node    string
-	applied int64
-	at      int64 // Unix nanoseconds: 16 bytes less per unit than a time.Time
+type namedPoint struct {
+	source string
+	p      Point
 }
 
 // history is a ring of the last samples; safe for concurrent use.
 type history struct {
 	every time.Duration
 
-	mu    sync.Mutex
-	ring  []sample // len ≤ cap(ring); next is where the next one goes
-	next  int
-	full  bool
-	units map[unitKey]unitSeen
+	mu   sync.Mutex
+	ring []sample // len ≤ cap(ring); next is where the next one goes
+	next int
+	full bool
+	// units is each unit's last sight, by unitKeyOf.
+	units map[string]unitSeen
 	last  time.Time // of the newest sample; zero before the first
+	// gen counts the samples: a unit whose unitSeen.gen is the current
+	// one is listed twice (it wraps after 2³² samples, far more than a
+	// unit unseen for a window is remembered).
+	gen   uint32
+	nodes nodeNames
+	buf   scratch // add's buffers, reused by every sample
 }
 
 // newHistory is a ring for samples every every (DefaultSampleEvery when
@@ -133,7 +136,7 @@ func newHistory(every time.Duration) *history {
 	}
 	n := int(HistoryWindow/every) + 1
 	n = min(max(n, 2), maxSamples)
-	return &history{every: every, ring: make([]sample, n), units: map[unitKey]unitSeen{}}
+	return &history{every: every, ring: make([]sample, n), units: map[string]unitSeen{}}
 }
 
 // addJSON decodes a cluster tree's JSON and adds it as the sample of now.
@@ -144,138 +147,6 @@ func (h *history) addJSON(now time.Time, body []byte) error {
 	}
 	h.add(now, v)
 	return nil
-}
-
-// viewOf is the part of ct the history reads, taken from the structs (a
-// background sample of 10,000 units marshalled and decoded the tree every
-// time: a quarter of an idle node's CPU). A lag_seconds below 0 is unknown,
-// as in the JSON.
-func viewOf(ct ClusterTree) sampleView {
-	v := sampleView{Nodes: make([]sampleNode, len(ct.Nodes))}
-	for i, n := range ct.Nodes {
-		sn := sampleNode{Node: n.Node, Error: n.Error, Sources: make([]sampleSource, len(n.Sources))}
-		for j, src := range n.Sources {
-			ss := sampleSource{Name: src.Name, Units: make([]sampleUnit, len(src.Units))}
-			for k, u := range src.Units {
-				ss.Units[k] = sampleUnit{Unit: u.Unit, Applied: u.Applied}
-				if u.LagSeconds >= 0 {
-					lag := u.LagSeconds
-					ss.Units[k].LagSeconds = &lag
-				}
-			}
-			sn.Sources[j] = ss
-		}
-		v.Nodes[i] = sn
-	}
-	return v
-}
-
-// candidate is one node's entry of a unit in a sample.
-type candidate struct {
-	node    string
-	applied int64
-	lag     *float64
-}
-
-// add records the sample of now. Rates come from each unit's applied
-// counter: the growth on the node that held it at the last sample; a
-// counter that went down (the unit restarted) or a unit now on another
-// node (it moved: its new owner counts from zero) counts whole; a unit
-// never seen before is a baseline only. A unit listed by two nodes (a
-// handover in progress) counts where it was before.
-func (h *history) add(now time.Time, v sampleView) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if !h.last.IsZero() && !now.After(h.last) {
-		return // the clock did not move: one sample per instant
-	}
-	var dt float64
-	if !h.last.IsZero() {
-		dt = now.Sub(h.last).Seconds()
-	}
-	type acc struct {
-		sum     float64
-		rated   bool
-		lag     *float64
-		units   int
-		present bool
-	}
-	bySource := map[string]*acc{}
-	cands := map[unitKey][]candidate{}
-	var order []unitKey
-	for _, n := range v.Nodes {
-		if n.Error != "" {
-			continue
-		}
-		for _, s := range n.Sources {
-			if bySource[s.Name] == nil {
-				bySource[s.Name] = &acc{}
-			}
-			bySource[s.Name].present = true
-			for _, u := range s.Units {
-				k := unitKey{s.Name, u.Unit}
-				if _, ok := cands[k]; !ok {
-					order = append(order, k)
-				}
-				cands[k] = append(cands[k], candidate{n.Node, u.Applied, u.LagSeconds})
-			}
-		}
-	}
-	smp := sample{at: now, points: make(map[string]Point, len(bySource))}
-	for _, k := range order {
-		cs := cands[k]
-		seen, ok := h.units[k]
-		c := cs[0]
-		for _, x := range cs {
-			if ok && x.node == seen.node {
-				c = x
-				break
-			}
-		}
-		a := bySource[k.source]
-		a.units++
-		if c.lag != nil && *c.lag >= 0 && (a.lag == nil || *c.lag > *a.lag) {
-			l := *c.lag
-			a.lag = &l
-		}
-		if ok && dt > 0 {
-			delta := c.applied
-			if c.node == seen.node && c.applied >= seen.applied {
-				delta = c.applied - seen.applied
-			}
-			a.sum += float64(delta)
-			a.rated = true
-		}
-		if ok && c.node != seen.node {
-			if len(smp.moves) < maxMovesPerSample {
-				smp.moves = append(smp.moves, Move{At: now, Source: k.source, Unit: k.unit, From: seen.node, To: c.node})
-			} else {
-				smp.dropped++
-			}
-		}
-		h.units[k] = unitSeen{node: c.node, applied: c.applied, at: now.UnixNano()}
-	}
-	for name, a := range bySource {
-		p := Point{At: now, LagSeconds: a.lag, Units: a.units}
-		if a.rated {
-			r := a.sum / dt
-			p.AppliedPerSec = &r
-		}
-		smp.points[name] = p
-	}
-	// A unit unseen for a whole window is forgotten: the map stays as
-	// large as the units of the last window.
-	for k, u := range h.units {
-		if now.Sub(time.Unix(0, u.at)) > HistoryWindow {
-			delete(h.units, k)
-		}
-	}
-	h.ring[h.next] = smp
-	h.next = (h.next + 1) % len(h.ring)
-	if h.next == 0 {
-		h.full = true
-	}
-	h.last = now
 }
 
 // view is the history as of now: the samples of the last HistoryWindow.
@@ -293,19 +164,14 @@ func (h *history) view(now time.Time) History {
 		if now.Sub(smp.at) > HistoryWindow {
 			continue
 		}
-		names := make([]string, 0, len(smp.points))
-		for name := range smp.points {
-			names = append(names, name)
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			j, ok := idx[name]
+		for _, np := range smp.points {
+			j, ok := idx[np.source]
 			if !ok {
 				j = len(out.Sources)
-				idx[name] = j
-				out.Sources = append(out.Sources, SourceHistory{Name: name})
+				idx[np.source] = j
+				out.Sources = append(out.Sources, SourceHistory{Name: np.source})
 			}
-			out.Sources[j].Points = append(out.Sources[j].Points, smp.points[name])
+			out.Sources[j].Points = append(out.Sources[j].Points, np.p)
 		}
 		out.Moves = append(out.Moves, smp.moves...)
 		out.MovesDropped += smp.dropped

@@ -35,14 +35,19 @@ func (s *Server) sampleLoop(ctx context.Context, done chan<- struct{}) {
 
 // Sample reads the cluster tree once (one fan-out, or the one in flight)
 // and adds it to the history at the Clock's now; the memory of gone
-// members sees it too. Start calls it every SampleEvery; embedders
+// members sees it too. A Node that is a CounterReader is read for its
+// units' counters, when the sample is added, instead of its tree. Start calls it every SampleEvery; embedders
 // without the background sampler may call it themselves.
 func (s *Server) Sample(ctx context.Context) error {
-	f, err := s.fanOut(ctx)
+	local, _ := s.cfg.Node.(CounterReader)
+	f, err := s.fanOut(ctx, local)
 	if err != nil {
 		return fmt.Errorf("cluster tree: %w", err)
 	}
-	s.hist.add(s.cfg.Clock.Now(), viewOf(f.ct))
+	if !f.lazy {
+		local = nil // a page's fan-out, shared: its tree has this node's units
+	}
+	s.hist.addTree(s.cfg.Clock.Now(), f.ct, f.self, local)
 	return nil
 }
 

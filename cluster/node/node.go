@@ -353,6 +353,20 @@ func (n *Node) Tree() actors.Tree {
 	return t
 }
 
+// The debug history's background sample reads the counters, not the
+// tree, of a CounterReader: a node that stopped being one would copy its
+// whole tree every sample again, silently.
+var _ debug.CounterReader = (*Node)(nil)
+
+// Name is the node's name (debug.CounterReader).
+func (n *Node) Name() string { return n.actors.Name() }
+
+// Counters are the node's units' counters as its tree shows them
+// (debug.CounterReader: the debug history's background sample).
+func (n *Node) Counters(buf []actors.SourceCounters) []actors.SourceCounters {
+	return n.actors.Counters(buf)
+}
+
 // Members is the membership view (debug.Node).
 func (n *Node) Members() []placement.Member { return n.member.Members() }
 
