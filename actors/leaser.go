@@ -102,11 +102,12 @@ type (
 		err   error
 	}
 	renewDone struct {
-		batch   *renewBatch
-		sent    []persistence.Lease // as the round passed them (batch.sent)
-		renewed []persistence.Lease
-		lost    []string
-		err     error
+		batch *renewBatch
+		sent  []persistence.Lease // as the round passed them (batch.sent)
+		// ans is the store's answer (persistence.RenewChanges): what
+		// differs from sent
+		ans persistence.RenewAnswer
+		err error
 		// controls is the controls table as the round read it after
 		// renewing (nil: not read).
 		controls *controlsRead
@@ -348,17 +349,20 @@ func (l *leaser) round(ctx actor.Context) {
 			}
 		}()
 		for _, ttl := range b.ttls {
-			renewed, lost, err := store.RenewLeases(c, owner, b.byTTL[ttl], ttl)
+			a, err := persistence.RenewChanges(c, store, owner, b.byTTL[ttl], ttl)
 			if err != nil {
 				d.err = err
 				return d
 			}
 			if len(b.ttls) == 1 {
-				d.renewed, d.lost = renewed, lost
+				d.ans = a
 				break
 			}
-			d.renewed = append(d.renewed, renewed...)
-			d.lost = append(d.lost, lost...)
+			// the groups are consecutive parts of sent: their answers
+			// joined are in sent's order
+			d.ans.Changed = append(d.ans.Changed, a.Changed...)
+			d.ans.Lost = append(d.ans.Lost, a.Lost...)
+			d.ans.Skipped = append(d.ans.Skipped, a.Skipped...)
 		}
 		return d
 	}, func(v any) { root.Send(self, v) })
@@ -388,15 +392,16 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			ctx.Send(node, &storeBack{})
 		}
 	}
-	// The answers follow the order of d.sent (lost ones left out). Most
-	// rounds extend no lease or few: an answer equal to what was sent
-	// changes nothing (the leaser keeps its lease, the tree is left
-	// alone) and costs no lookup; one that differs is written into the
-	// batch too, if it is still the next round's (no round is in flight
-	// now), so the next round sends it as the store returned it.
+	// The answer is what differs from d.sent, in its order: most rounds
+	// extend no lease or few, and a lease not in the answer was renewed
+	// as sent, which changes nothing (the leaser keeps its lease, the
+	// tree is left alone) and costs nothing. A changed one is written
+	// into the batch too, if it is still the next round's (no round is
+	// in flight now), so the next round sends it as the store returned
+	// it.
 	patch := d.batch == l.batch
 	i := 0
-	for _, nl := range d.renewed {
+	for _, nl := range d.ans.Changed {
 		for i < len(d.sent) && d.sent[i].Unit != nl.Unit {
 			i++
 		}
@@ -420,15 +425,14 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 			l.node.reg.leaseRenewed(h.source, nl.Unit, nl.Token, nl.ExpiresAt)
 		}
 	}
-	sent := make(map[string]int64, len(d.lost))
-	if len(d.lost) > 0 || len(d.renewed)+len(d.lost) < len(d.sent) {
-		for _, sl := range d.sent {
-			sent[sl.Unit] = sl.Token
-		}
+	if len(d.ans.Lost) == 0 && len(d.ans.Skipped) == 0 {
+		return
 	}
-	lost := make(map[string]bool, len(d.lost))
-	for _, u := range d.lost {
-		lost[u] = true
+	sent := make(map[string]int64, len(d.sent))
+	for _, sl := range d.sent {
+		sent[sl.Unit] = sl.Token
+	}
+	for _, u := range d.ans.Lost {
 		h, ok := l.held[u]
 		if !ok || h.lease.token != sent[u] {
 			continue
@@ -437,24 +441,17 @@ func (l *leaser) done(ctx actor.Context, d *renewDone) {
 		l.node.env.trace("renew-lost", u, fmt.Sprintf("token=%d", h.lease.token))
 		ctx.Send(h.pid, &leaseLostNote{unit: u, token: h.lease.token})
 	}
-	if len(d.renewed)+len(d.lost) >= len(d.sent) {
-		return // every lease answered (the leaser never sends one twice)
-	}
-	renewed := make(map[string]bool, len(d.renewed))
-	for _, nl := range d.renewed {
-		renewed[nl.Unit] = true
-	}
-	// A lease in neither list was skipped: its row was locked, by the
-	// unit's own apply (the fence) or by a transaction that vanished.
-	// Renew it alone, in a job of its own that may wait for the lock
-	// (store.timeout bounds it) without holding up the next rounds.
-	for _, sl := range d.sent {
-		u := sl.Unit
-		if renewed[u] || lost[u] {
+	// A skipped lease's row was locked, by the unit's own apply (the
+	// fence) or by a transaction that vanished. Renew it alone, in a job
+	// of its own that may wait for the lock (store.timeout bounds it)
+	// without holding up the next rounds.
+	for _, u := range d.ans.Skipped {
+		tok, ok := sent[u]
+		if !ok {
 			continue
 		}
 		h, ok := l.held[u]
-		if !ok || h.lease.token != sl.Token || h.alone {
+		if !ok || h.lease.token != tok || h.alone {
 			continue
 		}
 		h.alone = true

@@ -509,6 +509,15 @@ func (n nodeStore) RenewLeases(ctx context.Context, owner string, ls []persisten
 	return n.auditStore.RenewLeases(ctx, owner, ls, ttl)
 }
 
+// RenewLeasesChanges is RenewLeases as a persistence.RenewAnswer.
+func (n nodeStore) RenewLeasesChanges(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (persistence.RenewAnswer, error) {
+	n.c.countLease()
+	if err := n.cutErr(); err != nil {
+		return persistence.RenewAnswer{}, err
+	}
+	return n.auditStore.RenewLeasesChanges(ctx, owner, ls, ttl)
+}
+
 func (n nodeStore) Release(ctx context.Context, l persistence.Lease) error {
 	n.c.countLease()
 	if err := n.cutErr(); err != nil {

@@ -191,32 +191,44 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 // heartbeat, and extends the leases of ls it holds whose expiry is less
 // than ttl/2 away.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
+	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.Renewed(owner, ls), a.Lost, nil
+}
+
+// RenewLeasesChanges implements persistence.ChangesRenewer.
+func (s *Store) RenewLeasesChanges(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (persistence.RenewAnswer, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err := s.enter(ctx, OpRenew); err != nil {
-		return nil, nil, fmt.Errorf("renew %d leases: %w", len(ls), err)
+		return persistence.RenewAnswer{}, fmt.Errorf("renew %d leases: %w", len(ls), err)
 	}
 	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
-		return nil, nil, err
+		return persistence.RenewAnswer{}, err
 	}
 	now := s.now()
 	s.heartbeats[owner] = now
-	var renewed []persistence.Lease
-	var lost []string
+	a := persistence.RenewAnswer{Beat: now}
 	for _, l := range ls {
 		l.Owner = owner
 		cur, err := s.held(l)
 		if err != nil {
-			lost = append(lost, l.Unit)
+			a.Lost = append(a.Lost, l.Unit)
 			continue
 		}
 		if persistence.RenewDue(cur.ExpiresAt, now, ttl) {
 			cur.ExpiresAt, cur.RenewedAt = now.Add(ttl), now
 			s.leases[l.Unit] = cur
 		}
-		renewed = append(renewed, s.seen(cur))
+		if !cur.ExpiresAt.Equal(l.ExpiresAt) || !cur.AcquiredAt.Equal(l.AcquiredAt) {
+			cur = s.seen(cur)
+			cur.RenewedAt = now
+			a.Changed = append(a.Changed, cur)
+		}
 	}
-	return renewed, lost, nil
+	return a, nil
 }
 
 // InitSource implements persistence.Sources.

@@ -100,8 +100,18 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 // lost), but only what differs from ls comes back: a quiet round of
 // 10,000 leases returns one row. renewed and lost follow the order of ls.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
-	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
+	if err != nil {
 		return nil, nil, err
+	}
+	return a.Renewed(owner, ls), a.Lost, nil
+}
+
+// RenewLeasesChanges implements persistence.ChangesRenewer.
+func (s *Store) RenewLeasesChanges(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (persistence.RenewAnswer, error) {
+	var a persistence.RenewAnswer
+	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+		return a, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
@@ -114,7 +124,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 	}
 	rows, err := s.pool.Query(ctx, s.sql.renewMany, owner, units, tokens, ttl, expires, acquired)
 	if err != nil {
-		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+		return a, wrapf(err, "renew %d leases of %s", len(ls), owner)
 	}
 	var beat time.Time
 	type row struct {
@@ -131,7 +141,7 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 		var r row
 		if err := rows.Scan(&r.kind, &r.lease.Unit, &r.lease.Token, &r.lease.ExpiresAt, &r.lease.AcquiredAt); err != nil {
 			rows.Close()
-			return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+			return a, wrapf(err, "renew %d leases of %s", len(ls), owner)
 		}
 		switch r.kind {
 		case "b":
@@ -143,29 +153,30 @@ func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.
 		}
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, wrapf(err, "renew %d leases of %s", len(ls), owner)
+		return a, wrapf(err, "renew %d leases of %s", len(ls), owner)
 	}
-	var renewed []persistence.Lease
-	var lost []string
+	a.Beat = beat
 	for _, l := range ls {
 		r, ok := got[l.Unit]
 		switch {
 		case ok && r.lease.Token != l.Token:
 			// ls named the unit twice, with another token.
+			a.Skipped = append(a.Skipped, l.Unit)
 		case ok && r.kind == "s":
 			// due, but its row was locked: still held, not renewed
+			a.Skipped = append(a.Skipped, l.Unit)
 		case ok:
 			nl := r.lease
 			nl.Owner, nl.ExpiresAt, nl.AcquiredAt, nl.RenewedAt = owner, nl.ExpiresAt.UTC(), nl.AcquiredAt.UTC(), beat
-			renewed = append(renewed, nl)
+			if !nl.ExpiresAt.Equal(l.ExpiresAt) || !nl.AcquiredAt.Equal(l.AcquiredAt) {
+				a.Changed = append(a.Changed, nl)
+			}
 		case gone[pair{l.Unit, l.Token}]:
-			lost = append(lost, l.Unit)
+			a.Lost = append(a.Lost, l.Unit)
 		default: // held as given, not due
-			l.Owner, l.RenewedAt = owner, beat
-			renewed = append(renewed, l)
 		}
 	}
-	return renewed, lost, nil
+	return a, nil
 }
 
 // Release implements persistence.Leases: the owner becomes empty, the

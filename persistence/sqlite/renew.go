@@ -1,12 +1,15 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
+	"maps"
+	"slices"
 	"strconv"
 	"time"
 
@@ -43,68 +46,118 @@ type renewCheck struct {
 // and still writing only the leases due). Calls for one owner are
 // expected one at a time (the runtime's leaser makes them so).
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
-	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
+	if err != nil {
 		return nil, nil, err
+	}
+	return a.Renewed(owner, ls), a.Lost, nil
+}
+
+// RenewLeasesChanges implements persistence.ChangesRenewer: RenewLeases
+// answered as what differs from ls. A quiet round copies no lease: its
+// answer is the leases it extended.
+func (s *Store) RenewLeasesChanges(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (persistence.RenewAnswer, error) {
+	if err := persistence.CheckRenewLeases(owner, len(ls), ttl); err != nil {
+		return persistence.RenewAnswer{}, err
 	}
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	renewed, lost, err = s.renewRound(ctx, owner, ls, ttl)
+	a, err := s.renewRound(ctx, owner, ls, ttl)
 	if err != nil {
 		s.checkedMu.Lock()
 		delete(s.checked, owner) // the next round checks every lease
 		s.checkedMu.Unlock()
-		return nil, nil, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
+		return persistence.RenewAnswer{}, fmt.Errorf("renew %d leases of %s: %w", len(ls), owner, err)
 	}
-	return renewed, lost, nil
+	return a, nil
 }
 
-func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
+func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (a persistence.RenewAnswer, err error) {
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
-		return nil, nil, dbErr(err)
+		return a, dbErr(err)
 	}
 	defer rollbackOnError(tx, &err)
 	now := s.now()
 	var found renewCheck
 	if err = tx.StmtContext(ctx, s.stmts.nodeBeat).QueryRowContext(ctx, owner, now).Scan(&found.changes); err != nil {
-		return nil, nil, dbErr(err)
+		return a, dbErr(err)
 	}
 	if err = tx.StmtContext(ctx, s.stmts.ownerCount).QueryRowContext(ctx, owner).Scan(&found.rows); err != nil {
-		return nil, nil, dbErr(err)
+		return a, dbErr(err)
 	}
 	found.fp = s.fingerprint(ls)
 	s.checkedMu.Lock()
 	last, ok := s.checked[owner]
 	s.checkedMu.Unlock()
-	renewed = make([]persistence.Lease, 0, len(ls))
+	// held: the leases of ls the owner holds, as stored, in ls's order
+	held := ls // a quiet round's leases are the owner's rows as stored
 	quiet := ok && last == found && found.rows == int64(len(ls))
-	if quiet {
-		for _, l := range ls {
-			l.Owner = owner
-			renewed = append(renewed, l)
+	if !quiet {
+		if held, a.Lost, err = s.heldOf(ctx, tx, owner, ls, nil); err != nil {
+			return a, err
 		}
-	} else if renewed, lost, err = s.heldOf(ctx, tx, owner, ls, renewed); err != nil {
-		return nil, nil, err
 	}
-	var delta uint64
-	if renewed, lost, delta, err = s.extendDue(ctx, tx, owner, renewed, lost, now, ttl); err != nil {
-		return nil, nil, err
+	ext, gone, expires, delta, err := s.extendDue(ctx, tx, owner, held, now, ttl)
+	if err != nil {
+		return a, err
 	}
 	if err = tx.Commit(); err != nil {
-		return nil, nil, dbErr(err)
+		return a, dbErr(err)
 	}
-	for i := range renewed {
-		renewed[i].RenewedAt = fromNanos(now) // the heartbeat
-	}
+	a.Beat = fromNanos(now)
 	if quiet {
-		found.fp += delta // renewed is ls, but for what extendDue changed
+		found.fp += delta // held is ls, but for what extendDue changed
 	} else {
-		found.fp = s.fingerprint(renewed)
+		found.fp = s.fingerprint(held) + delta
 	}
+	a.Changed, a.Lost = changedOf(owner, ls, held, ext, gone, expires, a.Beat, a.Lost)
 	s.checkedMu.Lock()
 	s.checked[owner] = found
 	s.checkedMu.Unlock()
-	return renewed, lost, nil
+	return a, nil
+}
+
+// changedOf is a round's Changed and Lost: the leases of held (in ls's
+// order, as stored) that the round extended (ext, indexes into held, and
+// not gone) or whose stored expiry or acquisition differs from ls's, with
+// RenewedAt beat; the extended ones found gone join lost, in ls's order.
+func changedOf(owner string, ls, held []persistence.Lease, ext []int, gone map[string]bool, expires, beat time.Time, lost []string) ([]persistence.Lease, []string) {
+	var changed []persistence.Lease
+	if len(gone) > 0 {
+		lost = append(lost, slices.Sorted(maps.Keys(gone))...)
+		slices.SortStableFunc(lost, func(x, y string) int { return cmp.Compare(indexOf(ls, x), indexOf(ls, y)) })
+	}
+	i, next := 0, 0 // into ls, ext
+	for j, h := range held {
+		for i < len(ls) && (ls[i].Unit != h.Unit || ls[i].Token != h.Token) {
+			i++
+		}
+		extended := next < len(ext) && ext[next] == j
+		if extended {
+			next++
+			if gone[h.Unit] {
+				continue
+			}
+			h.ExpiresAt = expires
+		}
+		if i < len(ls) && !extended && h.ExpiresAt.Equal(ls[i].ExpiresAt) && h.AcquiredAt.Equal(ls[i].AcquiredAt) {
+			continue
+		}
+		h.Owner, h.RenewedAt = owner, beat
+		changed = append(changed, h)
+	}
+	return changed, lost
+}
+
+// indexOf is the index in ls of unit's lease (len(ls) if none).
+func indexOf(ls []persistence.Lease, unit string) int {
+	for i := range ls {
+		if ls[i].Unit == unit {
+			return i
+		}
+	}
+	return len(ls)
 }
 
 // heldOf appends to held the leases of ls owner holds with their tokens,
@@ -137,71 +190,62 @@ func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held [
 }
 
 // extendDue extends, fenced by owner and token, the leases of held whose
-// expiry is less than ttl/2 after now, setting their ExpiresAt in held to
-// now + ttl, as the update writes it. When the update writes fewer rows
-// than it was given, the leases it did not find are no longer held: they
-// move to lost (a quiet round's leases are the owner's rows, and a round
+// expiry is less than ttl/2 after now to now + ttl (expires). ext are
+// their indexes into held, in order. When the update writes fewer rows
+// than it was given, the leases it did not find are no longer held: gone
+// names them (a quiet round's leases are the owner's rows, and a round
 // that is not quiet has just read them in this transaction, so this does
 // not happen unless the file was edited by hand). delta is what the
-// changes add to held's fingerprint (modulo 2^64).
-func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, lost []string, now int64, ttl time.Duration) (_ []persistence.Lease, _ []string, delta uint64, _ error) {
-	var due []int // indexes into held
+// extensions add to held's fingerprint (modulo 2^64), the gone ones
+// taken out. held is not modified.
+func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []persistence.Lease, now int64, ttl time.Duration) (ext []int, gone map[string]bool, expires time.Time, delta uint64, _ error) {
 	at := fromNanos(now)
+	expires = fromNanos(now + int64(ttl))
 	for i := range held {
 		if persistence.RenewDue(held[i].ExpiresAt, at, ttl) {
-			due = append(due, i)
+			ext = append(ext, i)
 		}
 	}
-	if len(due) == 0 {
-		return held, lost, 0, nil
+	if len(ext) == 0 {
+		return nil, nil, expires, 0, nil
 	}
-	dueLeases := make([]persistence.Lease, len(due))
-	for k, i := range due {
+	dueLeases := make([]persistence.Lease, len(ext))
+	for k, i := range ext {
 		dueLeases[k] = held[i]
 	}
 	arg, err := leasePairs(dueLeases)
 	if err != nil {
-		return nil, nil, 0, err
+		return nil, nil, expires, 0, err
 	}
 	res, err := tx.StmtContext(ctx, s.stmts.leaseRenewMany).ExecContext(ctx, now+int64(ttl), now, owner, arg)
 	if err != nil {
-		return nil, nil, 0, dbErr(err)
+		return nil, nil, expires, 0, dbErr(err)
 	}
 	n, err := res.RowsAffected()
 	if err != nil {
-		return nil, nil, 0, dbErr(err)
+		return nil, nil, expires, 0, dbErr(err)
 	}
-	var gone map[string]bool // the due leases the update did not find
-	if n < int64(len(due)) {
+	if n < int64(len(ext)) {
 		// Which? Those no longer held; the others are the rows updated.
 		_, left, err := s.heldOf(ctx, tx, owner, dueLeases, nil)
 		if err != nil {
-			return nil, nil, 0, err
+			return nil, nil, expires, 0, err
 		}
 		gone = make(map[string]bool, len(left))
 		for _, u := range left {
 			gone[u] = true
 		}
 	}
-	expires := fromNanos(now + int64(ttl))
-	out := held[:0]
-	next := 0 // into due
-	for i, l := range held {
-		if next == len(due) || due[next] != i {
-			out = append(out, l)
-			continue
-		}
-		next++
+	for _, i := range ext {
+		l := held[i]
 		delta -= s.leaseHash(l)
 		if gone[l.Unit] {
-			lost = append(lost, l.Unit)
 			continue
 		}
 		l.ExpiresAt = expires
 		delta += s.leaseHash(l)
-		out = append(out, l)
 	}
-	return out, lost, delta, nil
+	return ext, gone, expires, delta, nil
 }
 
 // leasesByUnit scans lease rows (scanLease) into a map by unit.

@@ -1,7 +1,9 @@
 package sqlite
 
 import (
+	"fmt"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -53,4 +55,51 @@ func TestRenewQuietRoundFindsARowEditedByHand(t *testing.T) {
 			t.Errorf("%s expires at %s, want extended by %s", r.Unit, r.ExpiresAt, ttl)
 		}
 	}
+}
+
+// TestQuietRoundAllocatesNoAnswerPerLease: a quiet round of 2,000 idle
+// leases (none due) answers as what changed, nothing, and allocates far
+// less than one lease per lease given (a full answer of 2,000 leases is
+// 272 KB).
+func TestQuietRoundAllocatesNoAnswerPerLease(t *testing.T) {
+	ctx := t.Context()
+	s, err := Open(ctx, filepath.Join(t.TempDir(), "renew.db"), Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const n = 2000
+	ls := make([]persistence.Lease, n)
+	for i := range ls {
+		ls[i], err = s.Acquire(ctx, persistence.AcquireRequest{Unit: fmt.Sprintf("u/%d", i), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	// the first round checks every lease; the next ones are quiet
+	if _, err := s.RenewLeasesChanges(ctx, "node-1", ls, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	var a persistence.RenewAnswer
+	bytes := allocated(func() {
+		if a, err = s.RenewLeasesChanges(ctx, "node-1", ls, time.Hour); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if len(a.Changed)+len(a.Lost)+len(a.Skipped) != 0 || a.Beat.IsZero() {
+		t.Errorf("quiet round answered %d changed, %d lost, %d skipped, beat %v; want nothing but the beat",
+			len(a.Changed), len(a.Lost), len(a.Skipped), a.Beat)
+	}
+	if limit := uint64(n * 136 / 4); bytes > limit {
+		t.Errorf("a quiet round of %d leases allocated %d bytes, want at most %d", n, bytes, limit)
+	}
+}
+
+// allocated is how many heap bytes f allocates.
+func allocated(f func()) uint64 {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	f()
+	runtime.ReadMemStats(&m1)
+	return m1.TotalAlloc - m0.TotalAlloc
 }

@@ -27,6 +27,7 @@ func definitions() []definition {
 		{"Lease/ExpiredOrReleasedTakeableWhateverStale", always, testExpiredReleasedIgnoreStale},
 		{"Lease/RenewLeasesRenewedAndLost", always, testRenewLeases},
 		{"Lease/RenewLeasesEmptyAndInvalid", always, testRenewLeasesEdges},
+		{"Lease/RenewLeasesChangesAnswersOnlyTheDifferences", always, testRenewLeasesChanges},
 
 		// heartbeat.go: the renewal round as a heartbeat (issue 12 item 5).
 		{"Lease/HeartbeatKeepsLeaseUntilStale", always, testHeartbeatStale},

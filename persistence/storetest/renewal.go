@@ -264,6 +264,56 @@ func testRenewLeases(e *env) {
 	}
 }
 
+// testRenewLeasesChanges: a store that answers a round as what differs
+// from the leases given (persistence.ChangesRenewer) names only the
+// leases it extended, the lost and the skipped; a round with nothing due
+// answers nothing but its heartbeat; and RenewLeases of the same round
+// is that answer made whole (RenewAnswer.Renewed).
+func testRenewLeasesChanges(e *env) {
+	r, ok := e.s.(persistence.ChangesRenewer)
+	if !ok {
+		e.t.Skip("the store has no RenewLeasesChanges")
+	}
+	due := e.acquireTTL("orders/0", "node-1", time.Minute)
+	fresh := e.acquireTTL("orders/1", "node-1", 3*time.Hour)
+	gone := e.acquire("orders/2", "node-1")
+	gone.Token++
+	ls := []persistence.Lease{due, fresh, gone}
+	given := slices.Clone(ls)
+	a, err := r.RenewLeasesChanges(e.ctx, "node-1", ls, 2*time.Hour)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !reflect.DeepEqual(ls, given) {
+		e.t.Errorf("RenewLeasesChanges modified its argument: %+v, was %+v", ls, given)
+	}
+	// with a ttl of 2 h, a lease with less than an hour left is due
+	if len(a.Changed) != 1 || a.Changed[0].Unit != "orders/0" ||
+		!slices.Equal(a.Lost, []string{"orders/2"}) || len(a.Skipped) != 0 || a.Beat.IsZero() {
+		e.t.Fatalf("answer %+v; want orders/0 extended (orders/1 not due), orders/2 lost", a)
+	}
+	for _, c := range a.Changed {
+		if c.Owner != "node-1" || !c.RenewedAt.Equal(a.Beat) || !c.ExpiresAt.After(due.ExpiresAt) {
+			e.t.Errorf("changed %+v: want node-1's, renewed at the beat %s, extended", c, a.Beat)
+		}
+	}
+	// the next round, given what the store answered: nothing is due
+	ls = []persistence.Lease{a.Changed[0], fresh}
+	a, err = r.RenewLeasesChanges(e.ctx, "node-1", ls, 2*time.Hour)
+	if err != nil || len(a.Changed)+len(a.Lost)+len(a.Skipped) != 0 || a.Beat.IsZero() {
+		e.t.Fatalf("a round with nothing due answered %+v, %v; want nothing but the beat", a, err)
+	}
+	renewed, lost, err := e.s.RenewLeases(e.ctx, "node-1", ls, 2*time.Hour)
+	if err != nil || len(lost) != 0 || len(renewed) != 2 {
+		e.t.Fatalf("RenewLeases of the same round: %+v, %v, %v", renewed, lost, err)
+	}
+	for i, l := range renewed {
+		if l.Unit != ls[i].Unit || l.Token != ls[i].Token || !l.ExpiresAt.Equal(ls[i].ExpiresAt) || l.Owner != "node-1" {
+			e.t.Errorf("renewed %+v, want %+v as given", l, ls[i])
+		}
+	}
+}
+
 func testRenewLeasesEdges(e *env) {
 	renewed, lost, err := e.s.RenewLeases(e.ctx, "node-1", nil, time.Minute)
 	if err != nil || len(renewed) != 0 || len(lost) != 0 {
