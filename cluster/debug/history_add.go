@@ -101,13 +101,18 @@ type acc struct {
 	units int
 }
 
-// scratch is what one add works in, kept for the next.
+// scratch is what one add works in. The small parts are kept for the
+// next; the two that grow with the units (list, local) are dropped after
+// each sample: kept, they were 116 live bytes per unit between samples
+// 5 s apart (an idle node's resident heap is its live heap plus the
+// collector's headroom), for 1 MB of garbage per sample saved. list is
+// made at the last sample's size: one allocation.
 type scratch struct {
-	list  []listing
+	list     []listing
+	lastList int // len(list) at the end of the last sample
 	accs  []acc
 	srcs  map[string]int          // in accs, by name
 	dups  map[string]dup          // the units listed more than once, by key
-	local []actors.SourceCounters // this node's counters (addTree with a CounterReader)
 }
 
 // dup is a unit listed by more than one node: which listing counts.
@@ -118,7 +123,7 @@ type dup struct {
 
 // begin starts the listings of a sample.
 func (b *scratch) begin() {
-	b.list, b.accs = b.list[:0], b.accs[:0]
+	b.list, b.accs = make([]listing, 0, b.lastList), b.accs[:0]
 	if b.srcs == nil {
 		b.srcs, b.dups = map[string]int{}, map[string]dup{}
 	}
@@ -196,8 +201,7 @@ func (h *history) addTree(now time.Time, ct ClusterTree, self int, local Counter
 		case n.Error != "":
 		case local != nil && i == self:
 			node := h.nodes.intern(n.Node)
-			h.buf.local = local.Counters(h.buf.local)
-			for _, s := range h.buf.local {
+			for _, s := range local.Counters(nil) {
 				listUnits(&h.buf, node, s.Name, s.Units, counterUnit)
 			}
 		default:
@@ -317,6 +321,7 @@ func (h *history) record(now time.Time) {
 		h.full = true
 	}
 	h.last = now
+	b.lastList, b.list = len(b.list), nil
 }
 
 // choose picks, for each unit listed more than once, the listing that
