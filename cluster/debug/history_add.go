@@ -110,9 +110,9 @@ type acc struct {
 type scratch struct {
 	list     []listing
 	lastList int // len(list) at the end of the last sample
-	accs  []acc
-	srcs  map[string]int          // in accs, by name
-	dups  map[string]dup          // the units listed more than once, by key
+	accs     []acc
+	srcs     map[string]int // in accs, by name
+	dups     map[string]dup // the units listed more than once, by key
 }
 
 // dup is a unit listed by more than one node: which listing counts.
