@@ -13,7 +13,6 @@
 package events
 
 import (
-	"math"
 	"sort"
 	"sync"
 	"time"
@@ -97,7 +96,7 @@ type Log struct {
 	mu   sync.Mutex
 	buf  []entry // grows to cap, then wraps
 	next int     // where the next event goes once buf is full
-	seq  uint64
+	seq  uint64  // the last event's; the ring holds the len(buf) up to it
 	cap  int
 }
 
@@ -113,47 +112,6 @@ func New(node string, clk clock.Clock, capacity int) *Log {
 	return &Log{node: node, clock: clk, cap: capacity}
 }
 
-// entry is an Event as the ring keeps it, in 136 bytes instead of 184
-// (issue 12 item 5: a cold start of 10,000 units fills the ring with
-// assignments and acquisitions): the node is left out when it is the
-// log's, and the fields only controls, restarts, resets and takeovers
-// set are kept apart, in rare.
-type entry struct {
-	seq                                 uint64
-	time                                time.Time
-	node, source, unit, kind, prevOwner string
-	token, prevToken                    int64
-	members                             int32
-	rare                                *rareFields
-}
-
-type rareFields struct{ action, by, reason string }
-
-func (l *Log) entryOf(e Event) entry {
-	en := entry{seq: e.Seq, time: e.Time, source: e.Source, unit: e.Unit, kind: e.Kind, prevOwner: e.PrevOwner,
-		token: e.Token, prevToken: e.PrevToken, members: int32(min(max(e.Members, math.MinInt32), math.MaxInt32))}
-	if e.Node != l.node {
-		en.node = e.Node
-	}
-	if e.Action != "" || e.By != "" || e.Reason != "" {
-		en.rare = &rareFields{action: e.Action, by: e.By, reason: e.Reason}
-	}
-	return en
-}
-
-// event is en as recorded in the log of node.
-func (en *entry) event(node string) Event {
-	e := Event{Seq: en.seq, Time: en.time, Node: en.node, Source: en.source, Unit: en.unit, Kind: en.kind,
-		PrevOwner: en.prevOwner, PrevToken: en.prevToken, Token: en.token, Members: int(en.members)}
-	if e.Node == "" {
-		e.Node = node
-	}
-	if r := en.rare; r != nil {
-		e.Action, e.By, e.Reason = r.action, r.by, r.reason
-	}
-	return e
-}
-
 // Node is the name the log stamps on its events.
 func (l *Log) Node() string {
 	if l == nil {
@@ -163,7 +121,9 @@ func (l *Log) Node() string {
 }
 
 // Record appends e, stamping its Seq, its Node (when empty) and its Time
-// (when zero, the log's clock), and masking secrets in its Reason. It
+// (when zero, the log's clock), and masking secrets in its Reason. Its
+// Time comes back without a monotonic clock reading, as its JSON does:
+// the node's events compare by the wall clock, like other nodes'. It
 // never blocks on anything but the log's mutex.
 func (l *Log) Record(e Event) {
 	if l == nil {
@@ -175,13 +135,13 @@ func (l *Log) Record(e Event) {
 	if e.Time.IsZero() {
 		e.Time = l.clock.Now()
 	}
+	e.Time = e.Time.Round(0) // the ring keeps no monotonic reading
 	if e.Reason != "" {
 		e.Reason = clean(e.Reason)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seq++
-	e.Seq = l.seq
 	if len(l.buf) < l.cap {
 		if len(l.buf) == cap(l.buf) {
 			// grow by doubling but never past the capacity: append's
@@ -191,10 +151,10 @@ func (l *Log) Record(e Event) {
 			copy(buf, l.buf)
 			l.buf = buf
 		}
-		l.buf = append(l.buf, l.entryOf(e))
+		l.buf = append(l.buf, entryOf(e, l.node))
 		return
 	}
-	l.buf[l.next] = l.entryOf(e)
+	l.buf[l.next] = entryOf(e, l.node)
 	l.next = (l.next + 1) % l.cap
 }
 
@@ -237,8 +197,9 @@ func (l *Log) Query(f Filter) []Event {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	n := len(l.buf)
+	first := l.seq - uint64(n) + 1 // Record numbers every event it keeps
 	for i := range n {
-		e := l.buf[(l.next+i)%n].event(l.node)
+		e := l.buf[(l.next+i)%n].event(l.node, first+uint64(i))
 		if f.Match(e) {
 			out = append(out, e)
 		}
