@@ -59,8 +59,8 @@ func (r *registry) readCounters(buf []SourceCounters) []SourceCounters {
 		if len(out) < cap(out) {
 			sc.Units = out[:len(out)+1][len(out)].Units[:0]
 		}
-		for _, u := range s.units {
-			sc.Units = append(sc.Units, UnitCounters{Unit: u.status.Unit, Applied: u.status.Applied, LagSeconds: u.status.lag.Seconds(now)})
+		for id, u := range s.units {
+			sc.Units = append(sc.Units, UnitCounters{Unit: id, Applied: u.status.applied, LagSeconds: u.status.lag().Seconds(now)})
 		}
 		out = append(out, sc)
 	}

@@ -19,8 +19,8 @@ func TestCountersAreTheTreesCounters(t *testing.T) {
 	for i := range 300 {
 		for _, src := range []string{"a", "b"} {
 			gen := r.addUnit(src, fmt.Sprintf("%s/%d", src, i))
-			r.unit(src, fmt.Sprintf("%s/%d", src, i), gen, func(u *UnitStatus) {
-				u.Applied = int64(7 * i)
+			r.unit(src, fmt.Sprintf("%s/%d", src, i), gen, func(u *treeUnit) {
+				u.applied = int64(7 * i)
 				switch i % 3 {
 				case 0:
 					u.setLag(Lag{Messages: 3, Oldest: now.Add(-time.Duration(i) * time.Millisecond), Known: true})

@@ -111,7 +111,7 @@ func TestRegistryReusesUnitEntries(t *testing.T) {
 	r := newRegistry("n1")
 	r.addSource("s", "memory")
 	gen := r.addUnit("s", "s/0")
-	r.unit("s", "s/0", gen, func(st *UnitStatus) { st.Applied, st.LastError = 5, "boom" })
+	r.unit("s", "s/0", gen, func(st *treeUnit) { st.applied = 5; st.setError("boom", time.Unix(1, 0)) })
 	r.removeUnit("s", "s/0", gen)
 	allocs := testing.AllocsPerRun(100, func() {
 		gen := r.addUnit("s", "s/1")

@@ -149,6 +149,6 @@ func (u *unitActor) showLag(was, l Lag) {
 	if l.same(was) {
 		return
 	}
-	u.status(func(s *UnitStatus) { s.setLag(l) })
+	u.status(func(s *treeUnit) { s.setLag(l) })
 	u.node.metrics.Lag(u.spec.Name, u.id, l)
 }

@@ -138,8 +138,6 @@ type UnitStatus struct {
 	// as of the snapshot (Lag.Seconds): -1 when the broker cannot say.
 	LagSeconds float64 `json:"lag_seconds"`
 
-	lag Lag // what LagSeconds is made of when the tree is read
-
 	// Passive: the unit is idle without an actor of its own (passivated,
 	// architecture §13); it shows what it showed when it passivated.
 	Passive bool `json:"passive,omitempty"`
@@ -166,19 +164,6 @@ type SeekStatus struct {
 	// Error says why the broker refused it (the checkpoint was not
 	// moved; a control-row seek refused is marked done, not retried).
 	Error string `json:"error,omitempty"`
-}
-
-// setLag records the unit's lag (Lag and what LagSeconds is made of).
-func (s *UnitStatus) setLag(l Lag) { s.Lag, s.lag = l.Messages, l }
-
-// setError records msg as the unit's last error at t ("" clears it).
-func (s *UnitStatus) setError(msg string, t time.Time) {
-	s.LastError = msg
-	if msg == "" {
-		s.LastErrorAt = nil
-	} else {
-		s.LastErrorAt = timePtr(t)
-	}
 }
 
 // registry holds the live status of a node's sources and units. Actors
@@ -277,7 +262,7 @@ type sourceEntry struct {
 // are still stopping, and the next instance may run a unit of the same id
 // before the last write of the old one arrives (the leaser's, say).
 type unitEntry struct {
-	status UnitStatus
+	status treeUnit
 	gen    uint64
 }
 
@@ -331,7 +316,7 @@ func (r *registry) addUnit(source, unit string) uint64 {
 		r.entries.put(old)
 	}
 	e := r.entries.get()
-	*e = unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}, gen: r.gens}
+	*e = unitEntry{status: newTreeUnit(), gen: r.gens}
 	s.units[unit] = e
 	r.noteState(source, unit, StateStarting)
 	return r.gens
@@ -348,7 +333,7 @@ func (r *registry) noteState(source, unit, state string) {
 // unit updates the status of the unit of generation gen. A write for an
 // entry that is gone (the unit's supervisor forgot it) or of another
 // generation is dropped: it must not bring back an entry no one removes.
-func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
+func (r *registry) unit(source, unit string, gen uint64, f func(*treeUnit)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	s, ok := r.sources[source]
@@ -359,7 +344,7 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	if mutate.On(mutate.GhostUnits) {
 		// the bug: any write creates the entry, and reaches whichever there is
 		if !ok {
-			e = &unitEntry{status: UnitStatus{Unit: unit, Node: r.node, State: StateStarting}}
+			e = &unitEntry{status: newTreeUnit()}
 			s.units[unit] = e
 		}
 		f(&e.status)
@@ -369,12 +354,12 @@ func (r *registry) unit(source, unit string, gen uint64, f func(*UnitStatus)) {
 	if !ok || e.gen != gen {
 		return
 	}
-	was := e.status.State
+	was := e.status.state
 	f(&e.status)
-	if e.status.State != was {
+	if e.status.state != was {
 		r.states++
 		if !mutate.On(mutate.StaleStateMetrics) {
-			r.noteState(source, unit, e.status.State)
+			r.noteState(source, unit, e.status.stateName())
 		}
 	}
 }
@@ -389,8 +374,8 @@ func (r *registry) leaseRenewed(source, unit string, token int64, exp time.Time)
 	if !ok {
 		return
 	}
-	if e, ok := s.units[unit]; ok && e.status.LeaseToken == token {
-		e.status.LeaseExpiresAt = timePtr(exp)
+	if e, ok := s.units[unit]; ok && e.status.leaseToken == token {
+		e.status.leaseExpires = stampOf(exp)
 	}
 }
 
@@ -428,14 +413,13 @@ func (r *registry) snapshot() []SourceStatus {
 	if r.now != nil {
 		now = r.now()
 	}
+	var times treeTimes
 	for _, name := range r.order {
 		s := r.sources[name]
 		ss := s.status
 		ss.Units = make([]UnitStatus, 0, len(s.units))
-		for _, u := range s.units {
-			us := u.status
-			us.LagSeconds = us.lag.Seconds(now)
-			ss.Units = append(ss.Units, us)
+		for id, u := range s.units {
+			ss.Units = append(ss.Units, u.status.status(id, r.node, now, &times))
 		}
 		sort.Slice(ss.Units, func(i, j int) bool { return unitLess(ss.Units[i].Unit, ss.Units[j].Unit) })
 		if q := s.quality; q != nil {
@@ -469,12 +453,4 @@ func isDigits(s string) bool {
 		}
 	}
 	return s != ""
-}
-
-func timePtr(t time.Time) *time.Time {
-	if t.IsZero() {
-		return nil
-	}
-	t = t.UTC()
-	return &t
 }

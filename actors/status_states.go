@@ -12,8 +12,8 @@ func (n *Node) UnitStates(f func(source, sourceState, unit, unitState string)) {
 	defer r.mu.Unlock()
 	for _, name := range r.order {
 		s := r.sources[name]
-		for _, u := range s.units {
-			f(name, s.status.State, u.status.Unit, u.status.State)
+		for id, u := range s.units {
+			f(name, s.status.State, id, u.status.stateName())
 		}
 	}
 }

@@ -353,10 +353,10 @@ func (s *supervisor) HandleFailure(_ *actor.ActorSystem, sup actor.Supervisor, w
 	s.node.env.Events.Record(events.Event{Source: s.spec.Name, Unit: c.unit, Kind: events.KindRestart,
 		Reason: fmt.Sprintf("restart %d in %s: %s", c.restarts, d.Round(time.Millisecond), msg)})
 	now := s.node.env.Clock.Now()
-	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
-		st.State = StateRetrying
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *treeUnit) {
+		st.setState(StateRetrying)
 		st.setError(msg, now)
-		st.NextRetryAt = timePtr(next)
+		st.setNextRetry(next)
 	})
 	c.waiting = true
 	s.releaseSlot(s.node.root(), c) // suspended for the backoff: it starts nothing meanwhile
@@ -400,7 +400,7 @@ func (s *supervisor) onRestartDue(ctx actor.Context, m *restartDue) {
 		return
 	}
 	s.node.env.trace("restarted", c.unit, strconv.Itoa(c.restarts))
-	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Restarts++ })
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *treeUnit) { st.restarted() })
 	s.node.metrics.Restarted(s.spec.Name, c.unit)
 	s.sup.RestartChildren(c.pid)
 	// the new incarnation starts with the parents it was spawned with:

@@ -35,7 +35,7 @@ func (s *supervisor) adopt(ctx actor.Context, c *child, r *passiveUnit) {
 	c.pid = nil
 	c.passive = r
 	ctx.Send(s.node.leaser, &leaseOwner{unit: c.unit, token: r.lease.token, pid: s.self})
-	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Passive = true })
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *treeUnit) { st.passive = true })
 	if c.stopping || s.draining {
 		s.activate(ctx, c, resumeStop)
 		return
@@ -140,7 +140,7 @@ func (s *supervisor) activate(ctx actor.Context, c *child, how resumeKind) {
 	}
 	c.passive = nil
 	r.resume = how
-	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) { st.Passive = false })
+	s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *treeUnit) { st.passive = false })
 	s.spawnChild(ctx, c, r)
 }
 
@@ -209,9 +209,11 @@ func (s *supervisor) endPassive(c *child, r *passiveUnit, stopped bool) {
 	}
 	s.node.root().Send(s.node.leaser, &leaseDropped{unit: c.unit, token: r.lease.token})
 	if stopped {
-		s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *UnitStatus) {
-			st.State, st.Passive = StateStopped, false
-			st.LeaseToken, st.LeaseExpiresAt, st.NextRetryAt = 0, nil, nil
+		s.node.reg.unit(s.spec.Name, c.unit, c.gen, func(st *treeUnit) {
+			st.setState(StateStopped)
+			st.passive = false
+			st.dropLease()
+			st.setNextRetry(time.Time{})
 		})
 	}
 	conn, store, l := r.conn, s.node.env.Store, r.lease.full(s.node.env.Node)

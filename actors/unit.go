@@ -432,7 +432,7 @@ func (u *unitActor) Receive(ctx actor.Context) {
 
 // status updates the unit's entry in the tree; once its supervisor forgot
 // it (a restart), nothing.
-func (u *unitActor) status(f func(*UnitStatus)) { u.node.reg.unit(u.spec.Name, u.id, u.gen, f) }
+func (u *unitActor) status(f func(*treeUnit)) { u.node.reg.unit(u.spec.Name, u.id, u.gen, f) }
 
 func (u *unitActor) now() time.Time { return u.node.env.Clock.Now() }
 

@@ -74,9 +74,8 @@ func (u *unitActor) onFetch(ctx actor.Context, r fetchResult) {
 	now := u.now()
 	n := int64(len(r.fetched.Messages))
 	lag := u.lag.fetched(r.fetched, !u.spec.isQueue())
-	u.status(func(s *UnitStatus) {
-		s.Received += n
-		s.LastPullAt = timePtr(now)
+	u.status(func(s *treeUnit) {
+		s.pulled(n, now)
 		s.setLag(lag)
 	})
 	u.node.metrics.Received(u.spec.Name, u.id, n)
@@ -274,12 +273,10 @@ func (u *unitActor) onApply(ctx actor.Context, r applyResult) {
 	pos := u.position
 	done := len(pb.rest) == 0 // the whole fetch is applied
 	lag := u.lag.applied()
-	u.status(func(s *UnitStatus) {
-		s.Applied += applied
-		s.DeadLettered += dead
-		s.Rejected += rejected
+	u.status(func(s *treeUnit) {
+		s.appliedBatch(applied, rejected, dead)
 		if pos != "" {
-			s.Position = pos
+			s.position = pos
 		}
 		if done {
 			s.setLag(lag)
@@ -465,10 +462,10 @@ func (u *unitActor) onAck(ctx actor.Context, r ackResult) {
 		// Harmless: the messages come back and the dedupe table refuses them.
 		msg := namedOp("ack", r.err).Error()
 		now := u.now()
-		u.status(func(s *UnitStatus) { s.setError(msg, now) })
+		u.status(func(s *treeUnit) { s.setError(msg, now) })
 	} else {
 		n := int64(r.n)
-		u.status(func(s *UnitStatus) { s.Acked += n })
+		u.status(func(s *treeUnit) { s.acked += n })
 		u.node.metrics.Acked(u.spec.Name, u.id, n)
 	}
 	u.fetch(ctx)

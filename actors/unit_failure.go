@@ -91,9 +91,9 @@ func (u *unitActor) fail(ctx actor.Context, err error, at step) {
 	next := now.Add(d)
 	u.logRetry(err, d)
 	u.recovering = true
-	u.becomeRetrying(func(s *UnitStatus) {
+	u.becomeRetrying(func(s *treeUnit) {
 		s.setError(msg, now)
-		s.NextRetryAt = timePtr(next)
+		s.setNextRetry(next)
 	})
 	u.resumeAt = at
 	u.retryTimer = u.after(ctx, d, timerRetry)
@@ -141,7 +141,7 @@ func (u *unitActor) failNow(ctx actor.Context, err error) {
 	}
 	msg := err.Error()
 	now := u.now()
-	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+	u.status(func(s *treeUnit) { s.setError(msg, now) })
 	u.node.env.trace("fail-to-supervisor", u.id, msg)
 	u.node.env.logger().Error("unit failed; its supervisor restarts it after a backoff", "unit", u.id, "failures", u.failures, "error", err)
 	if u.held != nil && u.spec.isQueue() {

@@ -52,7 +52,7 @@ func (u *unitActor) onParents(ctx actor.Context, r parentsResult) {
 		msg := "waiting for parent partitions to finish: " + strings.Join(r.waiting, ", ")
 		u.waitNoteShown = true
 		now := u.now()
-		u.becomeStarting(func(s *UnitStatus) { s.setError(msg, now) })
+		u.becomeStarting(func(s *treeUnit) { s.setError(msg, now) })
 		u.after(ctx, u.node.tuning.ParentPoll, timerParents)
 		return
 	}
@@ -95,7 +95,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 			msg := r.err.Error()
 			u.waitNoteShown = true
 			now := u.now()
-			u.status(func(s *UnitStatus) { s.setError(msg, now) })
+			u.status(func(s *treeUnit) { s.setError(msg, now) })
 			u.after(ctx, u.node.tuning.AcquireRetry, timerAcquire)
 			return
 		}
@@ -110,10 +110,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 	u.node.metrics.LeaseChanged(u.spec.Name, u.id)
 	ctx.Send(u.node.leaser, &leaseHeld{lease: r.lease, ttl: u.spec.LeaseTTL, pid: ctx.Self(), source: u.spec.Name})
 	u.clearWaitNote()
-	u.status(func(s *UnitStatus) {
-		s.LeaseToken = r.lease.Token
-		s.LeaseExpiresAt = timePtr(r.lease.ExpiresAt)
-	})
+	u.status(func(s *treeUnit) { s.setLease(r.lease.Token, r.lease.ExpiresAt) })
 	if u.phase.stopping() {
 		u.finishStop(ctx, false)
 		return
@@ -126,7 +123,7 @@ func (u *unitActor) onAcquire(ctx actor.Context, r acquireResult) {
 func (u *unitActor) clearWaitNote() {
 	if u.waitNoteShown {
 		u.waitNoteShown = false
-		u.status(func(s *UnitStatus) { s.setError("", time.Time{}) })
+		u.status(func(s *treeUnit) { s.setError("", time.Time{}) })
 	}
 }
 
@@ -156,7 +153,7 @@ func (u *unitActor) leaseLost(ctx actor.Context, where string) {
 		Reason: "found lost at " + where + ": the store no longer has this token (taken over, or expired)"})
 	u.dropLease(ctx)
 	now := u.now()
-	u.status(func(s *UnitStatus) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
+	u.status(func(s *treeUnit) { s.setError("lease lost ("+where+"): another node owns the unit", now) })
 	u.exit.Store(exitLeaseLost)
 	ctx.Stop(ctx.Self())
 }
@@ -437,7 +434,7 @@ func (u *unitActor) onOpen(ctx actor.Context, r openResult) {
 // position it stands for.
 func (u *unitActor) setCheckpoint(cp string) {
 	u.checkpoint, u.position = cp, brokers.Applied(cp)
-	u.status(func(s *UnitStatus) { s.Position = cp })
+	u.status(func(s *treeUnit) { s.position = cp })
 }
 
 // positionReset reports a checkpoint reset loudly: messages between the
@@ -451,7 +448,7 @@ func (u *unitActor) positionReset(r *resetInfo) {
 	u.node.env.Events.Record(events.Event{Source: u.spec.Name, Unit: u.id, Kind: events.KindPositionReset, Token: u.lease.Token, Reason: msg})
 	u.node.metrics.PositionReset(u.spec.Name, u.id)
 	now := u.now()
-	u.status(func(s *UnitStatus) { s.setError(msg, now) })
+	u.status(func(s *treeUnit) { s.setError(msg, now) })
 }
 
 // needsOperator parks a unit whose checkpoint is invalid under
@@ -471,9 +468,9 @@ func (u *unitActor) needsOperator(ctx actor.Context, cause error) {
 	u.recovering = true
 	u.node.env.trace("position-invalid", u.id, u.checkpoint)
 	now := u.now()
-	u.becomeRetrying(func(s *UnitStatus) {
+	u.becomeRetrying(func(s *treeUnit) {
 		s.setError(msg, now)
-		s.NextRetryAt = timePtr(next)
+		s.setNextRetry(next)
 	})
 	u.resetCause = nil // look at the checkpoint again next time
 	u.resumeAt = stepOpen

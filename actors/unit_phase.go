@@ -3,6 +3,7 @@ package actors
 import (
 	"fmt"
 	"slices"
+	"time"
 )
 
 // unitPhase is where a unit actor is in its life cycle (architecture §13).
@@ -98,7 +99,7 @@ var mainLine = []unitPhase{phaseStarting, phaseAcquiring, phaseRunning, phaseRet
 
 // become enters phase to, which only the phases phaseFrom[to] may lead
 // to, and shows it in the tree with the fields more sets, in one write.
-func (u *unitActor) become(to unitPhase, more func(*UnitStatus)) {
+func (u *unitActor) become(to unitPhase, more func(*treeUnit)) {
 	if !slices.Contains(phaseFrom[to], u.phase) {
 		panic(fmt.Sprintf("unit %s: phase %s cannot follow %s", u.id, to, u.phase))
 	}
@@ -116,14 +117,14 @@ func (u *unitActor) become(to unitPhase, more func(*UnitStatus)) {
 // the tree. Apart from become, only an open that succeeds during a stop
 // calls it, with the phase it is in (stopping, not running): the fetch it
 // would start ends the stop instead.
-func (u *unitActor) show(p unitPhase, more func(*UnitStatus)) {
+func (u *unitActor) show(p unitPhase, more func(*treeUnit)) {
 	state, ok := treeState(p)
 	if !ok && more == nil {
 		return // no write at all: not even an empty one (mutate.GhostUnits creates entries on any write)
 	}
-	u.status(func(s *UnitStatus) {
+	u.status(func(s *treeUnit) {
 		if ok {
-			s.State = state
+			s.setState(state)
 		}
 		if more != nil {
 			more(s)
@@ -133,14 +134,14 @@ func (u *unitActor) show(p unitPhase, more func(*UnitStatus)) {
 
 // noRetryAt clears next_retry_at: every phase but retrying shows none
 // (releasing writes nothing and keeps what the entry shows).
-func noRetryAt(s *UnitStatus) { s.NextRetryAt = nil }
+func noRetryAt(s *treeUnit) { s.setNextRetry(time.Time{}) }
 
 // andNoRetryAt is more, then noRetryAt.
-func andNoRetryAt(more func(*UnitStatus)) func(*UnitStatus) {
+func andNoRetryAt(more func(*treeUnit)) func(*treeUnit) {
 	if more == nil {
 		return noRetryAt
 	}
-	return func(s *UnitStatus) { more(s); noRetryAt(s) }
+	return func(s *treeUnit) { more(s); noRetryAt(s) }
 }
 
 // phaseFrom is the life cycle: the phases each phase may be entered from.
@@ -156,7 +157,7 @@ var phaseFrom = map[unitPhase][]unitPhase{
 }
 
 // becomeStarting: the actor started, or its parents are not finished yet.
-func (u *unitActor) becomeStarting(more func(*UnitStatus)) {
+func (u *unitActor) becomeStarting(more func(*treeUnit)) {
 	u.become(phaseStarting, andNoRetryAt(more))
 }
 
@@ -173,7 +174,7 @@ func (u *unitActor) becomeRunning() {
 
 // becomeRetrying: a step failed below the failure limit, or the checkpoint
 // waits for an operator (on_position_reset: fail).
-func (u *unitActor) becomeRetrying(more func(*UnitStatus)) {
+func (u *unitActor) becomeRetrying(more func(*treeUnit)) {
 	u.become(phaseRetrying, more)
 }
 
@@ -195,6 +196,6 @@ func (u *unitActor) becomeReleasing() {
 
 // becomeStopped: the actor stops (not a restart: that discards the
 // instance in whatever phase it is, and its successor starts anew).
-func (u *unitActor) becomeStopped(more func(*UnitStatus)) {
+func (u *unitActor) becomeStopped(more func(*treeUnit)) {
 	u.become(phaseStopped, andNoRetryAt(more))
 }

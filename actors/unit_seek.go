@@ -334,7 +334,7 @@ func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 			now := u.now()
 			last := &SeekStatus{To: m.To, From: u.checkpoint, Position: u.checkpoint, At: now, By: m.By, Reason: m.Reason,
 				ID: m.ID, Token: u.lease.Token, Error: r.err.Error()}
-			u.status(func(s *UnitStatus) { s.LastSeek = last; s.setError(err.Error(), now) })
+			u.status(func(s *treeUnit) { s.setLastSeek(last); s.setError(err.Error(), now) })
 			u.lastSeek = &seekOutcome{res: SeekResult{Seek: m.Seek}, err: err}
 		}
 		u.node.env.trace("seek-failed", u.id, r.err.Error())
@@ -357,7 +357,7 @@ func (u *unitActor) onSeek(ctx actor.Context, r seekResult) {
 	u.setCheckpoint(r.position)
 	u.justReset, u.resetCause, u.failures, u.recovering = false, nil, 0, false
 	last := &SeekStatus{To: m.To, From: from, Position: r.position, At: now, By: m.By, Reason: m.Reason, ID: m.ID, Token: res.Token}
-	u.status(func(s *UnitStatus) { s.LastSeek = last })
+	u.status(func(s *treeUnit) { s.setLastSeek(last) })
 	u.node.env.trace("seek", u.id, from+" -> "+r.position)
 	u.node.env.logger().Info("unit sought: its checkpoint was moved by a fenced write", "unit", u.id, "to", m.To,
 		"from", from, "position", r.position, "token", res.Token, "by", m.By, "reason", m.Reason)

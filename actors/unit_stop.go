@@ -91,7 +91,7 @@ func (u *unitActor) dropLease(ctx actor.Context) {
 		ctx.Send(u.node.leaser, &leaseDropped{unit: u.id, token: u.lease.Token})
 	}
 	u.holdsLease = false
-	u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	u.status(func(s *treeUnit) { s.dropLease() })
 }
 
 // end cancels the incarnation's jobs and timers (stop or restart). On a
@@ -120,10 +120,10 @@ func (u *unitActor) end(ctx actor.Context, stopped bool) {
 		// The next incarnation acquires the lease again; until it has, the
 		// tree shows no lease: the leaser no longer renews this one, and
 		// another node may take it meanwhile.
-		u.status(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+		u.status(func(s *treeUnit) { s.dropLease() })
 		return
 	}
-	u.becomeStopped(func(s *UnitStatus) { s.LeaseToken = 0; s.LeaseExpiresAt = nil })
+	u.becomeStopped(func(s *treeUnit) { s.dropLease() })
 	if held {
 		u.node.env.Executor.Go(exec.WithLabel(u.node.ctx, "release"), func(c context.Context) any {
 			return store.Release(c, l)

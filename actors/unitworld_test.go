@@ -329,7 +329,7 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 			r.cancel()
 		}
 		r.resume = m.how
-		w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *UnitStatus) { st.Passive = false })
+		w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *treeUnit) { st.passive = false })
 		w.printf("parent: activates the unit (%s)", m.how)
 		p.spawn(ctx, r)
 	case *restartScriptUnit:
@@ -354,7 +354,7 @@ func (p *scriptParent) Receive(ctx actor.Context) {
 		if r := w.handoff.Swap(nil); r != nil {
 			w.exit.Store(0)
 			w.record = r
-			w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *UnitStatus) { st.Passive = true })
+			w.ne.reg.unit(w.spec.Name, w.unitID, w.gen, func(st *treeUnit) { st.passive = true })
 			w.printf("parent: keeps token=%d position=%s checkpoint=%s due=%s", r.lease.token, r.position, r.checkpoint, rel(r.due.time()))
 			ctx.Send(w.ne.leaser, &leaseOwner{unit: w.unitID, token: r.lease.token, pid: ctx.Self()})
 		}
