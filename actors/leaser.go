@@ -363,6 +363,7 @@ func (l *leaser) round(ctx actor.Context) {
 			d.ans.Changed = append(d.ans.Changed, a.Changed...)
 			d.ans.Lost = append(d.ans.Lost, a.Lost...)
 			d.ans.Skipped = append(d.ans.Skipped, a.Skipped...)
+			d.ans.Beat = a.Beat // the last group's heartbeat
 		}
 		return d
 	}, func(v any) { root.Send(self, v) })

@@ -97,7 +97,8 @@ type RenewAnswer struct {
 	// RenewLeases's lost; in ls's order.
 	Lost []string
 	// Skipped are the units of ls neither renewed nor lost this time
-	// (their row was locked); in ls's order.
+	// (their row was locked, or ls named the unit again with another
+	// token); in ls's order.
 	Skipped []string
 	// Beat is the round's heartbeat, the RenewedAt of every lease
 	// renewed.
@@ -154,19 +155,30 @@ func AnswerOf(ls, renewed []Lease, lost []string) RenewAnswer {
 
 // Renewed is RenewLeases's renewed of the round of ls that a answers,
 // owner's: every lease of ls neither lost nor skipped, as changed or as
-// given (Owner owner, RenewedAt a.Beat).
+// given (Owner owner, RenewedAt a.Beat). Lost and Skipped name units, not
+// tokens: when ls names a unit twice (the runtime never does) and one of
+// them is lost or skipped, no copy is renewed as given, only a changed
+// one (Changed names its token); the others are in neither list, which
+// RenewLeases allows (not renewed this time).
 func (a RenewAnswer) Renewed(owner string, ls []Lease) []Lease {
 	var out []Lease
-	c, k, sk := 0, 0, 0 // into Changed, Lost, Skipped
+	var gone map[string]bool // the units lost or skipped
+	if len(a.Lost)+len(a.Skipped) > 0 {
+		gone = make(map[string]bool, len(a.Lost)+len(a.Skipped))
+		for _, u := range a.Lost {
+			gone[u] = true
+		}
+		for _, u := range a.Skipped {
+			gone[u] = true
+		}
+	}
+	c := 0 // into Changed
 	for _, l := range ls {
 		switch {
 		case c < len(a.Changed) && a.Changed[c].Unit == l.Unit && a.Changed[c].Token == l.Token:
 			out = append(out, a.Changed[c])
 			c++
-		case k < len(a.Lost) && a.Lost[k] == l.Unit:
-			k++
-		case sk < len(a.Skipped) && a.Skipped[sk] == l.Unit:
-			sk++
+		case gone[l.Unit]:
 		default:
 			l.Owner, l.RenewedAt = owner, a.Beat
 			out = append(out, l)

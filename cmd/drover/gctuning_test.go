@@ -10,8 +10,8 @@ import (
 
 // TestGCTuningYieldsToTheEnvironment: a GOGC or GOMEMLIMIT in the
 // environment keeps the adaptive tuner off (and says so), as does
-// node.gc_tuning: off; adaptive without them starts it, and its stop puts
-// the process's GOGC back.
+// node.gc_tuning: off; adaptive without them starts it (what it sets and
+// that stop restores the process's GOGC: internal/gctune's tests).
 func TestGCTuningYieldsToTheEnvironment(t *testing.T) {
 	for _, name := range []string{"GOGC", "GOMEMLIMIT"} {
 		var buf bytes.Buffer
@@ -32,11 +32,8 @@ func TestGCTuningYieldsToTheEnvironment(t *testing.T) {
 	was := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(was)
 	stop := startGCTuning("adaptive", none, log)
+	stop()
 	if !strings.Contains(buf.String(), "gc tuning adaptive") {
 		t.Errorf("adaptive logged %q", buf.String())
-	}
-	stop()
-	if got := debug.SetGCPercent(100); got != 100 {
-		t.Errorf("after stop GOGC is %d, want 100", got)
 	}
 }

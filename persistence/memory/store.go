@@ -223,8 +223,7 @@ func (s *Store) RenewLeasesChanges(ctx context.Context, owner string, ls []persi
 			s.leases[l.Unit] = cur
 		}
 		if !cur.ExpiresAt.Equal(l.ExpiresAt) || !cur.AcquiredAt.Equal(l.AcquiredAt) {
-			cur = s.seen(cur)
-			cur.RenewedAt = now
+			cur.RenewedAt = now // the heartbeat just written
 			a.Changed = append(a.Changed, cur)
 		}
 	}

@@ -94,7 +94,7 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 	held := ls // a quiet round's leases are the owner's rows as stored
 	quiet := ok && last == found && found.rows == int64(len(ls))
 	if !quiet {
-		if held, a.Lost, err = s.heldOf(ctx, tx, owner, ls, nil); err != nil {
+		if held, a.Lost, a.Skipped, err = s.heldOf(ctx, tx, owner, ls, nil); err != nil {
 			return a, err
 		}
 	}
@@ -161,32 +161,35 @@ func indexOf(ls []persistence.Lease, unit string) int {
 }
 
 // heldOf appends to held the leases of ls owner holds with their tokens,
-// as stored, and returns the units of the others as lost, in ls's order.
-func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held []persistence.Lease) ([]persistence.Lease, []string, error) {
+// as stored, and returns the units of the others as lost (no row of
+// owner's for the unit) or skipped (ls names the unit again with another
+// token), in ls's order.
+func (s *Store) heldOf(ctx context.Context, tx *sql.Tx, owner string, ls, held []persistence.Lease) (_ []persistence.Lease, lost, skipped []string, _ error) {
 	arg, err := leasePairs(ls)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	rows, err := tx.StmtContext(ctx, s.stmts.leaseHeld).QueryContext(ctx, owner, arg)
 	if err != nil {
-		return nil, nil, dbErr(err)
+		return nil, nil, nil, dbErr(err)
 	}
 	byUnit, err := leasesByUnit(rows)
 	if err != nil {
-		return nil, nil, dbErr(err)
+		return nil, nil, nil, dbErr(err)
 	}
-	var lost []string
 	for _, l := range ls {
 		switch nl, ok := byUnit[l.Unit]; {
 		case ok && nl.Token == l.Token:
 			held = append(held, nl)
 		case ok:
-			// ls named the unit twice, with another token.
+			// ls named the unit twice, with another token: neither
+			// renewed nor lost
+			skipped = append(skipped, l.Unit)
 		default:
 			lost = append(lost, l.Unit)
 		}
 	}
-	return held, lost, nil
+	return held, lost, skipped, nil
 }
 
 // extendDue extends, fenced by owner and token, the leases of held whose
@@ -227,7 +230,7 @@ func (s *Store) extendDue(ctx context.Context, tx *sql.Tx, owner string, held []
 	}
 	if n < int64(len(ext)) {
 		// Which? Those no longer held; the others are the rows updated.
-		_, left, err := s.heldOf(ctx, tx, owner, dueLeases, nil)
+		_, left, _, err := s.heldOf(ctx, tx, owner, dueLeases, nil)
 		if err != nil {
 			return nil, nil, expires, 0, err
 		}

@@ -28,6 +28,7 @@ func definitions() []definition {
 		{"Lease/RenewLeasesRenewedAndLost", always, testRenewLeases},
 		{"Lease/RenewLeasesEmptyAndInvalid", always, testRenewLeasesEdges},
 		{"Lease/RenewLeasesChangesAnswersOnlyTheDifferences", always, testRenewLeasesChanges},
+		{"Lease/RenewLeasesUnitNamedTwice", always, testRenewLeasesTwice},
 
 		// heartbeat.go: the renewal round as a heartbeat (issue 12 item 5).
 		{"Lease/HeartbeatKeepsLeaseUntilStale", always, testHeartbeatStale},

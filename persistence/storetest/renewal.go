@@ -314,6 +314,28 @@ func testRenewLeasesChanges(e *env) {
 	}
 }
 
+// testRenewLeasesTwice: a round that names a unit twice, once with a
+// token no longer held, never renews the stale one, in either order.
+func testRenewLeasesTwice(e *env) {
+	held := e.acquire("orders/0", "node-1")
+	stale := held
+	stale.Token--
+	for _, ls := range [][]persistence.Lease{{held, stale}, {stale, held}} {
+		renewed, lost, err := e.s.RenewLeases(e.ctx, "node-1", ls, time.Minute)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, r := range renewed {
+			if r.Token != held.Token {
+				e.t.Errorf("order %d, %d: renewed the stale token: %+v (lost %v)", ls[0].Token, ls[1].Token, renewed, lost)
+			}
+		}
+		if got := e.leases()["orders/0"]; got.Owner != "node-1" || got.Token != held.Token {
+			e.t.Errorf("the lease is %+v, want node-1's token %d", got, held.Token)
+		}
+	}
+}
+
 func testRenewLeasesEdges(e *env) {
 	renewed, lost, err := e.s.RenewLeases(e.ctx, "node-1", nil, time.Minute)
 	if err != nil || len(renewed) != 0 || len(lost) != 0 {
