@@ -127,6 +127,16 @@ func RenewChanges(ctx context.Context, l Leases, owner string, ls []Lease, ttl t
 	return AnswerOf(ls, renewed, lost), nil
 }
 
+// RenewLeasesOf is RenewLeases made of r's RenewLeasesChanges: the
+// RenewLeases of every store that answers as a RenewAnswer.
+func RenewLeasesOf(ctx context.Context, r ChangesRenewer, owner string, ls []Lease, ttl time.Duration) ([]Lease, []string, error) {
+	a, err := r.RenewLeasesChanges(ctx, owner, ls, ttl)
+	if err != nil {
+		return nil, nil, err
+	}
+	return a.Renewed(owner, ls), a.Lost, nil
+}
+
 // AnswerOf tells RenewLeases's answer (renewed and lost, both in ls's
 // order) to the round of ls as a RenewAnswer. Beat is the RenewedAt of
 // the first lease renewed (zero when none was).

@@ -10,11 +10,7 @@ import (
 // RenewLeases skips a locked lease row (FOR UPDATE SKIP LOCKED): neither
 // renewed nor lost.
 func (a *auditStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
-	ans, err := a.RenewLeasesChanges(ctx, owner, ls, ttl)
-	if err != nil {
-		return nil, nil, err
-	}
-	return ans.Renewed(owner, ls), ans.Lost, nil
+	return persistence.RenewLeasesOf(ctx, a, owner, ls, ttl)
 }
 
 // RenewLeasesChanges is RenewLeases as a persistence.RenewAnswer (the

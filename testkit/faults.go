@@ -502,11 +502,7 @@ func (n nodeStore) Renew(ctx context.Context, l persistence.Lease, ttl time.Dura
 }
 
 func (n nodeStore) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
-	n.c.countLease()
-	if err := n.cutErr(); err != nil {
-		return nil, nil, err
-	}
-	return n.auditStore.RenewLeases(ctx, owner, ls, ttl)
+	return persistence.RenewLeasesOf(ctx, n, owner, ls, ttl)
 }
 
 // RenewLeasesChanges is RenewLeases as a persistence.RenewAnswer.

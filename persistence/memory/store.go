@@ -191,11 +191,7 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 // heartbeat, and extends the leases of ls it holds whose expiry is less
 // than ttl/2 away.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
-	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.Renewed(owner, ls), a.Lost, nil
+	return persistence.RenewLeasesOf(ctx, s, owner, ls, ttl)
 }
 
 // RenewLeasesChanges implements persistence.ChangesRenewer.

@@ -100,11 +100,7 @@ func (s *Store) Renew(ctx context.Context, l persistence.Lease, ttl time.Duratio
 // lost), but only what differs from ls comes back: a quiet round of
 // 10,000 leases returns one row. renewed and lost follow the order of ls.
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) ([]persistence.Lease, []string, error) {
-	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.Renewed(owner, ls), a.Lost, nil
+	return persistence.RenewLeasesOf(ctx, s, owner, ls, ttl)
 }
 
 // RenewLeasesChanges implements persistence.ChangesRenewer.

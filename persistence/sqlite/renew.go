@@ -1,15 +1,12 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
-	"maps"
-	"slices"
 	"strconv"
 	"time"
 
@@ -46,11 +43,7 @@ type renewCheck struct {
 // and still writing only the leases due). Calls for one owner are
 // expected one at a time (the runtime's leaser makes them so).
 func (s *Store) RenewLeases(ctx context.Context, owner string, ls []persistence.Lease, ttl time.Duration) (renewed []persistence.Lease, lost []string, err error) {
-	a, err := s.RenewLeasesChanges(ctx, owner, ls, ttl)
-	if err != nil {
-		return nil, nil, err
-	}
-	return a.Renewed(owner, ls), a.Lost, nil
+	return persistence.RenewLeasesOf(ctx, s, owner, ls, ttl)
 }
 
 // RenewLeasesChanges implements persistence.ChangesRenewer: RenewLeases
@@ -121,14 +114,12 @@ func (s *Store) renewRound(ctx context.Context, owner string, ls []persistence.L
 // changedOf is a round's Changed and Lost: the leases of held (in ls's
 // order, as stored) that the round extended (ext, indexes into held, and
 // not gone) or whose stored expiry or acquisition differs from ls's, with
-// RenewedAt beat; the extended ones found gone join lost, in ls's order.
+// RenewedAt beat; the extended ones found gone join lost (heldOf's, of
+// leases not in held), both in ls's order.
 func changedOf(owner string, ls, held []persistence.Lease, ext []int, gone map[string]bool, expires, beat time.Time, lost []string) ([]persistence.Lease, []string) {
 	var changed []persistence.Lease
-	if len(gone) > 0 {
-		lost = append(lost, slices.Sorted(maps.Keys(gone))...)
-		slices.SortStableFunc(lost, func(x, y string) int { return cmp.Compare(indexOf(ls, x), indexOf(ls, y)) })
-	}
-	i, next := 0, 0 // into ls, ext
+	var goneLost []string // in held's order
+	i, next := 0, 0       // into ls, ext
 	for j, h := range held {
 		for i < len(ls) && (ls[i].Unit != h.Unit || ls[i].Token != h.Token) {
 			i++
@@ -137,27 +128,34 @@ func changedOf(owner string, ls, held []persistence.Lease, ext []int, gone map[s
 		if extended {
 			next++
 			if gone[h.Unit] {
+				goneLost = append(goneLost, h.Unit)
 				continue
 			}
 			h.ExpiresAt = expires
 		}
-		if i < len(ls) && !extended && h.ExpiresAt.Equal(ls[i].ExpiresAt) && h.AcquiredAt.Equal(ls[i].AcquiredAt) {
+		if !extended && i < len(ls) && h.ExpiresAt.Equal(ls[i].ExpiresAt) && h.AcquiredAt.Equal(ls[i].AcquiredAt) {
 			continue
 		}
 		h.Owner, h.RenewedAt = owner, beat
 		changed = append(changed, h)
 	}
-	return changed, lost
-}
-
-// indexOf is the index in ls of unit's lease (len(ls) if none).
-func indexOf(ls []persistence.Lease, unit string) int {
-	for i := range ls {
-		if ls[i].Unit == unit {
-			return i
+	if len(goneLost) == 0 {
+		return changed, lost
+	}
+	// merge the two, each in ls's order
+	merged := make([]string, 0, len(lost)+len(goneLost))
+	k, g := 0, 0
+	for _, l := range ls {
+		switch {
+		case k < len(lost) && lost[k] == l.Unit:
+			merged = append(merged, lost[k])
+			k++
+		case g < len(goneLost) && goneLost[g] == l.Unit:
+			merged = append(merged, goneLost[g])
+			g++
 		}
 	}
-	return len(ls)
+	return changed, merged
 }
 
 // heldOf appends to held the leases of ls owner holds with their tokens,
