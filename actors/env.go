@@ -40,7 +40,9 @@ type Env struct {
 	// Rand is the node's seeded random source (backoff jitter).
 	Rand *Rand
 	// Dispatcher runs mailboxes; nil means protoactor's goroutine
-	// dispatcher. The testkit's runs them on its one goroutine.
+	// dispatcher (a new goroutine per mailbox run). A node process runs
+	// them on its job pool (exec.Dispatcher); the testkit's runs them on
+	// its one goroutine.
 	Dispatcher actor.Dispatcher
 	// Executor runs every broker and store call.
 	Executor exec.Executor

@@ -27,6 +27,23 @@ func JSONEqual(a, b []byte) (bool, error) {
 	if err := CheckJSON(b); err != nil {
 		return false, err
 	}
+	return jsonEqual(a, b)
+}
+
+// JSONEqualValid is JSONEqual for two texts the caller knows are valid
+// JSON, such as a document a store validated on its way in and one it
+// stored: it does not validate them again (with encoding/json, 40 % of
+// JSONEqual's time on two different 200-byte documents). Given a text
+// that is not valid JSON, it may answer either way or fail.
+func JSONEqualValid(a, b []byte) (bool, error) {
+	if bytes.Equal(a, b) {
+		return true, nil
+	}
+	return jsonEqual(a, b)
+}
+
+// jsonEqual is JSONEqual after validation.
+func jsonEqual(a, b []byte) (bool, error) {
 	// The fast path: both parsed without reflection (fastjson), compared
 	// member by member. It answers unless an object repeats a key (jsonb
 	// keeps the last; fastjson keeps them all) or the parser refuses a

@@ -158,6 +158,9 @@ func TestJSONEqualFastPathAgreesWithDecode(t *testing.T) {
 		if got != want {
 			t.Fatalf("JSONEqual(%s, %s) = %v, the full decode says %v", a.String(), b.String(), got, want)
 		}
+		if v, err := JSONEqualValid([]byte(a.String()), []byte(b.String())); err != nil || v != want {
+			t.Fatalf("JSONEqualValid(%s, %s) = %v, %v; the full decode says %v", a.String(), b.String(), v, err, want)
+		}
 		if got {
 			equal++
 		} else {
@@ -177,7 +180,7 @@ func TestJSONEqualFastPathAgreesWithDecode(t *testing.T) {
 func BenchmarkJSONEqual(b *testing.B) {
 	x := []byte(`{"id":"order-123456","customer":"c-998877","status":"paid","amount":1234.50,"currency":"EUR","items":[{"sku":"a-1","qty":2},{"sku":"b-2","qty":1}],"note":"leave at the door"}`)
 	y := []byte(`{"id":"order-123456","customer":"c-998877","status":"sent","amount":1234.50,"currency":"EUR","items":[{"sku":"a-1","qty":2},{"sku":"b-2","qty":1}],"note":"leave at the door"}`)
-	for name, eq := range map[string]func(a, b []byte) (bool, error){"fast": JSONEqual, "decode": slowJSONEqual} {
+	for name, eq := range map[string]func(a, b []byte) (bool, error){"fast": JSONEqual, "valid": JSONEqualValid, "decode": slowJSONEqual} {
 		b.Run(name, func(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {

@@ -45,6 +45,15 @@ func newEnv(ctx context.Context, o Options, storeURL, kind string) (*env, error)
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
+	// The bench only reads through drover's store (checkpoints, records):
+	// read-only, it runs no WAL checkpointer of its own beside the node's
+	// on a SQLite file.
+	if err := st.Close(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if st, err = stores.Open(ctx, storeURL, stores.Options{ReadOnly: true}); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
 	d, err := openDB(ctx, storeURL, o.CeilingWorkers)
 	if err != nil {
 		_ = st.Close()

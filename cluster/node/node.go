@@ -67,6 +67,7 @@ type Node struct {
 	// adds and removes them).
 	sources map[string]Source
 	member  *gossip.Membership
+	pool    *exec.Pool // the goroutines of the node's jobs and mailboxes
 	exec    *exec.Goroutines
 	actors  *actors.Node
 	debug   *debug.Server
@@ -134,7 +135,8 @@ func Start(ctx context.Context, cfg *config.Config, opt Options) (*Node, error) 
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	n := &Node{cfg: cfg, opt: opt, log: log, exec: &exec.Goroutines{}, sources: map[string]Source{}}
+	pool := exec.NewPool(0)
+	n := &Node{cfg: cfg, opt: opt, log: log, pool: pool, exec: &exec.Goroutines{Pool: pool}, sources: map[string]Source{}}
 	n.ctl.init(cfg)
 	if err := n.start(ctx, opt); err != nil {
 		n.closeAll()
@@ -205,10 +207,12 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 	n.stopWatch = n.member.Watch(watch)
 
 	env := actors.Env{
-		Node:       cfg.Node.Name,
-		Clock:      clock.Real{},
-		Rand:       actors.NewRand(seed()),
-		Executor:   n.exec,
+		Node:     cfg.Node.Name,
+		Clock:    clock.Real{},
+		Rand:     actors.NewRand(seed()),
+		Executor: n.exec,
+		// mailboxes run on the jobs' pool, not on a new goroutine each
+		Dispatcher: exec.Dispatcher{Pool: n.pool, Messages: mailboxThroughput},
 		Membership: n.member,
 		Store:      n.store,
 		Logger:     log,
@@ -525,6 +529,7 @@ func (n *Node) closeAll() {
 		closeSource(s) // cancels broker calls still in flight
 	}
 	n.exec.Wait()
+	n.pool.Close() // its idle goroutines exit; a mailbox run after this gets one of its own
 	n.wg.Wait()
 	n.ctl.finishers.Wait() // they end on the node's stop (ctl.stop)
 	if n.tracing != nil {  // after the actors: their last spans are queued
@@ -540,6 +545,10 @@ func (n *Node) closeAll() {
 		}
 	}
 }
+
+// mailboxThroughput is how many messages an actor handles in one run of
+// its mailbox before it yields (protoactor's default dispatcher's figure).
+const mailboxThroughput = 300
 
 func closeSource(s Source) {
 	if s.Stream != nil {

@@ -5,8 +5,10 @@
 // deliver function that sends it to the actor as a message. The actor cancels
 // the job's context when it stops, so a 20 s long poll does not delay a stop.
 //
-// Goroutines: Goroutines (the production executor) starts one goroutine per
-// job and waits for all of them in Wait. The testkit's executor starts none:
+// Goroutines: Goroutines (the production executor) runs each job on a
+// goroutine of a Pool, which keeps goroutines that finished a job for the
+// next one (their stacks grown already), and waits for all jobs in Wait.
+// Dispatcher runs actor mailboxes on the same kind of pool. The testkit's executor starts none:
 // it runs each job on the simulation goroutine at a virtual time it picks
 // from its seed.
 package exec

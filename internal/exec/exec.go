@@ -17,16 +17,24 @@ type Executor interface {
 	Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) (cancel context.CancelFunc)
 }
 
-// Goroutines is the production Executor: every job on its own goroutine.
+// Goroutines is the production Executor: every job on a goroutine of its
+// own while it runs, taken from a Pool (Goroutines.Pool, or one of its
+// own), so that a job does not start on a fresh stack and grow it again.
 // The zero value is ready to use.
 type Goroutines struct {
+	// Pool runs the jobs; nil: a pool of the executor's own, made at the
+	// first job and closed by Wait. A pool given here is the caller's to
+	// close.
+	Pool *Pool
+
 	mu      sync.Mutex
 	stopped bool
+	own     *Pool
 	wg      sync.WaitGroup
 }
 
-// Go starts job on a new goroutine. After Wait was called it drops the job
-// (the node is shutting down and nobody waits for the result).
+// Go starts job on a goroutine of the pool. After Wait was called it drops
+// the job (the node is shutting down and nobody waits for the result).
 func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, deliver func(any)) context.CancelFunc {
 	jctx, cancel := context.WithCancel(ctx)
 	g.mu.Lock()
@@ -35,22 +43,33 @@ func (g *Goroutines) Go(ctx context.Context, job func(ctx context.Context) any, 
 		cancel()
 		return cancel
 	}
+	p := g.Pool
+	if p == nil {
+		if g.own == nil {
+			g.own = NewPool(0)
+		}
+		p = g.own
+	}
 	g.wg.Add(1)
-	go func() {
+	p.Go(func() {
 		defer g.wg.Done()
 		defer cancel()
 		deliver(job(jctx))
-	}()
+	})
 	return cancel
 }
 
 // Wait stops accepting jobs and blocks until every job started has
-// delivered its result.
+// delivered its result; the executor's own pool is closed then.
 func (g *Goroutines) Wait() {
 	g.mu.Lock()
 	g.stopped = true
+	own := g.own
 	g.mu.Unlock()
 	g.wg.Wait()
+	if own != nil {
+		own.Close()
+	}
 }
 
 // Pauser is how a job waits inside an executor that controls time. The

@@ -325,7 +325,7 @@ func (t *tx) sameAsStored(table, key string, doc []byte) (bool, error) {
 	if !ok {
 		return false, nil
 	}
-	return persistence.JSONEqual(old, doc)
+	return persistence.JSONEqualValid(old, doc) // both checked on their way in
 }
 
 // finish closes the transaction to the handler.

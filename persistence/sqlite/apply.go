@@ -101,14 +101,26 @@ func (s *Store) prepareBatch(ctx context.Context, b *persistence.Batch) (*tableS
 // letters, Handle and the checkpoint. On an error the caller rolls back
 // what it wrote (the transaction, or the batch's savepoint).
 func (s *Store) applyIn(ctx context.Context, tx *sql.Tx, b *persistence.Batch, table *tableStmts, now int64) (applied persistence.Applied, err error) {
-	if err := s.fence(ctx, tx, b); err != nil {
+	if err := s.fence(stmtCtx(ctx), tx, b); err != nil {
 		return applied, err
 	}
-	if err := seekNotDone(ctx, tx, b); err != nil {
+	if err := seekNotDone(stmtCtx(ctx), tx, b); err != nil {
 		return applied, err
 	}
 	return s.applyFenced(ctx, tx, b, table, now)
 }
+
+// stmtCtx is the context of the statements inside a write transaction: ctx
+// without its cancellation. modernc's driver watches a context that can
+// end with a goroutine of its own for every statement (to interrupt SQLite
+// when it ends), so a batch of 500 upserts started 500 goroutines. The
+// transaction keeps ctx: its BEGIN and COMMIT end with it, database/sql
+// rolls it back when ctx ends (a statement running then finishes first,
+// and every one after it fails), and applyFenced checks ctx before each
+// batch. A statement inside the transaction waits for no lock (BEGIN
+// IMMEDIATE took the write lock): none of them can outlast the call's
+// bound by more than its own run. A Handle still gets ctx itself.
+func stmtCtx(ctx context.Context) context.Context { return context.WithoutCancel(ctx) }
 
 // seekNotDone refuses a batch whose SeekDone its control row marks done
 // already (persistence.ErrSeekDone), before anything of it is written.
@@ -145,6 +157,11 @@ func (s *Store) fence(ctx context.Context, tx *sql.Tx, b *persistence.Batch) err
 
 // applyFenced is applyIn after the fence.
 func (s *Store) applyFenced(ctx context.Context, tx *sql.Tx, b *persistence.Batch, table *tableStmts, now int64) (applied persistence.Applied, err error) {
+	if err := ctx.Err(); err != nil {
+		return applied, err
+	}
+	hctx := ctx // Handle's
+	ctx = stmtCtx(ctx)
 	fresh := b.Ops
 	if b.Dedupe {
 		if fresh, err = s.dedupe(ctx, tx, b, now, &applied); err != nil {
@@ -179,7 +196,7 @@ func (s *Store) applyFenced(ctx context.Context, tx *sql.Tx, b *persistence.Batc
 			return applied, fmt.Errorf("%d message ops and no Handle", len(msgs))
 		}
 		t := &handlerTx{s: s, tx: tx, now: now, source: b.Source, unit: b.Unit, position: b.Ops[len(b.Ops)-1].Position}
-		herr := b.Handle(ctx, t, msgs)
+		herr := b.Handle(hctx, t, msgs)
 		t.finish()
 		if herr != nil {
 			return applied, handlerError{herr}
@@ -316,7 +333,8 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 			continue
 		}
 		if old, ok := stored[op.Key]; ok {
-			same, err := persistence.JSONEqual(old, op.Doc)
+			// op.Doc passed prepareBatch's check; old is what the store wrote
+			same, err := persistence.JSONEqualValid(old, op.Doc)
 			if err != nil {
 				return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, err)
 			}

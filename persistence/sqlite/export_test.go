@@ -21,3 +21,7 @@ func GroupTxs(s *Store) int64 { return s.groupTxs.Load() }
 
 // DB is the store's writer pool (one connection), to set a pragma on it.
 func DB(s *Store) *sql.DB { return s.db }
+
+// WALRestarts is how many checkpointer rounds found the WAL started over
+// since the round before.
+func WALRestarts(s *Store) int64 { return s.ckpt.restarts.Load() }

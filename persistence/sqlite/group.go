@@ -103,13 +103,13 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 	}
 	for _, i := range todo {
 		b := g.bs[i]
-		if err := g.s.fence(ctx, tx, b); errors.Is(err, persistence.ErrLeaseLost) {
+		if err := g.s.fence(stmtCtx(ctx), tx, b); errors.Is(err, persistence.ErrLeaseLost) {
 			g.out[i].Err = applyErr(b, err)
 			continue
 		} else if err != nil {
 			return g.abort(tx, todo, i, err)
 		}
-		if err := seekNotDone(ctx, tx, b); errors.Is(err, persistence.ErrSeekDone) {
+		if err := seekNotDone(stmtCtx(ctx), tx, b); errors.Is(err, persistence.ErrSeekDone) {
 			g.out[i].Err = applyErr(b, err)
 			continue
 		} else if err != nil {

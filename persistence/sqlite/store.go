@@ -216,7 +216,7 @@ func (s *Store) open(ctx context.Context) error {
 		return err
 	}
 	if !s.ro {
-		if s.ckpt, err = startCheckpointer(ctx, s.path, s.timeout, s.log); err != nil {
+		if s.ckpt, err = startCheckpointer(ctx, s.path, s.timeout, s.log, db); err != nil {
 			s.stmts.close()
 			s.stmts = statements{}
 			_ = db.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -21,20 +22,40 @@ import (
 // PASSIVE checkpoint on a connection of its own every checkpointEvery. A
 // PASSIVE checkpoint takes no write lock: commits go on beside it, and a
 // page written by several commits since the last checkpoint is copied
-// once. The WAL stays bounded even when the checkpointer falls behind or
-// fails: at walBackstopPages the committing connection checkpoints what is
-// left, which SQLite's restart of the WAL needs anyway under a steady
-// stream of commits (a checkpoint that never catches up with the last
-// commit lets the WAL grow).
+// once.
+//
+// Copying is not enough: the WAL starts over from its first frame only
+// when a writer begins a transaction while every frame is copied (and no
+// reader still reads from the WAL). Under a steady stream of commits a
+// background checkpoint never copies the last frames, those committed
+// while it copied, so the WAL grew until the writer's backstop: a commit
+// that then synced 64 MiB of WAL and copied the rest, 30-100 ms during
+// which every unit of the node waited (most of the latency's tail at half
+// load, once a second or two). So a round copies again while more than
+// walCatchUpFrames are left (commits go on meanwhile; each pass has less
+// to copy), and once the WAL holds walRestartFrames or more, it has the
+// writer's own connection copy the few frames left, between two of the
+// writer's transactions: the writer's next transaction then starts the
+// WAL over, and the file is written again from its start instead of
+// growing (restarts). The writer waits for that small copy and its two
+// syncs (the frames since the round's last pass), not for 64 MiB.
+//
+// The backstop stays: the WAL cannot grow past it when the checkpointer
+// falls behind or fails, or when a reader keeps the WAL from starting
+// over.
 const (
 	checkpointEvery  = 200 * time.Millisecond
 	walBackstopPages = 16384 // 64 MiB of 4 KiB pages
+	walRestartFrames = 4096  // 16 MiB: the writer finishes the copy past this
+	walCatchUpFrames = 256   // a round copies again while more are left
+	maxCatchUpPasses = 8     // passes of one round at most
 )
 
 // checkpointer runs PASSIVE WAL checkpoints on its own connection until
 // stopped.
 type checkpointer struct {
-	db      *sql.DB
+	db      *sql.DB // the checkpointer's own connection
+	writer  *sql.DB // the Store's: it finishes the copy before a restart
 	log     *slog.Logger
 	timeout time.Duration
 	stop    chan struct{}
@@ -42,11 +63,19 @@ type checkpointer struct {
 	once    sync.Once
 	err     error // of the connection's Close
 	failing bool  // the last checkpoint failed (run's goroutine only)
+
+	// run's goroutine only: the WAL's frames at the last pass, to see it
+	// start over
+	lastLog int
+	// restarts counts the rounds that found the WAL started over since
+	// the round before (tests and the store's status)
+	restarts atomic.Int64
 }
 
 // startCheckpointer opens the checkpointer's connection to path (which
-// must exist: Open made it) and starts its goroutine.
-func startCheckpointer(ctx context.Context, path string, timeout time.Duration, log *slog.Logger) (*checkpointer, error) {
+// must exist: Open made it) and starts its goroutine; writer is the
+// Store's own connection.
+func startCheckpointer(ctx context.Context, path string, timeout time.Duration, log *slog.Logger, writer *sql.DB) (*checkpointer, error) {
 	db, err := sql.Open("sqlite", fmt.Sprintf("file:%s?mode=rw&_pragma=busy_timeout(%d)", path, max(timeout.Milliseconds(), 1)))
 	if err != nil {
 		return nil, dbErr(err)
@@ -58,7 +87,7 @@ func startCheckpointer(ctx context.Context, path string, timeout time.Duration, 
 		_ = db.Close()
 		return nil, fmt.Errorf("connect checkpointer: %w", dbErr(err))
 	}
-	c := &checkpointer{db: db, log: log, timeout: timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &checkpointer{db: db, writer: writer, log: log, timeout: timeout, stop: make(chan struct{}), done: make(chan struct{})}
 	go c.run()
 	return c, nil
 }
@@ -73,7 +102,7 @@ func (c *checkpointer) run() {
 			return
 		case <-t.C:
 		}
-		c.report(c.checkpoint())
+		c.report(c.round())
 	}
 }
 
@@ -95,15 +124,55 @@ func (c *checkpointer) report(err error) {
 	}
 }
 
-// checkpoint copies what the WAL holds into the database file, as far as
-// readers allow, without waiting for any lock.
-func (c *checkpointer) checkpoint() error {
+// walState is what PRAGMA wal_checkpoint answers: whether it was kept
+// from finishing (busy), the frames in the WAL and those copied.
+type walState struct {
+	busy        bool
+	log, copied int
+}
+
+// left is how many frames the checkpoint could not copy.
+func (w walState) left() int { return w.log - w.copied }
+
+// round copies what the WAL holds into the database file, as far as
+// readers allow, without waiting for any lock; again while commits left
+// more than walCatchUpFrames behind; and, past walRestartFrames, the last
+// frames on the writer's connection, so that the WAL starts over.
+func (c *checkpointer) round() error {
+	var w walState
+	for pass := 0; pass < maxCatchUpPasses; pass++ {
+		var err error
+		if w, err = c.checkpoint(c.db); err != nil {
+			return err
+		}
+		if pass == 0 {
+			if w.log >= 0 && w.log < c.lastLog {
+				c.restarts.Add(1) // started over since the last round
+			}
+			c.lastLog = w.log
+		}
+		if w.busy || w.log < 0 || w.left() <= walCatchUpFrames {
+			break
+		}
+	}
+	if w.busy || w.log < walRestartFrames || w.left() > walCatchUpFrames {
+		return nil
+	}
+	_, err := c.checkpoint(c.writer)
+	return err
+}
+
+// checkpoint runs a PASSIVE checkpoint on db.
+func (c *checkpointer) checkpoint(db *sql.DB) (walState, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	defer cancel()
-	if _, err := c.db.ExecContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)"); err != nil {
-		return dbErr(err)
+	var w walState
+	var busy int
+	if err := db.QueryRowContext(ctx, "PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &w.log, &w.copied); err != nil {
+		return w, dbErr(err)
 	}
-	return nil
+	w.busy = busy != 0
+	return w, nil
 }
 
 // close stops the goroutine, waits for it and closes the connection. It
