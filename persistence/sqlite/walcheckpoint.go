@@ -31,11 +31,11 @@ import (
 // while it copied, so the WAL grew until the writer's backstop: a commit
 // that then synced 64 MiB of WAL and copied the rest, 30-100 ms during
 // which every unit of the node waited (most of the latency's tail at half
-// load, once a second or two). So a round copies again while more than
-// walCatchUpFrames are left (commits go on meanwhile; each pass has less
-// to copy), and once the WAL holds walRestartFrames or more, it has the
-// writer's own connection copy the few frames left, between two of the
-// writer's transactions: the writer's next transaction then starts the
+// load, once a second or two). So a round copies again while a pass
+// found more than walCatchUpFrames frames committed since the pass before
+// (commits go on meanwhile; each pass has less to copy), and once the WAL
+// holds walRestartFrames or more, it has the writer's own connection copy
+// the few frames left, between two of the writer's transactions: the writer's next transaction then starts the
 // WAL over, and the file is written again from its start instead of
 // growing (restarts). The writer waits for that small copy and its two
 // syncs (the frames since the round's last pass), not for 64 MiB.
@@ -47,8 +47,8 @@ const (
 	checkpointEvery  = 200 * time.Millisecond
 	walBackstopPages = 16384 // 64 MiB of 4 KiB pages
 	walRestartFrames = 4096  // 16 MiB: the writer finishes the copy past this
-	walCatchUpFrames = 256   // a round copies again while more are left
-	maxCatchUpPasses = 8     // passes of one round at most
+	walCatchUpFrames = 64    // a round copies again while more are left
+	maxCatchUpPasses = 16    // passes of one round at most
 )
 
 // checkpointer runs PASSIVE WAL checkpoints on its own connection until
@@ -125,7 +125,8 @@ func (c *checkpointer) report(err error) {
 }
 
 // walState is what PRAGMA wal_checkpoint answers: whether it was kept
-// from finishing (busy), the frames in the WAL and those copied.
+// from finishing (busy), the frames in the WAL when it began and those
+// copied (all of them unless a reader still reads older ones).
 type walState struct {
 	busy        bool
 	log, copied int
@@ -135,30 +136,36 @@ type walState struct {
 func (w walState) left() int { return w.log - w.copied }
 
 // round copies what the WAL holds into the database file, as far as
-// readers allow, without waiting for any lock; again while commits left
-// more than walCatchUpFrames behind; and, past walRestartFrames, the last
-// frames on the writer's connection, so that the WAL starts over.
+// readers allow, without waiting for any lock. A checkpoint copies the
+// frames committed when it began; those committed while it copied are
+// left for the next. So a round copies again, while a pass found more
+// than walCatchUpFrames new frames since the one before (each pass is
+// shorter than the last), and past walRestartFrames has the writer's
+// connection copy the few left, so that the WAL starts over.
 func (c *checkpointer) round() error {
-	var w walState
-	for pass := 0; pass < maxCatchUpPasses; pass++ {
-		var err error
+	w, err := c.checkpoint(c.db)
+	if err != nil {
+		return err
+	}
+	if w.log >= 0 && w.log < c.lastLog {
+		c.restarts.Add(1) // started over since the last round
+	}
+	c.lastLog = w.log
+	converged := false
+	for pass := 1; pass < maxCatchUpPasses && !w.busy && w.log >= 0 && w.left() == 0; pass++ {
+		prev := w
 		if w, err = c.checkpoint(c.db); err != nil {
 			return err
 		}
-		if pass == 0 {
-			if w.log >= 0 && w.log < c.lastLog {
-				c.restarts.Add(1) // started over since the last round
-			}
-			c.lastLog = w.log
-		}
-		if w.busy || w.log < 0 || w.left() <= walCatchUpFrames {
+		if w.log-prev.log <= walCatchUpFrames {
+			converged = w.log >= prev.log // not started over meanwhile
 			break
 		}
 	}
-	if w.busy || w.log < walRestartFrames || w.left() > walCatchUpFrames {
+	if !converged || w.busy || w.left() != 0 || w.log < walRestartFrames {
 		return nil
 	}
-	_, err := c.checkpoint(c.writer)
+	_, err = c.checkpoint(c.writer)
 	return err
 }
 
