@@ -281,43 +281,14 @@ func (s *Store) dedupe(ctx context.Context, tx *sql.Tx, b *persistence.Batch, no
 	return fresh, nil
 }
 
-// writeRecords writes folded upserts and deletes. The stored documents of
-// the batch's keys are read in one query and compared in Go (as jsonb
-// would compare them), so that an unchanged document is not rewritten.
+// writeRecords writes folded upserts and deletes. The upsert leaves a
+// stored document that equals the new one (as jsonb would compare them)
+// unwritten: its DO UPDATE is conditional on sameJSONFunc, which compares
+// the two texts in Go inside the statement, so no document is read back
+// first. A statement that changed nothing is an unchanged document.
 func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts, b *persistence.Batch, ops []persistence.Op, now int64, applied *persistence.Applied) error {
 	if len(ops) == 0 {
 		return nil
-	}
-	var keys []string
-	for _, op := range ops {
-		if op.Kind == persistence.OpUpsert {
-			keys = append(keys, op.Key)
-		}
-	}
-	stored := make(map[string][]byte, len(keys))
-	if len(keys) > 0 {
-		keysJSON, err := json.Marshal(keys)
-		if err != nil {
-			return fmt.Errorf("records: %w", err)
-		}
-		rows, err := tx.StmtContext(ctx, table.getMany).QueryContext(ctx, string(keysJSON))
-		if err != nil {
-			return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
-		}
-		for rows.Next() {
-			var k string
-			var doc []byte
-			if err := rows.Scan(&k, &doc); err != nil {
-				rows.Close()
-				return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
-			}
-			stored[k] = doc
-		}
-		if err := rows.Err(); err != nil {
-			rows.Close()
-			return fmt.Errorf("read %s: %w", b.Table, dbErr(err))
-		}
-		rows.Close()
 	}
 	up := tx.StmtContext(ctx, table.upsert)
 	rm := tx.StmtContext(ctx, table.remove)
@@ -332,23 +303,21 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 			applied.Deleted++
 			continue
 		}
-		if old, ok := stored[op.Key]; ok {
-			// op.Doc passed prepareBatch's check; old is what the store wrote
-			same, err := persistence.JSONEqualValid(old, op.Doc)
-			if err != nil {
-				return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, err)
-			}
-			if same {
-				applied.Unchanged++
-				continue
-			}
-		}
 		doc, err := compactJSON(op.Doc)
 		if err != nil {
 			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
 		}
-		if _, err := up.ExecContext(ctx, op.Key, string(doc), b.Source, b.Unit, op.Position, now); err != nil {
+		res, err := up.ExecContext(ctx, op.Key, string(doc), b.Source, b.Unit, op.Position, now)
+		if err != nil {
 			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
+		}
+		if n == 0 {
+			applied.Unchanged++
+			continue
 		}
 		if err := s.wrote(); err != nil {
 			return err
@@ -461,7 +430,7 @@ func (t *handlerTx) stmt(ctx context.Context, table string, pick func(*tableStmt
 	if ts := t.s.knownTable(table); ts != nil {
 		return t.tx.StmtContext(ctx, pick(ts)), ""
 	}
-	up, rm, get, _, _ := recordsSQL(table)
+	up, rm, get, _ := recordsSQL(table)
 	return nil, text(up, rm, get)
 }
 

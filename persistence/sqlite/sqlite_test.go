@@ -78,3 +78,40 @@ func TestOpenRefusesAFileThatIsNotSQLite(t *testing.T) {
 		t.Errorf("a *sqlite.Error leaked: %v", err)
 	}
 }
+
+// TestUpsertReplacesAStoredTextThatIsNotJSON: a records row whose document
+// is not JSON (written there by something other than drover) is replaced
+// by the next upsert of its key. When the store read the stored document
+// back to compare it, such a row failed every batch that held its key, for
+// ever.
+func TestUpsertReplacesAStoredTextThatIsNotJSON(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func(doc, pos string) persistence.Applied {
+		t.Helper()
+		a, err := s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders",
+			Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "a", Doc: []byte(doc), Position: pos}}, Checkpoint: pos})
+		if err != nil {
+			t.Fatalf("apply %s: %v", doc, err)
+		}
+		return a
+	}
+	put(`{"id":"a"}`, "1")
+	if _, err := sqlite.DB(s).ExecContext(ctx, `UPDATE "orders" SET doc = 'not {json' WHERE key = 'a'`); err != nil {
+		t.Fatal(err)
+	}
+	if a := put(`{"id":"a","n":2}`, "2"); a.Upserted != 1 {
+		t.Fatalf("applied %+v over a stored text that is not JSON, want 1 upserted", a)
+	}
+	rs, err := s.Records(ctx, "orders", "", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != 1 || string(rs[0].Doc) != `{"id":"a","n":2}` {
+		t.Fatalf("stored %+v", rs)
+	}
+}

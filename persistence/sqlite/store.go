@@ -460,11 +460,11 @@ func firstLine(s string) string {
 
 // tableStmts are the prepared statements of one records table.
 type tableStmts struct {
-	upsert, remove, get, getMany, page *sql.Stmt
+	upsert, remove, get, page *sql.Stmt
 }
 
 func (t *tableStmts) close() {
-	for _, s := range []*sql.Stmt{t.upsert, t.remove, t.get, t.getMany, t.page} {
+	for _, s := range []*sql.Stmt{t.upsert, t.remove, t.get, t.page} {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -487,15 +487,17 @@ func recordsTableSQL(table string) string {
 
 // recordsSQL are the statements of a records table. The upsert stores the
 // document as given: callers pass compactJSON's (what SQLite's json()
-// would store).
-func recordsSQL(table string) (upsert, remove, get, getMany, page string) {
+// would store); it leaves a stored document that equals it untouched
+// (sameJSONFunc), so that a statement that changed no row is an unchanged
+// document.
+func recordsSQL(table string) (upsert, remove, get, page string) {
 	q := quote(table)
 	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
-	position = excluded.position, updated_at = excluded.updated_at`
+	position = excluded.position, updated_at = excluded.updated_at
+WHERE NOT ` + sameJSONFunc + `(doc, excluded.doc)`
 	remove = `DELETE FROM ` + q + ` WHERE key = ?`
 	get = `SELECT doc FROM ` + q + ` WHERE key = ?`
-	getMany = `SELECT key, doc FROM ` + q + ` WHERE key IN (SELECT value FROM json_each(?))`
 	page = `SELECT key, doc, source, unit, position, updated_at FROM ` + q + ` WHERE key > ? ORDER BY key LIMIT ?`
 	return
 }
@@ -516,11 +518,11 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 		return nil, fmt.Errorf("create table %s: %w", name, dbErr(err))
 	}
 	t := &tableStmts{}
-	up, rm, get, many, page := recordsSQL(name)
+	up, rm, get, page := recordsSQL(name)
 	for _, p := range []struct {
 		to  **sql.Stmt
 		sql string
-	}{{&t.upsert, up}, {&t.remove, rm}, {&t.get, get}, {&t.getMany, many}, {&t.page, page}} {
+	}{{&t.upsert, up}, {&t.remove, rm}, {&t.get, get}, {&t.page, page}} {
 		stmt, err := s.db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			t.close()

@@ -1,0 +1,57 @@
+package sqlite
+
+import (
+	"database/sql/driver"
+	"unsafe"
+
+	msqlite "modernc.org/sqlite"
+
+	"github.com/drover-dev/drover/persistence"
+)
+
+// sameJSONFunc is the SQL function the records upsert calls to leave a
+// stored document that equals the new one unwritten:
+// drover_same_json(stored, new) is 1 when the two texts are the same JSON
+// value as jsonb compares them (persistence.JSONEqualValid), 0 otherwise.
+//
+// Comparing inside the upsert spares reading every stored document of a
+// batch back first (a query per batch and a row per key: about a fifth of
+// the store's CPU per row in small batches). The new text passed the
+// store's JSON check and the stored one is what the store wrote; a stored
+// text that is not JSON at all (written by something else) compares as
+// different, so the new document replaces it rather than failing the
+// batch for ever.
+const sameJSONFunc = "drover_same_json"
+
+func init() {
+	msqlite.MustRegisterFunction(sameJSONFunc, &msqlite.FunctionImpl{
+		NArgs:         2,
+		Deterministic: true,
+		// The texts are only read during the call (the compare copies what
+		// it keeps): no copy of either per row.
+		VolatileArgs: true,
+		Scalar: func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			a, b := argBytes(args[0]), argBytes(args[1])
+			if a == nil || b == nil {
+				return false, nil // NULL
+			}
+			same, err := persistence.JSONEqualValid(a, b)
+			return err == nil && same, nil
+		},
+	})
+}
+
+// argBytes is a function argument's text or blob as bytes (no copy: the
+// bytes are SQLite's, valid during the call only); nil for anything else.
+func argBytes(v driver.Value) []byte {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return []byte{}
+		}
+		return unsafe.Slice(unsafe.StringData(x), len(x))
+	case []byte:
+		return x
+	}
+	return nil
+}
