@@ -35,10 +35,11 @@ import (
 // found more than walCatchUpFrames frames committed since the pass before
 // (commits go on meanwhile; each pass has less to copy), and once the WAL
 // holds walRestartFrames or more, it has the writer's own connection copy
-// the few frames left, between two of the writer's transactions: the writer's next transaction then starts the
-// WAL over, and the file is written again from its start instead of
-// growing (restarts). The writer waits for that small copy and its two
-// syncs (the frames since the round's last pass), not for 64 MiB.
+// the few frames left, between two of the writer's transactions: the
+// writer's next transaction then starts the WAL over, and the file is
+// written again from its start instead of growing (restarts). The writer
+// waits for that small copy and its two syncs (the frames since the
+// round's last pass), not for 64 MiB.
 //
 // The backstop stays: the WAL cannot grow past it when the checkpointer
 // falls behind or fails, or when a reader keeps the WAL from starting
@@ -68,7 +69,7 @@ type checkpointer struct {
 	// start over
 	lastLog int
 	// restarts counts the rounds that found the WAL started over since
-	// the round before (tests and the store's status)
+	// the round before (for tests)
 	restarts atomic.Int64
 }
 
