@@ -354,6 +354,20 @@ func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.B
 		}
 		return s.wrote()
 	}
+	if b.Checkpoint != "" {
+		// One statement: the upsert moves it only forward (checkpointMove).
+		res, err := tx.StmtContext(ctx, s.stmts.checkpointMove).ExecContext(ctx, b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now)
+		if err != nil {
+			return fmt.Errorf("checkpoint: %w", dbErr(err))
+		}
+		if n, err := res.RowsAffected(); err != nil {
+			return fmt.Errorf("checkpoint: %w", dbErr(err))
+		} else if n == 0 {
+			return nil // not after the stored one
+		}
+		return s.wrote()
+	}
+	// Finished without a position: the stored one, marked finished.
 	var cur string
 	var finished, has bool
 	err := tx.StmtContext(ctx, s.stmts.checkpointGet).QueryRowContext(ctx, b.Unit).Scan(&cur, &finished)

@@ -358,6 +358,7 @@ type statements struct {
 	dedupeGet, dedupePut                           *sql.Stmt
 	deadLetterPut                                  *sql.Stmt
 	checkpointGet, checkpointPut, checkpointReset  *sql.Stmt
+	checkpointMove                                 *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -405,6 +406,15 @@ ON CONFLICT (source, unit, position) DO UPDATE SET
 VALUES (?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
 	finished = excluded.finished, token = excluded.token, updated_at = excluded.updated_at`},
+		// checkpointMove moves a checkpoint forward only: to a later
+		// position, or to the same one newly finished (moveCheckpoint).
+		{&st.checkpointMove, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at)
+VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
+	finished = (drover_checkpoints.finished OR excluded.finished), token = excluded.token, updated_at = excluded.updated_at
+WHERE ` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) > 0
+	OR (` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) = 0
+		AND excluded.finished AND NOT drover_checkpoints.finished)`},
 		{&st.checkpointReset, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at, stream_id)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
@@ -425,7 +435,8 @@ func (st *statements) close() {
 	for _, s := range []*sql.Stmt{st.leaseGet, st.leasePut, st.leaseRenew, st.leaseRenewMany, st.leaseRelease, st.leaseList,
 		st.leaseHeld, st.nodeBeat, st.nodeChanged, st.ownerCount,
 		st.sourcePut, st.sourceGet,
-		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut} {
+		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut,
+		st.checkpointReset, st.checkpointMove} {
 		if s != nil {
 			_ = s.Close()
 		}

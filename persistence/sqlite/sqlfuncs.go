@@ -6,8 +6,14 @@ import (
 
 	msqlite "modernc.org/sqlite"
 
+	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 )
+
+// Go functions the store's statements call inside SQLite (modernc's
+// RegisterFunction; registered once, for every connection of the
+// process): each lets one statement decide what a read and a compare in
+// Go decided before, a query less per row or per batch.
 
 // sameJSONFunc is the SQL function the records upsert calls to leave a
 // stored document that equals the new one unwritten:
@@ -23,7 +29,23 @@ import (
 // batch for ever.
 const sameJSONFunc = "drover_same_json"
 
+// positionCmpFunc is the SQL function the checkpoint's upsert calls to
+// move a checkpoint forward only: drover_position_cmp(a, b) is -1, 0 or 1
+// as brokers.ComparePositions orders the two positions (by value, not as
+// text: "10" is after "9").
+const positionCmpFunc = "drover_position_cmp"
+
 func init() {
+	msqlite.MustRegisterFunction(positionCmpFunc, &msqlite.FunctionImpl{
+		NArgs:         2,
+		Deterministic: true,
+		VolatileArgs:  true, // compared during the call only
+		Scalar: func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
+			a, _ := args[0].(string)
+			b, _ := args[1].(string)
+			return int64(brokers.ComparePositions(a, b)), nil
+		},
+	})
 	msqlite.MustRegisterFunction(sameJSONFunc, &msqlite.FunctionImpl{
 		NArgs:         2,
 		Deterministic: true,
