@@ -212,7 +212,7 @@ func (n *Node) start(ctx context.Context, opt Options) (err error) {
 		Rand:     actors.NewRand(seed()),
 		Executor: n.exec,
 		// mailboxes run on the jobs' pool, not on a new goroutine each
-		Dispatcher: exec.Dispatcher{Pool: n.pool, Messages: mailboxThroughput},
+		Dispatcher: exec.Dispatcher{Pool: n.pool},
 		Membership: n.member,
 		Store:      n.store,
 		Logger:     log,
@@ -545,10 +545,6 @@ func (n *Node) closeAll() {
 		}
 	}
 }
-
-// mailboxThroughput is how many messages an actor handles in one run of
-// its mailbox before it yields (protoactor's default dispatcher's figure).
-const mailboxThroughput = 300
 
 func closeSource(s Source) {
 	if s.Stream != nil {

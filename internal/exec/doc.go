@@ -8,7 +8,7 @@
 // Goroutines: Goroutines (the production executor) runs each job on a
 // goroutine of a Pool, which keeps goroutines that finished a job for the
 // next one (their stacks grown already), and waits for all jobs in Wait.
-// Dispatcher runs actor mailboxes on the same kind of pool. The testkit's executor starts none:
-// it runs each job on the simulation goroutine at a virtual time it picks
-// from its seed.
+// Dispatcher runs actor mailboxes on a Pool too (a node uses one pool for
+// both). The testkit's executor starts no goroutine: it runs each job on
+// the simulation goroutine at a virtual time it picks from its seed.
 package exec

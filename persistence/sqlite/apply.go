@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/drover-dev/drover/brokers"
 	"github.com/drover-dev/drover/persistence"
 )
 
@@ -60,12 +59,24 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 	}
 	defer rollbackOnError(tx, &err)
 	if applied, err = s.applyIn(ctx, tx, b, table, s.now()); err != nil {
-		return applied, err
+		return applied, txErr(ctx, err)
 	}
 	if err = tx.Commit(); err != nil {
-		return applied, dbErr(err)
+		return applied, txErr(ctx, dbErr(err))
 	}
 	return applied, nil
+}
+
+// txErr is err, a statement's or a commit's in a transaction under ctx,
+// as the caller should see it: when ctx ended, database/sql rolled the
+// transaction back, and the statement after that (stmtCtx: it does not
+// watch ctx itself) failed with sql.ErrTxDone; the error then says ctx's
+// (errors.Is context.Canceled or DeadlineExceeded), not a driver's.
+func txErr(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && errors.Is(err, sql.ErrTxDone) {
+		return fmt.Errorf("%w (%v)", cerr, err)
+	}
+	return err
 }
 
 // prepareBatch checks what the batch holds before any transaction and
@@ -367,26 +378,19 @@ func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.B
 		}
 		return s.wrote()
 	}
-	// Finished without a position: the stored one, marked finished.
+	// Finished without a position (the caller comes here only with one of
+	// the two): the stored position, marked finished unless it is.
 	var cur string
-	var finished, has bool
+	var finished bool
 	err := tx.StmtContext(ctx, s.stmts.checkpointGet).QueryRowContext(ctx, b.Unit).Scan(&cur, &finished)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 	case err != nil:
 		return fmt.Errorf("checkpoint: %w", dbErr(err))
-	default:
-		has = true
-	}
-	pos := b.Checkpoint
-	if pos == "" {
-		pos = cur
-	}
-	c := brokers.ComparePositions(pos, cur)
-	if has && c <= 0 && !(c == 0 && b.Finished && !finished) {
+	case finished:
 		return nil
 	}
-	if _, err := tx.StmtContext(ctx, s.stmts.checkpointPut).ExecContext(ctx, b.Unit, b.Source, pos, finished || b.Finished, b.Lease.Token, now); err != nil {
+	if _, err := tx.StmtContext(ctx, s.stmts.checkpointPut).ExecContext(ctx, b.Unit, b.Source, cur, true, b.Lease.Token, now); err != nil {
 		return fmt.Errorf("checkpoint: %w", dbErr(err))
 	}
 	return s.wrote()

@@ -24,10 +24,15 @@
 //     savepoints and, when a batch fails after its fence, is rolled back
 //     and run again without it; with one, each batch has a savepoint.
 //   - Connection settings: synchronous=NORMAL, a 32 MiB page cache,
-//     temp_store=MEMORY, and WAL checkpoints off the commit path: a
-//     PASSIVE checkpoint every 200 ms on a connection of the Store's own,
-//     the writer's wal_autocheckpoint only a backstop at 16,384 pages
+//     temp_store=MEMORY, and WAL checkpoints off the commit path: PASSIVE
+//     checkpoints every 200 ms on a connection of the Store's own, which
+//     past 4,096 frames has the Store's connection copy the last few
+//     between two transactions so that the WAL starts over; the writer's
+//     wal_autocheckpoint only a backstop at 16,384 pages
 //     (walcheckpoint.go).
+//   - The records upsert and the checkpoint's call Go functions inside
+//     SQLite (sqlfuncs.go): an unchanged document and a checkpoint that
+//     would not move are left as they are without being read first.
 //   - Processes that open one fresh file at once all come up: the first
 //     connection's switch to WAL can fail with SQLITE_BUSY at once (no busy
 //     wait) while another process switches or migrates, so Open retries
@@ -39,7 +44,10 @@
 //     deadline kept: waiting for the Store's connection, for another
 //     process's lock (busy_timeout) and a handler batch, Handle included
 //     (at its deadline database/sql rolls the batch back and frees the
-//     connection, even if Handle has not returned). PruneDedupe deletes in
+//     connection, even if Handle has not returned). The statements inside
+//     a write transaction do not watch ctx themselves (stmtCtx: the
+//     driver would start a goroutine per statement): a call ends at most
+//     one statement after its bound, with ctx's error. PruneDedupe deletes in
 //     chunks of 10,000 rows, each chunk bounded, so that it never holds
 //     the write lock long.
 //   - Leases: a holder absent from AcquireRequest.Live is taken over only
@@ -99,9 +107,11 @@
 // # Goroutines and blocking
 //
 // A writing Store starts one goroutine, its WAL checkpointer, which Close
-// stops and waits for; a read-only one starts none (database/sql watches
-// each transaction's context with one of its own). Every call may block on the file lock for
-// up to busy_timeout, and never beyond Config.Timeout. Batch.Handle runs while the Store's one connection is
-// inside the batch's transaction: it must use its Tx and never call the
-// Store, which would wait for that connection forever.
+// stops and waits for (a checkpoint waiting for the Store's connection
+// gives up); a read-only one starts none (database/sql watches each
+// transaction's context with one of its own). Every call may block on the
+// file lock for up to busy_timeout, and never beyond Config.Timeout (but
+// for the statement running then). Batch.Handle runs while the Store's one
+// connection is inside the batch's transaction: it must use its Tx and
+// never call the Store, which would wait for that connection forever.
 package sqlite

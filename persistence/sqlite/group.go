@@ -107,15 +107,16 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 			g.out[i].Err = applyErr(b, err)
 			continue
 		} else if err != nil {
-			return g.abort(tx, todo, i, err)
+			return g.abort(tx, todo, i, txErr(ctx, err))
 		}
 		if err := seekNotDone(stmtCtx(ctx), tx, b); errors.Is(err, persistence.ErrSeekDone) {
 			g.out[i].Err = applyErr(b, err)
 			continue
 		} else if err != nil {
-			return g.abort(tx, todo, i, err)
+			return g.abort(tx, todo, i, txErr(ctx, err))
 		}
 		a, err := g.s.applyFenced(ctx, tx, b, g.tables[i], g.now)
+		err = txErr(ctx, err)
 		if err != nil && !persistence.Permanent(err) {
 			// Not this batch's own fault (a full disk, an I/O error, the
 			// context): running the rest again would meet it again, once
@@ -131,7 +132,7 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 		g.out[i].Applied = a
 	}
 	if err := tx.Commit(); err != nil {
-		g.failAll(todo, dbErr(err))
+		g.failAll(todo, txErr(ctx, dbErr(err)))
 	}
 	return -1
 }
@@ -163,31 +164,32 @@ func (g *group) savepoints(ctx context.Context, todo []int) {
 		return
 	}
 	for _, i := range todo {
-		if _, err := tx.ExecContext(ctx, "SAVEPOINT drover_batch"); err != nil {
+		if _, err := tx.ExecContext(stmtCtx(ctx), "SAVEPOINT drover_batch"); err != nil {
 			_ = tx.Rollback()
-			g.failAll(todo, fmt.Errorf("savepoint: %w", dbErr(err)))
+			g.failAll(todo, txErr(ctx, fmt.Errorf("savepoint: %w", dbErr(err))))
 			return
 		}
 		a, err := g.s.applyIn(ctx, tx, g.bs[i], g.tables[i], g.now)
 		if err != nil {
+			err = txErr(ctx, err)
 			g.out[i].Err = applyErr(g.bs[i], err)
-			if _, rerr := tx.ExecContext(ctx, "ROLLBACK TO drover_batch"); rerr != nil {
+			if _, rerr := tx.ExecContext(stmtCtx(ctx), "ROLLBACK TO drover_batch"); rerr != nil {
 				// SQLite rolled the whole transaction back (an I/O
 				// error, a full disk): nothing of the group holds.
 				_ = tx.Rollback()
-				g.failAll(todo, fmt.Errorf("roll back to savepoint after %v: %w", err, dbErr(rerr)))
+				g.failAll(todo, txErr(ctx, fmt.Errorf("roll back to savepoint after %v: %w", err, dbErr(rerr))))
 				return
 			}
 		} else {
 			g.out[i].Applied = a
 		}
-		if _, err := tx.ExecContext(ctx, "RELEASE drover_batch"); err != nil {
+		if _, err := tx.ExecContext(stmtCtx(ctx), "RELEASE drover_batch"); err != nil {
 			_ = tx.Rollback()
-			g.failAll(todo, fmt.Errorf("release savepoint: %w", dbErr(err)))
+			g.failAll(todo, txErr(ctx, fmt.Errorf("release savepoint: %w", dbErr(err))))
 			return
 		}
 	}
 	if err := tx.Commit(); err != nil {
-		g.failAll(todo, dbErr(err))
+		g.failAll(todo, txErr(ctx, dbErr(err)))
 	}
 }

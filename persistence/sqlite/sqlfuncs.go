@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql/driver"
 	"unsafe"
 
@@ -23,10 +24,12 @@ import (
 // Comparing inside the upsert spares reading every stored document of a
 // batch back first (a query per batch and a row per key: about a fifth of
 // the store's CPU per row in small batches). The new text passed the
-// store's JSON check and the stored one is what the store wrote; a stored
-// text that is not JSON at all (written by something else) compares as
-// different, so the new document replaces it rather than failing the
-// batch for ever.
+// store's JSON check; the stored one is what the store wrote, or, written
+// there by something else, not JSON at all: such a text compares as
+// different, so that the new document replaces it rather than failing
+// the batch for ever (JSONEqualValid does not check its inputs, so a
+// stored text it finds equal to the new one without being the same bytes
+// is checked before it is called the same: a rare case, costly only then).
 const sameJSONFunc = "drover_same_json"
 
 // positionCmpFunc is the SQL function the checkpoint's upsert calls to
@@ -53,12 +56,15 @@ func init() {
 		// it keeps): no copy of either per row.
 		VolatileArgs: true,
 		Scalar: func(_ *msqlite.FunctionContext, args []driver.Value) (driver.Value, error) {
-			a, b := argBytes(args[0]), argBytes(args[1])
-			if a == nil || b == nil {
-				return false, nil // NULL
+			stored, doc := argBytes(args[0]), argBytes(args[1])
+			if stored == nil || doc == nil {
+				return false, nil // not a text: different
 			}
-			same, err := persistence.JSONEqualValid(a, b)
-			return err == nil && same, nil
+			same, err := persistence.JSONEqualValid(stored, doc)
+			if err != nil || !same {
+				return false, nil
+			}
+			return bytes.Equal(stored, doc) || persistence.CheckJSON(stored) == nil, nil
 		},
 	})
 }

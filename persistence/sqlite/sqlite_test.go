@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -101,17 +102,67 @@ func TestUpsertReplacesAStoredTextThatIsNotJSON(t *testing.T) {
 		return a
 	}
 	put(`{"id":"a"}`, "1")
-	if _, err := sqlite.DB(s).ExecContext(ctx, `UPDATE "orders" SET doc = 'not {json' WHERE key = 'a'`); err != nil {
-		t.Fatal(err)
+	pos := 1
+	// Texts that are not JSON, some of which a lenient parser reads as the
+	// new document (an unknown escape, a raw tab in a string, a leading
+	// zero): each is replaced by the next upsert of its key.
+	for _, c := range []struct{ stored, doc string }{
+		{`not {json`, `{"id":"a","n":2}`},
+		{`{"a":"\q"}`, `{"a":"\\q"}`},
+		{"{\"a\":\"x\ty\"}", `{"a":"x\ty"}`},
+		{`{"a":01}`, `{"a":1}`},
+	} {
+		if _, err := sqlite.DB(s).ExecContext(ctx, `UPDATE "orders" SET doc = ? WHERE key = 'a'`, c.stored); err != nil {
+			t.Fatal(err)
+		}
+		pos++
+		if a := put(c.doc, strconv.Itoa(pos)); a.Upserted != 1 {
+			t.Fatalf("applied %+v of %s over the stored text %q, want 1 upserted", a, c.doc, c.stored)
+		}
+		rs, err := s.Records(ctx, "orders", "", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rs) != 1 || string(rs[0].Doc) != c.doc {
+			t.Fatalf("stored %+v, want %s", rs, c.doc)
+		}
 	}
-	if a := put(`{"id":"a","n":2}`, "2"); a.Upserted != 1 {
-		t.Fatalf("applied %+v over a stored text that is not JSON, want 1 upserted", a)
-	}
-	rs, err := s.Records(ctx, "orders", "", 10)
+}
+
+// TestApplyEndedByItsContextSaysSo: when the caller's context ends during
+// a batch (here inside its Handle), database/sql rolls the transaction
+// back, and the store's next statement fails with sql.ErrTxDone; Apply's
+// error is the context's (errors.Is context.Canceled), not that driver
+// error, which read like a bug of the store.
+func TestApplyEndedByItsContextSaysSo(t *testing.T) {
+	bg := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
+	l, err := s.Acquire(bg, persistence.AcquireRequest{Unit: "jobs/0", Owner: "a", TTL: time.Minute, Live: []string{"a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rs) != 1 || string(rs[0].Doc) != `{"id":"a","n":2}` {
-		t.Fatalf("stored %+v", rs)
+	ctx, cancel := context.WithCancel(bg)
+	defer cancel()
+	_, err = s.Apply(ctx, &persistence.Batch{Source: "jobs", Unit: l.Unit, Lease: l, Checkpoint: "1",
+		Ops: []persistence.Op{{Kind: persistence.OpMessage, Position: "1"}},
+		Handle: func(_ context.Context, tx persistence.Tx, _ []persistence.Op) error {
+			cancel()
+			// wait until database/sql has rolled the transaction back
+			deadline := time.Now().Add(10 * time.Second)
+			for {
+				if _, err := tx.Exec(bg, "SELECT 1"); err != nil {
+					if !strings.Contains(err.Error(), "already been committed or rolled back") {
+						return err
+					}
+					return nil
+				}
+				if time.Now().After(deadline) {
+					return errors.New("the transaction was not rolled back within 10 s of the cancel")
+				}
+				time.Sleep(time.Millisecond) // polling a condition with a deadline
+			}
+		}})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Apply after its context ended: %v, want context.Canceled", err)
 	}
 }

@@ -143,7 +143,11 @@ func testCheckpointForward(e *env) {
 	if c := e.wantCheckpoint("orders/0", "10", false); !c.UpdatedAt.Equal(first.UpdatedAt) {
 		e.t.Errorf("a checkpoint that did not move was rewritten")
 	}
-	e.cp(l, "10", false)
+	e.advance(time.Second)
+	e.cp(l, "10", false) // the same position again: not rewritten either
+	if c := e.wantCheckpoint("orders/0", "10", false); !c.UpdatedAt.Equal(first.UpdatedAt) {
+		e.t.Errorf("a checkpoint written again at its own position was rewritten")
+	}
 	l2 := e.acquire("orders/0", "node-2", "node-2")
 	e.cp(l2, "123456789012345678901234567890", false)
 	c := e.wantCheckpoint("orders/0", "123456789012345678901234567890", false)
