@@ -64,6 +64,7 @@ func (s *Store) apply(ctx context.Context, b *persistence.Batch) (applied persis
 	if err = tx.Commit(); err != nil {
 		return applied, txErr(ctx, dbErr(err))
 	}
+	s.ckpt.committed()
 	return applied, nil
 }
 

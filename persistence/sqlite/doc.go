@@ -25,7 +25,9 @@
 //     and run again without it; with one, each batch has a savepoint.
 //   - Connection settings: synchronous=NORMAL, a 32 MiB page cache,
 //     temp_store=MEMORY, and WAL checkpoints off the commit path: PASSIVE
-//     checkpoints every 200 ms on a connection of the Store's own, which
+//     checkpoints on a connection of the Store's own, a round at most
+//     every 10 ms while batches commit (each commit asks for one) and
+//     every 200 ms otherwise, which
 //     past 4,096 frames has the Store's connection copy the last few
 //     between two transactions so that the WAL starts over; the writer's
 //     wal_autocheckpoint only a backstop at 16,384 pages

@@ -1,6 +1,9 @@
 package sqlite
 
-import "database/sql"
+import (
+	"database/sql"
+	"time"
+)
 
 // FailAfterWrites makes the next Apply fail inside its transaction after n
 // write statements (a test hook for storetest's FailMidTx).
@@ -25,3 +28,10 @@ func DB(s *Store) *sql.DB { return s.db }
 // WALRestarts is how many checkpointer rounds found the WAL started over
 // since the round before.
 func WALRestarts(s *Store) int64 { return s.ckpt.restarts.Load() }
+
+// SetCheckpointIdle sets how long the checkpointers started next wait for
+// a round when no commit asks for one; the returned func restores it.
+func SetCheckpointIdle(d time.Duration) (restore func()) {
+	old := checkpointIdle.Swap(int64(d))
+	return func() { checkpointIdle.Store(old) }
+}

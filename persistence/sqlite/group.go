@@ -133,7 +133,9 @@ func (g *group) oneTx(ctx context.Context, todo []int) int {
 	}
 	if err := tx.Commit(); err != nil {
 		g.failAll(todo, txErr(ctx, dbErr(err)))
+		return -1
 	}
+	g.s.ckpt.committed()
 	return -1
 }
 
@@ -191,5 +193,7 @@ func (g *group) savepoints(ctx context.Context, todo []int) {
 	}
 	if err := tx.Commit(); err != nil {
 		g.failAll(todo, txErr(ctx, dbErr(err)))
+		return
 	}
+	g.s.ckpt.committed()
 }

@@ -19,11 +19,23 @@ import (
 // nearly every group paid a checkpoint.
 //
 // Instead a writing Store's connection checkpoints itself only as a
-// backstop (walBackstopPages), and a goroutine of the Store runs a
-// PASSIVE checkpoint on a connection of its own every checkpointEvery. A
-// PASSIVE checkpoint takes no write lock: commits go on beside it, and a
-// page written by several commits since the last checkpoint is copied
-// once.
+// backstop (walBackstopPages), and a goroutine of the Store runs PASSIVE
+// checkpoints on a connection of its own: a round checkpointAfter after
+// the round before while the Store's batches commit (each commit of a
+// batch or group asks for one), every checkpointEvery otherwise (the
+// Store's other writes, another process's). A PASSIVE checkpoint takes no
+// write lock: commits go on beside it.
+//
+// Why rounds follow commits that closely: a checkpoint first syncs the
+// WAL, and SQLite writes a whole page to the WAL for each row it changes
+// (keys spread over the table share few pages), so every round syncs all
+// the WAL written since the round before, and copies and syncs the pages.
+// Every 200 ms under steady commits that was 10-30 MB at once, the disk
+// busy for 10-25 ms each time; transactions slowed beside it, a queue of
+// batches built, and that was most of the latency's tail at half load
+// (traced per transaction: the slow ones came with the long rounds). Every
+// 10 ms a round syncs a twentieth of it; a page changed by several commits
+// between two rounds is copied once either way. Idle, no commit asks.
 //
 // Copying is not enough: the WAL starts over from its first frame only
 // when a writer begins a transaction while every frame is copied (and no
@@ -49,11 +61,12 @@ import (
 // falls behind or fails, or when a reader keeps the WAL from starting
 // over.
 const (
-	checkpointEvery  = 200 * time.Millisecond
-	walBackstopPages = 16384 // 64 MiB of 4 KiB pages
-	walRestartFrames = 4096  // 16 MiB: the writer finishes the copy past this
-	walCatchUpFrames = 64    // a round copies again while more are left
-	maxCatchUpPasses = 16    // passes of one round at most
+	checkpointEvery  = 200 * time.Millisecond // a round when no commit asks
+	checkpointAfter  = 10 * time.Millisecond  // at least between two rounds
+	walBackstopPages = 16384                  // 64 MiB of 4 KiB pages
+	walRestartFrames = 4096                   // 16 MiB: the writer finishes the copy past this
+	walCatchUpFrames = 64                     // a round copies again while more are left
+	maxCatchUpPasses = 16                     // passes of one round at most
 )
 
 // checkpointer runs PASSIVE WAL checkpoints on its own connection until
@@ -65,6 +78,8 @@ type checkpointer struct {
 	timeout time.Duration
 	ctx     context.Context // ended by close: a checkpoint waiting for the writer gives up
 	cancel  context.CancelFunc
+	every   time.Duration // checkpointEvery, but for tests
+	asked   chan struct{} // a commit asks for a round (buffered 1)
 	stop    chan struct{}
 	done    chan struct{}
 	once    sync.Once
@@ -79,6 +94,12 @@ type checkpointer struct {
 	// the round before (for tests)
 	restarts atomic.Int64
 }
+
+// checkpointIdle is checkpointEvery for the checkpointers started next
+// (a test sets it longer, to see that commits start rounds without it).
+var checkpointIdle atomic.Int64
+
+func init() { checkpointIdle.Store(int64(checkpointEvery)) }
 
 // startCheckpointer opens the checkpointer's connection to path (which
 // must exist: Open made it) and starts its goroutine; writer is the
@@ -95,35 +116,62 @@ func startCheckpointer(ctx context.Context, path string, timeout time.Duration, 
 		_ = db.Close()
 		return nil, fmt.Errorf("connect checkpointer: %w", dbErr(err))
 	}
-	c := &checkpointer{db: db, writer: writer, log: log, timeout: timeout, stop: make(chan struct{}), done: make(chan struct{})}
+	c := &checkpointer{db: db, writer: writer, log: log, timeout: timeout, every: time.Duration(checkpointIdle.Load()),
+		asked: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	go c.run()
 	return c, nil
 }
 
+// committed asks for a round: the Store's batches committed. It never
+// waits; asks before the round starts make one round. c may be nil (a
+// read-only Store's).
+func (c *checkpointer) committed() {
+	if c == nil {
+		return
+	}
+	select {
+	case c.asked <- struct{}{}:
+	default:
+	}
+}
+
+// run starts a round when a commit asks or c.every after the last one
+// ended, and never sooner than checkpointAfter after the last one began.
 func (c *checkpointer) run() {
 	defer close(c.done)
-	t := time.NewTicker(checkpointEvery)
-	defer t.Stop()
+	idle := time.NewTimer(c.every)
+	defer idle.Stop()
+	gap := time.NewTimer(checkpointAfter)
+	gap.Stop()
 	for {
 		select {
 		case <-c.stop:
 			return
-		case <-t.C:
+		case <-idle.C:
+		case <-c.asked:
 		}
+		began := time.Now()
 		c.report(c.round())
+		idle.Reset(c.every)
+		gap.Reset(checkpointAfter - time.Since(began))
+		select {
+		case <-c.stop:
+			return
+		case <-gap.C:
+		}
 	}
 }
 
 // report logs a checkpoint's outcome: a warning when checkpoints start to
 // fail (the writer's backstop keeps the WAL bounded meanwhile, and the
-// next tick tries again), the failures after it at debug level only (one
-// every checkpointEvery), and a note when one succeeds again.
+// next round tries again), the failures after it at debug level only (up
+// to one every checkpointAfter), and a note when one succeeds again.
 func (c *checkpointer) report(err error) {
 	switch {
 	case err != nil && !c.failing:
 		c.failing = true
-		c.log.Warn("sqlite wal checkpoint failed; retried every "+checkpointEvery.String()+", the writer checkpoints past "+
+		c.log.Warn("sqlite wal checkpoint failed; retried at the next commit or within "+c.every.String()+", the writer checkpoints past "+
 			"its backstop meanwhile", "err", err)
 	case err != nil:
 		c.log.Debug("sqlite wal checkpoint", "err", err)
