@@ -54,3 +54,35 @@ func BenchmarkApply(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCheckpoints reads the checkpoints of a source of 12 units, as
+// the bench's latency poller does every 5 ms and the debug views do.
+func BenchmarkCheckpoints(b *testing.B) {
+	b.ReportAllocs()
+	ctx := context.Background()
+	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	const units = 12
+	for u := range units {
+		l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "bench/" + strconv.Itoa(u), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		ops := []persistence.Op{{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(u), Doc: []byte(`{"n":1}`), Position: "7"}}
+		if _, err := s.Apply(ctx, &persistence.Batch{Source: "bench", Unit: l.Unit, Lease: l, Table: "bench", Ops: ops, Checkpoint: "7"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for b.Loop() {
+		cps, err := s.Checkpoints(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if len(cps) != units {
+			b.Fatalf("%d checkpoints, want %d", len(cps), units)
+		}
+	}
+}

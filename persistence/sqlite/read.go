@@ -60,8 +60,7 @@ FROM drover_checkpoints WHERE unit = ?`, unit).Scan(&c.Source, &c.Position, &c.F
 func (s *Store) Checkpoints(ctx context.Context, source string) ([]persistence.Checkpoint, error) {
 	ctx, cancel := s.bound(ctx)
 	defer cancel()
-	rows, err := s.db.QueryContext(ctx, `SELECT unit, source, position, finished, token, updated_at, stream_id
-FROM drover_checkpoints WHERE source = ? ORDER BY unit`, source)
+	rows, err := s.stmts.checkpointsOf.QueryContext(ctx, source)
 	if err != nil {
 		return nil, fmt.Errorf("checkpoints of %s: %w", source, dbErr(err))
 	}

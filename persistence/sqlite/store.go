@@ -358,7 +358,7 @@ type statements struct {
 	dedupeGet, dedupePut                           *sql.Stmt
 	deadLetterPut                                  *sql.Stmt
 	checkpointGet, checkpointPut, checkpointReset  *sql.Stmt
-	checkpointMove                                 *sql.Stmt
+	checkpointMove, checkpointsOf                  *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -376,6 +376,10 @@ ON CONFLICT (unit) DO UPDATE SET owner = excluded.owner, token = excluded.token,
 WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
 RETURNING owner, token, expires_at, acquired_at, renewed_at`},
 		{&st.leaseRenewMany, sqlRenewMany},
+		// prepared: the bench's latency poller and the debug views read
+		// them every few milliseconds, and parsing it was most of a read
+		{&st.checkpointsOf, `SELECT unit, source, position, finished, token, updated_at, stream_id
+FROM drover_checkpoints WHERE source = ? ORDER BY unit`},
 		{&st.leaseHeld, sqlLeaseHeld},
 		{&st.nodeBeat, `INSERT INTO drover_nodes (node, heartbeat_at) VALUES (?1, ?2)
 ON CONFLICT (node) DO UPDATE SET heartbeat_at = max(heartbeat_at, excluded.heartbeat_at)
@@ -436,7 +440,7 @@ func (st *statements) close() {
 		st.leaseHeld, st.nodeBeat, st.nodeChanged, st.ownerCount,
 		st.sourcePut, st.sourceGet,
 		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut,
-		st.checkpointReset, st.checkpointMove} {
+		st.checkpointReset, st.checkpointMove, st.checkpointsOf} {
 		if s != nil {
 			_ = s.Close()
 		}
