@@ -297,45 +297,96 @@ func (s *Store) dedupe(ctx context.Context, tx *sql.Tx, b *persistence.Batch, no
 // stored document that equals the new one (as jsonb would compare them)
 // unwritten: its DO UPDATE is conditional on sameJSONFunc, which compares
 // the two texts in Go inside the statement, so no document is read back
-// first. A statement that changed nothing is an unchanged document.
+// first: the rows of an upsert statement it did not change are unchanged
+// documents. Consecutive upserts share statements (recordWriter).
 func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts, b *persistence.Batch, ops []persistence.Op, now int64, applied *persistence.Applied) error {
 	if len(ops) == 0 {
 		return nil
 	}
-	up := tx.StmtContext(ctx, table.upsert)
-	rm := tx.StmtContext(ctx, table.remove)
+	w := recordWriter{s: s, ctx: ctx, tx: tx, table: table, b: b, applied: applied, args: make([]any, 0, 6*min(len(ops), upsertRows[0]))}
 	for _, op := range ops {
 		if op.Kind == persistence.OpDelete {
-			if _, err := rm.ExecContext(ctx, op.Key); err != nil {
-				return fmt.Errorf("delete %s/%s: %w", b.Table, op.Key, dbErr(err))
-			}
-			if err := s.wrote(); err != nil {
+			if err := w.flush(); err != nil { // the upserts before it first
 				return err
 			}
-			applied.Deleted++
+			if err := w.delete(op.Key); err != nil {
+				return err
+			}
 			continue
 		}
 		doc, err := compactJSON(op.Doc)
 		if err != nil {
 			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
 		}
-		res, err := up.ExecContext(ctx, op.Key, string(doc), b.Source, b.Unit, op.Position, now)
-		if err != nil {
-			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
+		w.args = append(w.args, op.Key, string(doc), b.Source, b.Unit, op.Position, now)
+		if len(w.args) == 6*upsertRows[0] {
+			if err := w.flush(); err != nil {
+				return err
+			}
 		}
-		n, err := res.RowsAffected()
-		if err != nil {
-			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, dbErr(err))
-		}
-		if n == 0 {
-			applied.Unchanged++
+	}
+	return w.flush()
+}
+
+// recordWriter writes one batch's records: its upserts collected (args,
+// six per row) and written by as few statements as upsertRows allows.
+type recordWriter struct {
+	s       *Store
+	ctx     context.Context
+	tx      *sql.Tx
+	table   *tableStmts
+	b       *persistence.Batch
+	applied *persistence.Applied
+	args    []any
+	upserts [len(upsertRows)]*sql.Stmt // the table's, in tx, as used
+	remove  *sql.Stmt
+}
+
+// flush writes the collected upserts: the largest statement that fits
+// what is left, until nothing is.
+func (w *recordWriter) flush() error {
+	args := w.args
+	for i := 0; len(args) > 0; {
+		n := upsertRows[i]
+		if 6*n > len(args) {
+			i++
 			continue
 		}
-		if err := s.wrote(); err != nil {
-			return err
+		if w.upserts[i] == nil {
+			w.upserts[i] = w.tx.StmtContext(w.ctx, w.table.upserts[i])
 		}
-		applied.Upserted++
+		res, err := w.upserts[i].ExecContext(w.ctx, args[:6*n]...)
+		if err != nil {
+			return fmt.Errorf("upsert %s/%v and %d after it: %w", w.b.Table, args[0], n-1, dbErr(err))
+		}
+		changed, err := res.RowsAffected()
+		if err != nil {
+			return fmt.Errorf("upsert %s/%v and %d after it: %w", w.b.Table, args[0], n-1, dbErr(err))
+		}
+		for range changed {
+			if err := w.s.wrote(); err != nil {
+				return err
+			}
+		}
+		w.applied.Upserted += int(changed)
+		w.applied.Unchanged += n - int(changed)
+		args = args[6*n:]
 	}
+	w.args = w.args[:0]
+	return nil
+}
+
+func (w *recordWriter) delete(key string) error {
+	if w.remove == nil {
+		w.remove = w.tx.StmtContext(w.ctx, w.table.remove)
+	}
+	if _, err := w.remove.ExecContext(w.ctx, key); err != nil {
+		return fmt.Errorf("delete %s/%s: %w", w.b.Table, key, dbErr(err))
+	}
+	if err := w.s.wrote(); err != nil {
+		return err
+	}
+	w.applied.Deleted++
 	return nil
 }
 

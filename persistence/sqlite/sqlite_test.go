@@ -3,6 +3,7 @@ package sqlite_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -164,5 +165,76 @@ func TestApplyEndedByItsContextSaysSo(t *testing.T) {
 		}})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("Apply after its context ended: %v, want context.Canceled", err)
+	}
+}
+
+// TestUpsertsShareStatements: a batch's upserts run as a few multi-row
+// statements (64, 32, ... 1 rows); each row still counts as upserted or
+// unchanged on its own, a delete between upserts runs in its place, and
+// every row holds its own document. 139 upserts, every third unchanged:
+// 64 + 64 + 8 + 1 rows before the delete, 2 after it.
+func TestUpsertsShareStatements(t *testing.T) {
+	ctx := context.Background()
+	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
+	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const n = 140
+	doc := func(i, v int) []byte { return fmt.Appendf(nil, `{"id":%d,"v":%d}`, i, v) }
+	var first []persistence.Op
+	for i := range n {
+		first = append(first, persistence.Op{Kind: persistence.OpUpsert, Key: fmt.Sprintf("k%03d", i), Doc: doc(i, 1), Position: "1"})
+	}
+	a, err := s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders", Ops: first, Checkpoint: "1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Upserted != n || a.Unchanged != 0 {
+		t.Fatalf("first batch applied %+v, want %d upserted", a, n)
+	}
+	// the second: every third document unchanged, k137 deleted between
+	// the upserts of k136 and k138
+	var second []persistence.Op
+	wantUnchanged := 0
+	for i := range n {
+		key := fmt.Sprintf("k%03d", i)
+		if i == 137 {
+			second = append(second, persistence.Op{Kind: persistence.OpDelete, Key: key, Position: "2"})
+			continue
+		}
+		v := 2
+		if i%3 == 0 {
+			v = 1
+			wantUnchanged++
+		}
+		second = append(second, persistence.Op{Kind: persistence.OpUpsert, Key: key, Doc: doc(i, v), Position: "2"})
+	}
+	a, err = s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders", Ops: second, Checkpoint: "2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Upserted != n-1-wantUnchanged || a.Unchanged != wantUnchanged || a.Deleted != 1 {
+		t.Fatalf("second batch applied %+v, want %d upserted, %d unchanged, 1 deleted", a, n-1-wantUnchanged, wantUnchanged)
+	}
+	rs, err := s.Records(ctx, "orders", "", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != n-1 {
+		t.Fatalf("%d rows stored, want %d", len(rs), n-1)
+	}
+	for _, r := range rs {
+		var i int
+		if _, err := fmt.Sscanf(r.Key, "k%d", &i); err != nil {
+			t.Fatal(err)
+		}
+		want, pos := doc(i, 2), "2"
+		if i%3 == 0 {
+			want, pos = doc(i, 1), "1" // unchanged: the row as it was
+		}
+		if i == 137 || string(r.Doc) != string(want) || r.Position != pos {
+			t.Errorf("row %s holds %s at %s, want %s at %s", r.Key, r.Doc, r.Position, want, pos)
+		}
 	}
 }

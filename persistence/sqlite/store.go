@@ -476,10 +476,18 @@ func firstLine(s string) string {
 // tableStmts are the prepared statements of one records table.
 type tableStmts struct {
 	upsert, remove, get, page *sql.Stmt
+	// upserts[i] upserts upsertRows[i] rows in one statement
+	upserts [len(upsertRows)]*sql.Stmt
 }
 
+// upsertRows are the row counts of a records table's upsert statements,
+// largest first: a batch's upserts run as the fewest statements these
+// counts add up to (37 rows: 32, 4 and 1). A statement per row cost about
+// 2.5 us of database/sql and driver work per row beside SQLite's own.
+var upsertRows = [...]int{64, 32, 16, 8, 4, 2, 1}
+
 func (t *tableStmts) close() {
-	for _, s := range []*sql.Stmt{t.upsert, t.remove, t.get, t.page} {
+	for _, s := range append([]*sql.Stmt{t.upsert, t.remove, t.get, t.page}, t.upserts[:]...) {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -507,14 +515,32 @@ func recordsTableSQL(table string) string {
 // document.
 func recordsSQL(table string) (upsert, remove, get, page string) {
 	q := quote(table)
-	upsert = `INSERT INTO ` + q + ` (key, doc, source, unit, position, updated_at) VALUES (?, ?, ?, ?, ?, ?)
-ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
-	position = excluded.position, updated_at = excluded.updated_at
-WHERE NOT ` + sameJSONFunc + `(doc, excluded.doc)`
+	upsert = upsertSQL(table, 1)
 	remove = `DELETE FROM ` + q + ` WHERE key = ?`
 	get = `SELECT doc FROM ` + q + ` WHERE key = ?`
 	page = `SELECT key, doc, source, unit, position, updated_at FROM ` + q + ` WHERE key > ? ORDER BY key LIMIT ?`
 	return
+}
+
+// upsertSQL is the records upsert of rows rows: the arguments are each
+// row's key, doc, source, unit, position and updated_at in turn. A
+// conflict (the key stored) updates the row unless drover_same_json finds
+// the stored document equal to the new one; a row so left does not count
+// in the statement's changes.
+func upsertSQL(table string, rows int) string {
+	var b strings.Builder
+	b.WriteString(`INSERT INTO ` + quote(table) + ` (key, doc, source, unit, position, updated_at) VALUES `)
+	for i := range rows {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString("(?, ?, ?, ?, ?, ?)")
+	}
+	b.WriteString(`
+ON CONFLICT (key) DO UPDATE SET doc = excluded.doc, source = excluded.source, unit = excluded.unit,
+	position = excluded.position, updated_at = excluded.updated_at
+WHERE NOT ` + sameJSONFunc + `(doc, excluded.doc)`)
+	return b.String()
 }
 
 // table returns the statements of a records table, creating the table when
@@ -544,6 +570,14 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 			return nil, fmt.Errorf("prepare %s: %w", name, dbErr(err))
 		}
 		*p.to = stmt
+	}
+	for i, n := range upsertRows {
+		stmt, err := s.db.PrepareContext(ctx, upsertSQL(name, n))
+		if err != nil {
+			t.close()
+			return nil, fmt.Errorf("prepare %s: %w", name, dbErr(err))
+		}
+		t.upserts[i] = stmt
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
