@@ -298,17 +298,16 @@ func (s *Store) dedupe(ctx context.Context, tx *sql.Tx, b *persistence.Batch, no
 // unwritten: its DO UPDATE is conditional on sameJSONFunc, which compares
 // the two texts in Go inside the statement, so no document is read back
 // first: the rows of an upsert statement it did not change are unchanged
-// documents. Consecutive upserts share statements (recordWriter).
+// documents. A batch's upserts share statements (recordWriter).
 func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts, b *persistence.Batch, ops []persistence.Op, now int64, applied *persistence.Applied) error {
 	if len(ops) == 0 {
 		return nil
 	}
 	w := recordWriter{s: s, ctx: ctx, tx: tx, table: table, b: b, applied: applied, args: make([]any, 0, 6*min(len(ops), upsertRows[0]))}
+	// ops are folded (one per key), so their order does not matter: a
+	// delete runs as it comes, beside upserts not written yet.
 	for _, op := range ops {
 		if op.Kind == persistence.OpDelete {
-			if err := w.flush(); err != nil { // the upserts before it first
-				return err
-			}
 			if err := w.delete(op.Key); err != nil {
 				return err
 			}
@@ -319,7 +318,8 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
 		}
 		w.args = append(w.args, op.Key, string(doc), b.Source, b.Unit, op.Position, now)
-		if len(w.args) == 6*upsertRows[0] {
+		w.bytes += len(doc)
+		if len(w.args) == 6*upsertRows[0] || w.bytes >= upsertBytes {
 			if err := w.flush(); err != nil {
 				return err
 			}
@@ -327,6 +327,11 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 	}
 	return w.flush()
 }
+
+// upsertBytes bounds the documents one flush holds (as copies for the
+// statement's arguments), so that a batch of large documents does not
+// hold 64 more copies of them at once.
+const upsertBytes = 1 << 20
 
 // recordWriter writes one batch's records: its upserts collected (args,
 // six per row) and written by as few statements as upsertRows allows.
@@ -338,6 +343,7 @@ type recordWriter struct {
 	b       *persistence.Batch
 	applied *persistence.Applied
 	args    []any
+	bytes   int                        // of the documents in args
 	upserts [len(upsertRows)]*sql.Stmt // the table's, in tx, as used
 	remove  *sql.Stmt
 }
@@ -356,12 +362,12 @@ func (w *recordWriter) flush() error {
 			w.upserts[i] = w.tx.StmtContext(w.ctx, w.table.upserts[i])
 		}
 		res, err := w.upserts[i].ExecContext(w.ctx, args[:6*n]...)
-		if err != nil {
-			return fmt.Errorf("upsert %s/%v and %d after it: %w", w.b.Table, args[0], n-1, dbErr(err))
+		var changed int64
+		if err == nil {
+			changed, err = res.RowsAffected()
 		}
-		changed, err := res.RowsAffected()
 		if err != nil {
-			return fmt.Errorf("upsert %s/%v and %d after it: %w", w.b.Table, args[0], n-1, dbErr(err))
+			return fmt.Errorf("upsert %s: %w", w.rows(args[:6*n]), dbErr(err))
 		}
 		for range changed {
 			if err := w.s.wrote(); err != nil {
@@ -372,8 +378,17 @@ func (w *recordWriter) flush() error {
 		w.applied.Unchanged += n - int(changed)
 		args = args[6*n:]
 	}
-	w.args = w.args[:0]
+	w.args, w.bytes = w.args[:0], 0
 	return nil
+}
+
+// rows names the rows of a statement's args: table/key for one, the
+// first and last key and the count for more.
+func (w *recordWriter) rows(args []any) string {
+	if n := len(args) / 6; n > 1 {
+		return fmt.Sprintf("%s/%v … %s/%v (%d rows)", w.b.Table, args[0], w.b.Table, args[len(args)-6], n)
+	}
+	return fmt.Sprintf("%s/%v", w.b.Table, args[0])
 }
 
 func (w *recordWriter) delete(key string) error {

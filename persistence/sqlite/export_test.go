@@ -6,7 +6,7 @@ import (
 )
 
 // FailAfterWrites makes the next Apply fail inside its transaction after n
-// write statements (a test hook for storetest's FailMidTx).
+// rows written (a test hook for storetest's FailMidTx).
 func FailAfterWrites(s *Store, n int) { s.failAfterWrites.Store(int64(n)) }
 
 // SchemaVersion is the version this build migrates to.

@@ -269,5 +269,9 @@ func (s *Store) pruneChunk(ctx context.Context, before time.Time) (int64, error)
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if n > 0 {
+		s.ckpt.committed() // a chunk's pages: the WAL copied before the next
+	}
+	return n, err
 }

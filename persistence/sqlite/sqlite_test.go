@@ -168,11 +168,13 @@ func TestApplyEndedByItsContextSaysSo(t *testing.T) {
 	}
 }
 
-// TestUpsertsShareStatements: a batch's upserts run as a few multi-row
+// TestUpsertsShareStatements: a batch's upserts run as multi-row
 // statements (64, 32, ... 1 rows); each row still counts as upserted or
-// unchanged on its own, a delete between upserts runs in its place, and
-// every row holds its own document. 139 upserts, every third unchanged:
-// 64 + 64 + 8 + 1 rows before the delete, 2 after it.
+// unchanged on its own, and every row holds its own document, whichever
+// statement wrote it. The second batch's 127 upserts (every third
+// unchanged) use each statement once: 64 + 32 + 16 + 8 + 4 + 2 + 1; a
+// delete among them. (That rows share statements is what BenchmarkApply
+// measures; this checks what they write.)
 func TestUpsertsShareStatements(t *testing.T) {
 	ctx := context.Background()
 	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
@@ -180,7 +182,7 @@ func TestUpsertsShareStatements(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const n = 140
+	const n = 128
 	doc := func(i, v int) []byte { return fmt.Appendf(nil, `{"id":%d,"v":%d}`, i, v) }
 	var first []persistence.Op
 	for i := range n {
@@ -193,13 +195,12 @@ func TestUpsertsShareStatements(t *testing.T) {
 	if a.Upserted != n || a.Unchanged != 0 {
 		t.Fatalf("first batch applied %+v, want %d upserted", a, n)
 	}
-	// the second: every third document unchanged, k137 deleted between
-	// the upserts of k136 and k138
+	// the second: every third document unchanged, k100 deleted
 	var second []persistence.Op
 	wantUnchanged := 0
 	for i := range n {
 		key := fmt.Sprintf("k%03d", i)
-		if i == 137 {
+		if i == 100 {
 			second = append(second, persistence.Op{Kind: persistence.OpDelete, Key: key, Position: "2"})
 			continue
 		}
@@ -233,8 +234,34 @@ func TestUpsertsShareStatements(t *testing.T) {
 		if i%3 == 0 {
 			want, pos = doc(i, 1), "1" // unchanged: the row as it was
 		}
-		if i == 137 || string(r.Doc) != string(want) || r.Position != pos {
+		if i == 100 || string(r.Doc) != string(want) || r.Position != pos {
 			t.Errorf("row %s holds %s at %s, want %s at %s", r.Key, r.Doc, r.Position, want, pos)
 		}
+	}
+	// large documents, which the 1 MiB bound of a statement's documents
+	// splits (two of 600 KB, then one), are stored whole
+	big := strings.Repeat("y", 600<<10)
+	var third []persistence.Op
+	for i := range 3 {
+		third = append(third, persistence.Op{Kind: persistence.OpUpsert, Key: fmt.Sprintf("big%d", i), Doc: fmt.Appendf(nil, `{"i":%d,"pad":%q}`, i, big), Position: "3"})
+	}
+	a, err = s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders", Ops: third, Checkpoint: "3"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Upserted != 3 {
+		t.Fatalf("third batch applied %+v, want 3 upserted", a)
+	}
+	rs, err = s.Records(ctx, "orders", "big", 3) // big0, big1, big2 sort before k000
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range rs {
+		if want := fmt.Sprintf(`{"i":%d,"pad":%q}`, i, big); r.Key != fmt.Sprintf("big%d", i) || string(r.Doc) != want {
+			t.Errorf("row %d: %s holds %d bytes, want big%d with %d", i, r.Key, len(r.Doc), i, len(want))
+		}
+	}
+	if len(rs) != 3 {
+		t.Errorf("%d large rows stored, want 3", len(rs))
 	}
 }

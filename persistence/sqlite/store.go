@@ -80,8 +80,8 @@ type Store struct {
 	checked   map[string]renewCheck // owner -> what its last renewal round found (renew.go)
 	fpSeed    maphash.Seed          // of the renewal rounds' fingerprints (renew.go)
 
-	// failAfterWrites > 0 makes Apply fail after that many more write
-	// statements (a test hook; see export_test.go).
+	// failAfterWrites > 0 makes Apply fail after that many more rows
+	// written (a test hook; see export_test.go and wrote).
 	failAfterWrites atomic.Int64
 	// groupTxs counts the transactions ApplyGroup's groups without
 	// handlers began (tests: a store-wide error must not run a group
@@ -475,19 +475,20 @@ func firstLine(s string) string {
 
 // tableStmts are the prepared statements of one records table.
 type tableStmts struct {
-	upsert, remove, get, page *sql.Stmt
+	upsert, remove, get, page *sql.Stmt // upsert: upserts' 1-row statement
 	// upserts[i] upserts upsertRows[i] rows in one statement
 	upserts [len(upsertRows)]*sql.Stmt
 }
 
 // upsertRows are the row counts of a records table's upsert statements,
-// largest first: a batch's upserts run as the fewest statements these
-// counts add up to (37 rows: 32, 4 and 1). A statement per row cost about
-// 2.5 us of database/sql and driver work per row beside SQLite's own.
+// largest first: a batch's upserts run 64 at a time (or 1 MiB of
+// documents), and the rest as the fewest statements these counts add up
+// to (37 rows: 32, 4 and 1). A statement per row cost about 2.5 us of
+// database/sql and driver work per row beside SQLite's own.
 var upsertRows = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 func (t *tableStmts) close() {
-	for _, s := range append([]*sql.Stmt{t.upsert, t.remove, t.get, t.page}, t.upserts[:]...) {
+	for _, s := range append([]*sql.Stmt{t.remove, t.get, t.page}, t.upserts[:]...) { // t.upsert is one of them
 		if s != nil {
 			_ = s.Close()
 		}
@@ -511,8 +512,8 @@ func recordsTableSQL(table string) string {
 // recordsSQL are the statements of a records table. The upsert stores the
 // document as given: callers pass compactJSON's (what SQLite's json()
 // would store); it leaves a stored document that equals it untouched
-// (sameJSONFunc), so that a statement that changed no row is an unchanged
-// document.
+// (sameJSONFunc), so that a row a statement did not change is an
+// unchanged document.
 func recordsSQL(table string) (upsert, remove, get, page string) {
 	q := quote(table)
 	upsert = upsertSQL(table, 1)
@@ -559,11 +560,11 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 		return nil, fmt.Errorf("create table %s: %w", name, dbErr(err))
 	}
 	t := &tableStmts{}
-	up, rm, get, page := recordsSQL(name)
+	_, rm, get, page := recordsSQL(name)
 	for _, p := range []struct {
 		to  **sql.Stmt
 		sql string
-	}{{&t.upsert, up}, {&t.remove, rm}, {&t.get, get}, {&t.page, page}} {
+	}{{&t.remove, rm}, {&t.get, get}, {&t.page, page}} {
 		stmt, err := s.db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			t.close()
@@ -579,6 +580,7 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 		}
 		t.upserts[i] = stmt
 	}
+	t.upsert = t.upserts[len(upsertRows)-1] // the 1-row statement
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if other, ok := s.tables[name]; ok {
@@ -597,8 +599,9 @@ func (s *Store) knownTable(name string) *tableStmts {
 	return s.tables[name]
 }
 
-// wrote counts one write statement of Apply against the failAfterWrites
-// test hook.
+// wrote counts one row Apply wrote (an upserted or deleted record, a
+// dead letter, a checkpoint) against the failAfterWrites test hook; the
+// rows of a multi-row upsert count once their statement ran.
 func (s *Store) wrote() error {
 	for {
 		n := s.failAfterWrites.Load()

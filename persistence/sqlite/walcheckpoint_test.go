@@ -85,23 +85,60 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 	}
 }
 
-// TestCommitStartsACheckpoint: a batch's commit asks for a round at once;
-// the checkpointer does not wait for its idle interval (an hour here) to
-// copy what the batch wrote. With rounds only on the interval (every 200
-// ms before), every round synced 10-30 MB of WAL at half load and the
-// transactions beside it slowed: most of the latency's tail.
+// TestCommitStartsACheckpoint: a batch's commit asks for a round at once,
+// through Apply, through a group (one transaction) and through a group
+// with a handler (savepoints); the checkpointer does not wait for its idle
+// interval (an hour here) to copy what the batch wrote. With rounds only
+// on the interval (every 200 ms before), every round synced 10-30 MB of
+// WAL at half load and the transactions beside it slowed: most of the
+// latency's tail.
 func TestCommitStartsACheckpoint(t *testing.T) {
 	defer sqlite.SetCheckpointIdle(time.Hour)()
-	_, path, put := walStore(t)
-	put(10, 0)
-	before := fileSize(t, path)
-	put(3000, 0)
-	deadline := time.Now().Add(10 * time.Second)
-	for fileSize(t, path) < before+4<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("database file still %d bytes (was %d) 10 s after a commit of 6 MB: the commit started no checkpoint", fileSize(t, path), before)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	pad := strings.Repeat("x", 2000)
+	for _, path := range []string{"apply", "group", "group with a handler"} {
+		t.Run(path, func(t *testing.T) {
+			ctx := context.Background()
+			file := filepath.Join(t.TempDir(), "drover.db")
+			s := open(t, file, nil)
+			l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "big/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			batch := func(n int, pos string) *persistence.Batch {
+				ops := make([]persistence.Op, n)
+				for i := range ops {
+					ops[i] = persistence.Op{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(i), Position: pos,
+						Doc: fmt.Appendf(nil, `{"pos":%q,"pad":%q}`, pos, pad)}
+				}
+				b := &persistence.Batch{Source: "big", Unit: l.Unit, Lease: l, Table: "big", Ops: ops, Checkpoint: pos}
+				if path == "group with a handler" {
+					b.Handle = func(context.Context, persistence.Tx, []persistence.Op) error { return nil }
+				}
+				return b
+			}
+			write := func(b *persistence.Batch) {
+				t.Helper()
+				if path == "apply" {
+					if _, err := s.Apply(ctx, b); err != nil {
+						t.Fatal(err)
+					}
+					return
+				}
+				if r := s.ApplyGroup(ctx, []*persistence.Batch{b}); r[0].Err != nil {
+					t.Fatal(r[0].Err)
+				}
+			}
+			write(batch(10, "1"))
+			before := fileSize(t, file)
+			write(batch(3000, "2")) // about 6 MB
+			deadline := time.Now().Add(10 * time.Second)
+			for fileSize(t, file) < before+4<<20 {
+				if time.Now().After(deadline) {
+					t.Fatalf("database file still %d bytes (was %d) 10 s after a commit of 6 MB: the commit started no checkpoint", fileSize(t, file), before)
+				}
+				time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+			}
+		})
 	}
 }
 
