@@ -3,7 +3,6 @@ package sqlite_test
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -11,7 +10,6 @@ import (
 	"time"
 
 	"github.com/drover-dev/drover/persistence"
-	"github.com/drover-dev/drover/persistence/sqlite"
 )
 
 // BenchmarkApplyGroup writes 12 units' batches of 500 changed rows each
@@ -32,17 +30,7 @@ func benchApplyGroup(b *testing.B, pad int) {
 	const units, size, keys = 12, 500, 100_000
 	padding := strings.Repeat("x", pad)
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ls := make([]persistence.Lease, units)
-	for u := range ls {
-		if ls[u], err = s.Acquire(ctx, persistence.AcquireRequest{Unit: fmt.Sprintf("bench/%d", u), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, ls, _ := leased(b, benchUnits(units)...)
 	pos := 0
 	batches := func() []*persistence.Batch {
 		bs := make([]*persistence.Batch, units)
@@ -123,17 +111,7 @@ func benchSmallGroups(b *testing.B, units, size int) {
 	const keys = 100_000
 	padding := strings.Repeat("x", 150)
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
-	ls := make([]persistence.Lease, 12)
-	for u := range ls {
-		if ls[u], err = s.Acquire(ctx, persistence.AcquireRequest{Unit: fmt.Sprintf("bench/%d", u), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}}); err != nil {
-			b.Fatal(err)
-		}
-	}
+	s, ls, _ := leased(b, benchUnits(12)...)
 	pos := 0
 	batches := func(units, size int) []*persistence.Batch {
 		bs := make([]*persistence.Batch, units)

@@ -2,13 +2,10 @@ package sqlite_test
 
 import (
 	"context"
-	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/drover-dev/drover/persistence"
-	"github.com/drover-dev/drover/persistence/sqlite"
 )
 
 // BenchmarkApply measures the fenced Apply of batches of upserts whose
@@ -19,15 +16,8 @@ func BenchmarkApply(b *testing.B) {
 		b.Run("batch="+strconv.Itoa(size), func(b *testing.B) {
 			b.ReportAllocs()
 			ctx := context.Background()
-			s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "bench/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-			if err != nil {
-				b.Fatal(err)
-			}
+			s, ls, _ := leased(b, benchUnits(1)...)
+			l := ls[0]
 			const keys = 10_000
 			ops := make([]persistence.Op, size)
 			pos := 0
@@ -60,17 +50,9 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkCheckpoints(b *testing.B) {
 	b.ReportAllocs()
 	ctx := context.Background()
-	s, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"), sqlite.Config{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close()
 	const units = 12
-	for u := range units {
-		l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "bench/" + strconv.Itoa(u), Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-		if err != nil {
-			b.Fatal(err)
-		}
+	s, ls, _ := leased(b, benchUnits(units)...)
+	for u, l := range ls {
 		ops := []persistence.Op{{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(u), Doc: []byte(`{"n":1}`), Position: "7"}}
 		if _, err := s.Apply(ctx, &persistence.Batch{Source: "bench", Unit: l.Unit, Lease: l, Table: "bench", Ops: ops, Checkpoint: "7"}); err != nil {
 			b.Fatal(err)

@@ -88,11 +88,8 @@ func TestOpenRefusesAFileThatIsNotSQLite(t *testing.T) {
 // ever.
 func TestUpsertReplacesAStoredTextThatIsNotJSON(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ls, _ := leased(t, "orders/0")
+	l := ls[0]
 	put := func(doc, pos string) persistence.Applied {
 		t.Helper()
 		a, err := s.Apply(ctx, &persistence.Batch{Source: "orders", Unit: l.Unit, Lease: l, Table: "orders",
@@ -137,14 +134,11 @@ func TestUpsertReplacesAStoredTextThatIsNotJSON(t *testing.T) {
 // error, which read like a bug of the store.
 func TestApplyEndedByItsContextSaysSo(t *testing.T) {
 	bg := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
-	l, err := s.Acquire(bg, persistence.AcquireRequest{Unit: "jobs/0", Owner: "a", TTL: time.Minute, Live: []string{"a"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ls, _ := leased(t, "jobs/0")
+	l := ls[0]
 	ctx, cancel := context.WithCancel(bg)
 	defer cancel()
-	_, err = s.Apply(ctx, &persistence.Batch{Source: "jobs", Unit: l.Unit, Lease: l, Checkpoint: "1",
+	_, err := s.Apply(ctx, &persistence.Batch{Source: "jobs", Unit: l.Unit, Lease: l, Checkpoint: "1",
 		Ops: []persistence.Op{{Kind: persistence.OpMessage, Position: "1"}},
 		Handle: func(_ context.Context, tx persistence.Tx, _ []persistence.Op) error {
 			cancel()
@@ -177,11 +171,8 @@ func TestApplyEndedByItsContextSaysSo(t *testing.T) {
 // measures; this checks what they write.)
 func TestUpsertsShareStatements(t *testing.T) {
 	ctx := context.Background()
-	s := open(t, filepath.Join(t.TempDir(), "drover.db"), nil)
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "orders/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, ls, _ := leased(t, "orders/0")
+	l := ls[0]
 	const n = 128
 	doc := func(i, v int) []byte { return fmt.Appendf(nil, `{"id":%d,"v":%d}`, i, v) }
 	var first []persistence.Op

@@ -377,7 +377,7 @@ WHERE unit = ? AND owner = ? AND owner <> '' AND token = ?
 RETURNING owner, token, expires_at, acquired_at, renewed_at`},
 		{&st.leaseRenewMany, sqlRenewMany},
 		// prepared: the bench's latency poller and the debug views read
-		// them every few milliseconds, and parsing it was most of a read
+		// them every few milliseconds, and parsing it was a third of a read
 		{&st.checkpointsOf, `SELECT unit, source, position, finished, token, updated_at, stream_id
 FROM drover_checkpoints WHERE source = ? ORDER BY unit`},
 		{&st.leaseHeld, sqlLeaseHeld},
@@ -561,24 +561,21 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 	}
 	t := &tableStmts{}
 	_, rm, get, page := recordsSQL(name)
-	for _, p := range []struct {
+	type prep struct {
 		to  **sql.Stmt
 		sql string
-	}{{&t.remove, rm}, {&t.get, get}, {&t.page, page}} {
+	}
+	preps := []prep{{&t.remove, rm}, {&t.get, get}, {&t.page, page}}
+	for i, n := range upsertRows {
+		preps = append(preps, prep{&t.upserts[i], upsertSQL(name, n)})
+	}
+	for _, p := range preps {
 		stmt, err := s.db.PrepareContext(ctx, p.sql)
 		if err != nil {
 			t.close()
 			return nil, fmt.Errorf("prepare %s: %w", name, dbErr(err))
 		}
 		*p.to = stmt
-	}
-	for i, n := range upsertRows {
-		stmt, err := s.db.PrepareContext(ctx, upsertSQL(name, n))
-		if err != nil {
-			t.close()
-			return nil, fmt.Errorf("prepare %s: %w", name, dbErr(err))
-		}
-		t.upserts[i] = stmt
 	}
 	t.upsert = t.upserts[len(upsertRows)-1] // the 1-row statement
 	s.mu.Lock()

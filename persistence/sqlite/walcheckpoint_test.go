@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,32 +14,34 @@ import (
 )
 
 // walStore opens a store in a fresh directory and takes a lease of
-// big/0; put(n, from) applies one batch of n upserts of 2 KB documents,
-// keys from..from+n-1.
+// big/0; put(n, from) applies one batch of bigBatches.
 func walStore(t *testing.T) (s *sqlite.Store, path string, put func(n, from int)) {
 	t.Helper()
-	ctx := context.Background()
-	path = filepath.Join(t.TempDir(), "drover.db")
-	s = open(t, path, nil)
-	l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "big/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	pad := strings.Repeat("x", 2000)
-	pos := 0
+	s, ls, path := leased(t, "big/0")
+	batch := bigBatches(ls[0])
 	put = func(n, from int) {
 		t.Helper()
+		if _, err := s.Apply(context.Background(), batch(n, from)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, path, put
+}
+
+// bigBatches makes batches of l's unit: batch(n, from) upserts n
+// documents of 2 KB, keys from..from+n-1, each batch at the next position.
+func bigBatches(l persistence.Lease) (batch func(n, from int) *persistence.Batch) {
+	pad := strings.Repeat("x", 2000)
+	pos := 0
+	return func(n, from int) *persistence.Batch {
 		ops := make([]persistence.Op, n)
 		for i := range ops {
 			pos++
 			ops[i] = persistence.Op{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(from+i), Position: strconv.Itoa(pos),
 				Doc: fmt.Appendf(nil, `{"seq":%d,"pad":%q}`, pos, pad)}
 		}
-		if _, err := s.Apply(ctx, &persistence.Batch{Source: "big", Unit: l.Unit, Lease: l, Table: "big", Ops: ops, Checkpoint: strconv.Itoa(pos)}); err != nil {
-			t.Fatal(err)
-		}
+		return &persistence.Batch{Source: "big", Unit: l.Unit, Lease: l, Table: "big", Ops: ops, Checkpoint: strconv.Itoa(pos)}
 	}
-	return s, path, put
 }
 
 func fileSize(t *testing.T, path string) int64 {
@@ -75,14 +76,8 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 	_, path, put := walStore(t)
 	put(10, 0)
 	before := fileSize(t, path)
-	put(3000, 0)
-	deadline := time.Now().Add(10 * time.Second)
-	for fileSize(t, path) < before+4<<20 {
-		if time.Now().After(deadline) {
-			t.Fatalf("database file still %d bytes (was %d) 10 s after a commit of 6 MB: no checkpoint", fileSize(t, path), before)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-	}
+	put(3000, 0) // about 6 MB
+	waitFileGrows(t, path, before+4<<20, "no checkpoint after a commit of 6 MB")
 }
 
 // TestCommitStartsACheckpoint: a batch's commit asks for a round at once,
@@ -94,30 +89,16 @@ func TestCheckpointerCopiesTheWAL(t *testing.T) {
 // latency's tail.
 func TestCommitStartsACheckpoint(t *testing.T) {
 	defer sqlite.SetCheckpointIdle(time.Hour)()
-	pad := strings.Repeat("x", 2000)
 	for _, path := range []string{"apply", "group", "group with a handler"} {
 		t.Run(path, func(t *testing.T) {
-			ctx := context.Background()
-			file := filepath.Join(t.TempDir(), "drover.db")
-			s := open(t, file, nil)
-			l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: "big/0", Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			batch := func(n int, pos string) *persistence.Batch {
-				ops := make([]persistence.Op, n)
-				for i := range ops {
-					ops[i] = persistence.Op{Kind: persistence.OpUpsert, Key: "k" + strconv.Itoa(i), Position: pos,
-						Doc: fmt.Appendf(nil, `{"pos":%q,"pad":%q}`, pos, pad)}
-				}
-				b := &persistence.Batch{Source: "big", Unit: l.Unit, Lease: l, Table: "big", Ops: ops, Checkpoint: pos}
+			s, ls, file := leased(t, "big/0")
+			batch := bigBatches(ls[0])
+			write := func(b *persistence.Batch) {
+				t.Helper()
+				ctx := context.Background()
 				if path == "group with a handler" {
 					b.Handle = func(context.Context, persistence.Tx, []persistence.Op) error { return nil }
 				}
-				return b
-			}
-			write := func(b *persistence.Batch) {
-				t.Helper()
 				if path == "apply" {
 					if _, err := s.Apply(ctx, b); err != nil {
 						t.Fatal(err)
@@ -128,16 +109,10 @@ func TestCommitStartsACheckpoint(t *testing.T) {
 					t.Fatal(r[0].Err)
 				}
 			}
-			write(batch(10, "1"))
+			write(batch(10, 0))
 			before := fileSize(t, file)
-			write(batch(3000, "2")) // about 6 MB
-			deadline := time.Now().Add(10 * time.Second)
-			for fileSize(t, file) < before+4<<20 {
-				if time.Now().After(deadline) {
-					t.Fatalf("database file still %d bytes (was %d) 10 s after a commit of 6 MB: the commit started no checkpoint", fileSize(t, file), before)
-				}
-				time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
-			}
+			write(batch(3000, 0)) // about 6 MB
+			waitFileGrows(t, file, before+4<<20, "the commit started no checkpoint")
 		})
 	}
 }
