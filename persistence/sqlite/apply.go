@@ -433,17 +433,22 @@ func (s *Store) moveCheckpoint(ctx context.Context, tx *sql.Tx, b *persistence.B
 		return s.wrote()
 	}
 	if b.Checkpoint != "" {
-		// One statement: the upsert moves it only forward (checkpointMove).
-		res, err := tx.StmtContext(ctx, s.stmts.checkpointMove).ExecContext(ctx, b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now)
-		if err != nil {
-			return fmt.Errorf("checkpoint: %w", dbErr(err))
+		// One statement: the upsert moves it only forward (checkpointMove),
+		// and a second one only when it moved nothing: the stored one is
+		// not before it, or is another source's (checkpointMoveSource).
+		args := []any{b.Unit, b.Source, b.Checkpoint, b.Finished, b.Lease.Token, now}
+		for _, st := range []*sql.Stmt{s.stmts.checkpointMove, s.stmts.checkpointMoveSource} {
+			res, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...)
+			if err != nil {
+				return fmt.Errorf("checkpoint: %w", dbErr(err))
+			}
+			if n, err := res.RowsAffected(); err != nil {
+				return fmt.Errorf("checkpoint: %w", dbErr(err))
+			} else if n > 0 {
+				return s.wrote()
+			}
 		}
-		if n, err := res.RowsAffected(); err != nil {
-			return fmt.Errorf("checkpoint: %w", dbErr(err))
-		} else if n == 0 {
-			return nil // not after the stored one
-		}
-		return s.wrote()
+		return nil // not after the stored one
 	}
 	// Finished without a position (the caller comes here only with one of
 	// the two): the stored position, marked finished unless it is.

@@ -350,15 +350,15 @@ func dbErr(err error) error {
 
 // statements are the prepared statements of drover's own tables.
 type statements struct {
-	leaseGet, leasePut, leaseRenew, leaseRenewMany *sql.Stmt
-	leaseRelease, leaseList, leaseHeld             *sql.Stmt
-	nodeBeat, nodeChanged, ownerCount              *sql.Stmt
-	sourcePut, sourceGet                           *sql.Stmt
-	fence                                          *sql.Stmt
-	dedupeGet, dedupePut                           *sql.Stmt
-	deadLetterPut                                  *sql.Stmt
-	checkpointGet, checkpointPut, checkpointReset  *sql.Stmt
-	checkpointMove, checkpointsOf                  *sql.Stmt
+	leaseGet, leasePut, leaseRenew, leaseRenewMany      *sql.Stmt
+	leaseRelease, leaseList, leaseHeld                  *sql.Stmt
+	nodeBeat, nodeChanged, ownerCount                   *sql.Stmt
+	sourcePut, sourceGet                                *sql.Stmt
+	fence                                               *sql.Stmt
+	dedupeGet, dedupePut                                *sql.Stmt
+	deadLetterPut                                       *sql.Stmt
+	checkpointGet, checkpointPut, checkpointReset       *sql.Stmt
+	checkpointMove, checkpointMoveSource, checkpointsOf *sql.Stmt
 }
 
 func (st *statements) prepare(ctx context.Context, db *sql.DB) error {
@@ -412,13 +412,23 @@ ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.p
 	finished = excluded.finished, token = excluded.token, updated_at = excluded.updated_at`},
 		// checkpointMove moves a checkpoint forward only: to a later
 		// position, or to the same one newly finished (moveCheckpoint).
+		// Its update leaves source alone: a column in the SET list has
+		// SQLite rewrite the index entries on it whatever the value, so
+		// "source = excluded.source" put drover_checkpoints_source's page
+		// in the WAL with every commit. A stored row of another source
+		// (the unit's name reused) is moved by checkpointMoveSource.
 		{&st.checkpointMove, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at)
 VALUES (?1, ?2, ?3, ?4, ?5, ?6)
-ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
+ON CONFLICT (unit) DO UPDATE SET position = excluded.position,
 	finished = (drover_checkpoints.finished OR excluded.finished), token = excluded.token, updated_at = excluded.updated_at
-WHERE ` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) > 0
-	OR (` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) = 0
-		AND excluded.finished AND NOT drover_checkpoints.finished)`},
+WHERE drover_checkpoints.source = excluded.source
+	AND (` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) > 0
+		OR (` + positionCmpFunc + `(excluded.position, drover_checkpoints.position) = 0
+			AND excluded.finished AND NOT drover_checkpoints.finished))`},
+		{&st.checkpointMoveSource, `UPDATE drover_checkpoints SET source = ?2, position = ?3,
+	finished = (finished OR ?4), token = ?5, updated_at = ?6
+WHERE unit = ?1 AND source <> ?2 AND (` + positionCmpFunc + `(?3, position) > 0
+	OR (` + positionCmpFunc + `(?3, position) = 0 AND ?4 AND NOT finished))`},
 		{&st.checkpointReset, `INSERT INTO drover_checkpoints (unit, source, position, finished, token, updated_at, stream_id)
 VALUES (?, ?, ?, ?, ?, ?, ?)
 ON CONFLICT (unit) DO UPDATE SET source = excluded.source, position = excluded.position,
@@ -440,7 +450,7 @@ func (st *statements) close() {
 		st.leaseHeld, st.nodeBeat, st.nodeChanged, st.ownerCount,
 		st.sourcePut, st.sourceGet,
 		st.fence, st.dedupeGet, st.dedupePut, st.deadLetterPut, st.checkpointGet, st.checkpointPut,
-		st.checkpointReset, st.checkpointMove, st.checkpointsOf} {
+		st.checkpointReset, st.checkpointMove, st.checkpointMoveSource, st.checkpointsOf} {
 		if s != nil {
 			_ = s.Close()
 		}
