@@ -286,6 +286,7 @@ func (c Config) keyed(op persistence.Op, m brokers.Message, kind persistence.OpK
 	op.Kind, op.Key = kind, key
 	if kind == persistence.OpUpsert {
 		op.Doc = p.canonical(make([]byte, 0, p.nodes[obj].end-p.nodes[obj].start), obj)
+		op.DocChecked = true // canonical writes parsed JSON, compact
 	}
 	return op
 }

@@ -49,6 +49,11 @@ func FuzzRecord(f *testing.F) {
 			if !json.Valid(op.Doc) || op.Doc[0] != '{' {
 				t.Fatalf("upsert doc %q is not a JSON object", op.Doc)
 			}
+			// what DocChecked promises a store, which then skips its checks
+			var compact bytes.Buffer
+			if err := json.Compact(&compact, op.Doc); err != nil || !bytes.Equal(compact.Bytes(), op.Doc) || !op.DocChecked {
+				t.Fatalf("upsert doc %q: DocChecked %v, compact form %q", op.Doc, op.DocChecked, compact.Bytes())
+			}
 			again, err := Canonical(op.Doc)
 			if err != nil || !bytes.Equal(again, op.Doc) {
 				t.Fatalf("re-canonicalising %q gave %q, %v", op.Doc, again, err)
@@ -57,11 +62,11 @@ func FuzzRecord(f *testing.F) {
 				t.Fatalf("upsert carries dead-letter fields: %+v", op)
 			}
 		case persistence.OpDelete:
-			if op.Key == "" || op.Doc != nil || op.Reason != "" {
+			if op.Key == "" || op.Doc != nil || op.Reason != "" || op.DocChecked {
 				t.Fatalf("bad delete %+v", op)
 			}
 		case persistence.OpDeadLetter:
-			if op.Reason == "" || !bytes.Equal(op.Payload, value) || op.Key != "" || op.Doc != nil {
+			if op.Reason == "" || !bytes.Equal(op.Payload, value) || op.Key != "" || op.Doc != nil || op.DocChecked {
 				t.Fatalf("bad dead letter %+v", op)
 			}
 		default:

@@ -90,9 +90,10 @@ func (s *Store) prepareBatch(ctx context.Context, b *persistence.Batch) (*tableS
 	for i, op := range b.Ops {
 		switch op.Kind {
 		case persistence.OpUpsert:
-			// The decoder only passes JSON; this keeps SQLite's json()
-			// from accepting JSON5 and makes the error the same as memory's.
-			if !json.Valid(op.Doc) {
+			// The decoder only passes JSON (and says so: DocChecked); this
+			// keeps SQLite's json() from accepting JSON5 from anything else
+			// and makes the error the same as memory's.
+			if !op.DocChecked && !json.Valid(op.Doc) {
 				return nil, persistence.Refused(fmt.Errorf("upsert %q: invalid JSON document", op.Key))
 			}
 			hasRecords = true
@@ -313,9 +314,12 @@ func (s *Store) writeRecords(ctx context.Context, tx *sql.Tx, table *tableStmts,
 			}
 			continue
 		}
-		doc, err := compactJSON(op.Doc)
-		if err != nil {
-			return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
+		doc := op.Doc
+		if !op.DocChecked {
+			var err error
+			if doc, err = compactJSON(op.Doc); err != nil {
+				return fmt.Errorf("upsert %s/%s: %w", b.Table, op.Key, persistence.Refused(err))
+			}
 		}
 		w.args = append(w.args, op.Key, string(doc), b.Source, b.Unit, op.Position, now)
 		w.bytes += len(doc)
