@@ -247,16 +247,16 @@ func (k OpKind) String() string {
 
 // Op is one decoded message of a batch.
 type Op struct {
-	Kind     OpKind
-	Key      string // record key (upsert, delete)
-	Doc      []byte // JSON object (upsert)
+	Kind OpKind
+	Key  string // record key (upsert, delete)
+	Doc  []byte // JSON object (upsert)
 	// DocChecked says Doc is one valid JSON value with no whitespace
 	// between its tokens, as drover's decoders write it (they parse every
 	// body and write its canonical form): a store skips its own check of
 	// Doc and its compaction then. Anything else that makes ops leaves it
 	// false, and the store checks.
 	DocChecked bool
-	Position string // the message's position (queues: its id)
+	Position   string // the message's position (queues: its id)
 	// MessageID is the dedupe id of a queue message; empty for streams.
 	MessageID string
 	// MsgKey, Payload and Reason describe a dead letter; Payload is also the
