@@ -121,7 +121,8 @@ func benchSmallGroups(b *testing.B, units, size int) {
 				pos++
 				p := strconv.Itoa(pos)
 				ops[j] = persistence.Op{Kind: persistence.OpUpsert, Key: strconv.Itoa(pos % keys),
-					Doc: []byte(`{"id":` + strconv.Itoa(pos%keys) + `,"name":"customer","seq":` + p + `,"pad":"` + padding + `"}`), Position: p}
+					Doc: []byte(`{"id":` + strconv.Itoa(pos%keys) + `,"name":"customer","seq":` + p + `,"pad":"` + padding + `"}`), Position: p,
+					DocChecked: true} // as the decoder's
 			}
 			bs[u] = &persistence.Batch{Source: "bench", Unit: ls[u].Unit, Lease: ls[u], Table: "bench", Ops: ops, Checkpoint: strconv.Itoa(pos)}
 		}
