@@ -252,9 +252,11 @@ type Op struct {
 	Doc  []byte // JSON object (upsert)
 	// DocChecked says Doc is one valid JSON value with no whitespace
 	// between its tokens, as drover's decoders write it (they parse every
-	// body and write its canonical form): a store skips its own check of
-	// Doc and its compaction then. Anything else that makes ops leaves it
-	// false, and the store checks.
+	// body and write its canonical form): a store may skip its own check
+	// of Doc and its compaction then (SQLite does; memory checks anyway,
+	// PostgreSQL's jsonb parses it). Anything else that makes ops leaves
+	// it false: set on a text that is not so, SQLite stores the text as
+	// given.
 	DocChecked bool
 	Position   string // the message's position (queues: its id)
 	// MessageID is the dedupe id of a queue message; empty for streams.

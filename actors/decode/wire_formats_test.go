@@ -73,5 +73,9 @@ func TestProtobufAndJSONSchemaRecords(t *testing.T) {
 		if op.Kind != tc.kind || string(op.Doc) != tc.doc || !strings.HasPrefix(op.Reason, tc.reason) {
 			t.Errorf("%s: got %v doc %s reason %q; want %v %s %q", tc.name, op.Kind, op.Doc, op.Reason, tc.kind, tc.doc, tc.reason)
 		}
+		// the docs above are compact: DocChecked tells the store so
+		if op.DocChecked != (tc.kind == persistence.OpUpsert) {
+			t.Errorf("%s: DocChecked %v for a %v", tc.name, op.DocChecked, op.Kind)
+		}
 	}
 }

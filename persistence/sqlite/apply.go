@@ -91,8 +91,8 @@ func (s *Store) prepareBatch(ctx context.Context, b *persistence.Batch) (*tableS
 		switch op.Kind {
 		case persistence.OpUpsert:
 			// The decoder only passes JSON (and says so: DocChecked); this
-			// keeps SQLite's json() from accepting JSON5 from anything else
-			// and makes the error the same as memory's.
+			// keeps any other caller's text that is not JSON (JSON5, which
+			// SQLite's json() would take) out, with memory's error.
 			if !op.DocChecked && !json.Valid(op.Doc) {
 				return nil, persistence.Refused(fmt.Errorf("upsert %q: invalid JSON document", op.Key))
 			}

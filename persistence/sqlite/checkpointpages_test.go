@@ -15,12 +15,12 @@ import (
 )
 
 // walFrameHeader and walHeader are the sizes SQLite's WAL format gives
-// (https://www.sqlite.org/fileformat2.html#walformat); a frame starts with
-// the number of the page it holds.
+// (https://www.sqlite.org/fileformat2.html#walformat); the header holds
+// the page size at byte 8, and a frame starts with the number of the page
+// it holds.
 const (
 	walHeader      = 32
 	walFrameHeader = 24
-	pageSize       = 4096
 )
 
 // committedPages runs commit and answers the numbers of the pages its
@@ -53,6 +53,7 @@ func committedPages(t *testing.T, path string, commit func()) []uint32 {
 	if err != nil {
 		t.Fatal(err)
 	}
+	pageSize := int(binary.BigEndian.Uint32(raw[8:]))
 	pages := make([]uint32, n)
 	for i := range pages {
 		pages[i] = binary.BigEndian.Uint32(raw[walHeader+i*(walFrameHeader+pageSize):])
@@ -116,49 +117,56 @@ func TestCommitLeavesCheckpointIndexAlone(t *testing.T) {
 			}
 		}
 	})
-	if slices.Contains(pages, index) {
-		t.Errorf("a group wrote pages %v, among them the checkpoints index's (%d)", pages, index)
+	if slices.Contains(pages, index) || len(pages) != 2 {
+		t.Errorf("a group of two one-row batches wrote pages %v, want two (the rows' and the checkpoints'), not the checkpoints index's (%d)", pages, index)
 	}
 }
 
 // TestCheckpointMovesToAnotherSource: a unit whose stored checkpoint is
-// another source's (its name reused) still moves forward and takes the
-// batch's source, as the upsert did before it left source alone; one not
-// after the stored one still moves nothing.
+// another source's (its name reused) moves as one of its own source
+// would, and takes the batch's source, as the upsert did before it left
+// source alone: forward, or at the same position newly finished, with
+// finished kept once set; one not after the stored one moves nothing.
 func TestCheckpointMovesToAnotherSource(t *testing.T) {
 	s, ls, _ := leased(t, "orders/0")
 	ctx := context.Background()
-	apply := func(source, pos string) {
+	apply := func(source, pos string, finished bool) {
 		t.Helper()
-		b := &persistence.Batch{Source: source, Unit: "orders/0", Lease: ls[0], Table: "orders", Checkpoint: pos,
+		b := &persistence.Batch{Source: source, Unit: "orders/0", Lease: ls[0], Table: "orders", Checkpoint: pos, Finished: finished,
 			Ops: []persistence.Op{{Kind: persistence.OpUpsert, Key: "k", Position: pos, Doc: []byte(`{"p":` + pos + `}`)}}}
 		if _, err := s.Apply(ctx, b); err != nil {
 			t.Fatal(err)
 		}
 	}
-	stored := func(source string) string {
+	stored := func() string {
 		t.Helper()
-		cps, err := s.Checkpoints(ctx, source)
-		if err != nil {
-			t.Fatal(err)
-		}
 		var out []string
-		for _, c := range cps {
-			out = append(out, c.Unit+"@"+c.Position)
+		for _, source := range []string{"a", "b", "c"} {
+			cps, err := s.Checkpoints(ctx, source)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, c := range cps {
+				out = append(out, fmt.Sprintf("%s:%s@%s finished=%v", c.Source, c.Unit, c.Position, c.Finished))
+			}
 		}
-		return strconv.Quote(fmt.Sprint(out))
+		return fmt.Sprint(out)
 	}
-	apply("old", "10")
-	apply("new", "9") // not after 10: nothing moves
-	if got, want := stored("old")+" "+stored("new"), `"[orders/0@10]" "[]"`; got != want {
-		t.Fatalf("after a position before the stored one: old, new = %s, want %s", got, want)
-	}
-	apply("new", "11")
-	if got, want := stored("old")+" "+stored("new"), `"[]" "[orders/0@11]"`; got != want {
-		t.Fatalf("after a later position of another source: old, new = %s, want %s", got, want)
-	}
-	apply("new", "12")
-	if got, want := stored("new"), `"[orders/0@12]"`; got != want {
-		t.Fatalf("then the same source: %s, want %s", got, want)
+	for _, step := range []struct {
+		source, pos string
+		finished    bool
+		want, why   string
+	}{
+		{"a", "10", false, "[a:orders/0@10 finished=false]", "first"},
+		{"b", "9", false, "[a:orders/0@10 finished=false]", "another source, before the stored one: nothing moves"},
+		{"b", "10", false, "[a:orders/0@10 finished=false]", "another source, the same position not finished: nothing moves"},
+		{"b", "10", true, "[b:orders/0@10 finished=true]", "another source, the same position newly finished: taken over"},
+		{"c", "11", false, "[c:orders/0@11 finished=true]", "another source, forward: taken over, finished kept"},
+		{"c", "12", false, "[c:orders/0@12 finished=true]", "then the same source"},
+	} {
+		apply(step.source, step.pos, step.finished)
+		if got := stored(); got != step.want {
+			t.Fatalf("%s: stored %s, want %s", step.why, got, step.want)
+		}
 	}
 }

@@ -67,7 +67,9 @@
 //   - Lease expiry and every timestamp come from Config.Clock (nil:
 //     clock.Real{}). Times are stored as INTEGER unix nanoseconds (UTC).
 //   - Documents are stored as SQLite's json() of what the caller gave
-//     (validated, minified: computed in Go, compactJSON); "unchanged" is decided by comparing with the
+//     (validated, minified: computed in Go, compactJSON; a document the
+//     decoder checked and wrote compact, Op.DocChecked, as given);
+//     "unchanged" is decided by comparing with the
 //     stored document as JSON values (key order, whitespace and the spelling
 //     of numbers ignored), as PostgreSQL's jsonb equality would.
 //   - Errors from the driver are translated at this boundary: no

@@ -24,7 +24,8 @@ import (
 // Comparing inside the upsert spares reading every stored document of a
 // batch back first (a query per batch and a row per key: about a fifth of
 // the store's CPU per row in small batches). The new text passed the
-// store's JSON check; the stored one is what the store wrote, or, written
+// store's JSON check, or the decoder's (persistence.Op.DocChecked); the
+// stored one is what the store wrote, or, written
 // there by something else, not JSON at all: such a text compares as
 // different, so that the new document replaces it rather than failing
 // the batch for ever (JSONEqualValid does not check its inputs, so a

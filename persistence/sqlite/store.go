@@ -521,7 +521,8 @@ func recordsTableSQL(table string) string {
 
 // recordsSQL are the statements of a records table. The upsert stores the
 // document as given: callers pass compactJSON's (what SQLite's json()
-// would store); it leaves a stored document that equals it untouched
+// would store) or a document the decoder wrote compact (DocChecked); it
+// leaves a stored document that equals it untouched
 // (sameJSONFunc), so that a row a statement did not change is an
 // unchanged document.
 func recordsSQL(table string) (upsert, remove, get, page string) {
