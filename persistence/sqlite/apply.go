@@ -572,7 +572,7 @@ func (t *handlerTx) Put(ctx context.Context, table, key string, doc []byte) erro
 	if err != nil {
 		return fmt.Errorf("put %s/%s: %w", table, key, persistence.Refused(err))
 	}
-	st, text := t.stmt(ctx, table, func(ts *tableStmts) *sql.Stmt { return ts.upsert }, func(up, _, _ string) string { return up })
+	st, text := t.stmt(ctx, table, (*tableStmts).upsertOne, func(up, _, _ string) string { return up })
 	args := []any{key, string(compact), t.source, t.unit, t.position, t.now}
 	if st != nil {
 		_, err = st.ExecContext(ctx, args...)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -48,19 +47,10 @@ func TestGroupCheckpointsMoveAsAlone(t *testing.T) {
 	// a/4's lease lost to another node first; it answers every source's
 	// checkpoints and the batches' errors.
 	run := func(t *testing.T, asGroup bool) (string, []string) {
-		path := filepath.Join(t.TempDir(), "drover.db")
-		s, err := sqlite.Open(ctx, path, sqlite.Config{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer s.Close()
+		s, ls, _ := leased(t, units...)
 		leases := map[string]persistence.Lease{}
-		for _, u := range units {
-			l, err := s.Acquire(ctx, persistence.AcquireRequest{Unit: u, Owner: "node-1", TTL: time.Hour, Live: []string{"node-1"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			leases[u] = l
+		for _, l := range ls {
+			leases[l.Unit] = l
 		}
 		seq := 0
 		batch := func(st step) *persistence.Batch {

@@ -485,10 +485,13 @@ func firstLine(s string) string {
 
 // tableStmts are the prepared statements of one records table.
 type tableStmts struct {
-	upsert, remove, get, page *sql.Stmt // upsert: upserts' 1-row statement
+	remove, get, page *sql.Stmt
 	// upserts[i] upserts upsertRows[i] rows in one statement
 	upserts [len(upsertRows)]*sql.Stmt
 }
+
+// upsertOne is the 1-row upsert (a handler's Put).
+func (t *tableStmts) upsertOne() *sql.Stmt { return t.upserts[len(upsertRows)-1] }
 
 // upsertRows are the row counts of a records table's upsert statements,
 // largest first: a batch's upserts run 64 at a time (or 1 MiB of
@@ -498,7 +501,7 @@ type tableStmts struct {
 var upsertRows = [...]int{64, 32, 16, 8, 4, 2, 1}
 
 func (t *tableStmts) close() {
-	for _, s := range append([]*sql.Stmt{t.remove, t.get, t.page}, t.upserts[:]...) { // t.upsert is one of them
+	for _, s := range append([]*sql.Stmt{t.remove, t.get, t.page}, t.upserts[:]...) {
 		if s != nil {
 			_ = s.Close()
 		}
@@ -588,7 +591,6 @@ func (s *Store) table(ctx context.Context, name string) (*tableStmts, error) {
 		}
 		*p.to = stmt
 	}
-	t.upsert = t.upserts[len(upsertRows)-1] // the 1-row statement
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if other, ok := s.tables[name]; ok {
